@@ -1,0 +1,20 @@
+//! memwire's packet format, and nothing else.
+//!
+//! Owns: the byte layout of every datagram memwire sends: the versioned
+//! little-endian [`header`], the typed operation views in [`op`] that sit at the
+//! start of a reassembled message, and the layout of the optional MAC trailer.
+//! Each type comes as a checked view over `&[u8]` (`*::new_checked`) plus a
+//! validated representation (`*Repr::parse` / `emit` / `buffer_len`), in the
+//! style of smoltcp's `wire` module.
+//!
+//! Must not: do I/O, read a clock, allocate on the parse path, or panic on any
+//! input. Decoding any byte string returns a value or a typed [`Error`]; this is
+//! property-tested and fuzzed (`fuzz/`).
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod header;
+pub mod op;
+
+pub use error::{Error, Result};
+pub use header::{Flags, Header, HeaderRepr, PacketType, HEADER_LEN, MAC_LEN, MAGIC, VERSION};

@@ -1,0 +1,1 @@
+//! Operation views (filled in next).
