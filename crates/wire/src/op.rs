@@ -1,1 +1,0 @@
-//! Operation views (filled in next).
