@@ -1,0 +1,189 @@
+//! Protocol tuning knobs.
+//!
+//! Owns: [`Config`] and its defaults. Every rank of a job must use the same
+//! `max_datagram`, `recv_window` and `initial_seq` (the sender sizes its
+//! window from its own `recv_window`, and both ends start sequence numbers at
+//! `initial_seq`); the other fields may differ per rank.
+//!
+//! Must not: read the environment or files (the endpoint layer maps `MW_*`
+//! variables onto these fields).
+
+use crate::time::Duration;
+use mw_wire::HEADER_LEN;
+
+/// Tuning of the reliability protocol. [`Config::default`] suits a LAN or
+/// loopback; the comments give the reasoning for each default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Largest datagram the protocol emits, header (and future MAC trailer)
+    /// included. Sets the segment size: `max_datagram - 48` payload bytes per
+    /// Data packet. Default 1472 = Ethernet MTU 1500 - IPv4 20 - UDP 8, so no
+    /// IP fragmentation on a standard LAN. Must be in `49..=65583`.
+    pub max_datagram: usize,
+    /// Longest a receiver delays an acknowledgement hoping to coalesce it with
+    /// more acks or piggyback it on reverse Data. Default 100 µs: a few LAN
+    /// round trips, so delayed acks cost little latency; senders that wait on
+    /// completion ask for an immediate ack anyway (`ACK_NOW`). Also added to
+    /// the sender's RTO, since the peer may legitimately hold its ack that long.
+    pub max_ack_delay: Duration,
+    /// Acknowledge at least every this many in-order Data packets. Default 8:
+    /// one ack per ~11 KiB of bulk data (PM/UDP's "Ack compression"), while the
+    /// sender's window (≥ 2, normally ≥ 32) never waits on a delayed ack because
+    /// the packet that fills it asks for an immediate one. Minimum 1.
+    pub ack_every: u32,
+    /// Retransmission timeout before any RTT sample (RFC 6298 §2.1 says 1 s for
+    /// the Internet; on a LAN 1 ms is already hundreds of round trips).
+    pub rto_initial: Duration,
+    /// Floor of the computed RTO. Default 200 µs: above loopback/LAN RTT plus
+    /// scheduling noise, far below the Internet's 1 s (RFC 6298 §2.4), which
+    /// would make every tail loss cost a second.
+    pub rto_min: Duration,
+    /// Ceiling of the RTO after exponential backoff. Default 100 ms, so a
+    /// silent peer is probed ~20 times within `peer_dead_after`; that keeps
+    /// false "dead" verdicts negligible even under heavy loss.
+    pub rto_max: Duration,
+    /// Congestion window (packets in flight) of a new connection. Default 32
+    /// ≈ 45 KiB: about the bandwidth-delay product of 10 Gb/s × 40 µs.
+    pub initial_window: u32,
+    /// Smallest congestion window; loss never shrinks it further. Default 2.
+    pub min_window: u32,
+    /// Largest congestion window in packets. Default 256 (≈ 360 KiB at 1472 B).
+    pub max_window: u32,
+    /// Cap on unacknowledged payload bytes in flight per peer, whatever the
+    /// packet count. Default 2 MiB: matters with large (loopback) datagrams,
+    /// and should stay below the peer's socket receive buffer.
+    pub max_window_bytes: usize,
+    /// How far past the cumulative ack a receiver buffers out-of-order packets
+    /// (and so how far past its oldest unacked packet a sender may run).
+    /// Default 256: ≥ `max_window`, so the congestion window is what limits.
+    /// SACK reports the first 64 beyond the cumulative ack; later ones are
+    /// still kept and covered once the hole fills. Memory for the buffer is
+    /// allocated only when packets actually arrive out of order.
+    pub recv_window: u32,
+    /// A peer from which nothing has been heard for this long while we wait on
+    /// it (unacked data, or an unanswered keepalive probe) is declared dead and
+    /// everything pending toward it fails. Default 2 s: ~20 backed-off
+    /// retransmissions must all go unanswered first.
+    pub peer_dead_after: Duration,
+    /// When set, an idle peer we have talked to is probed after this much
+    /// silence, so its death is noticed even without traffic. Default `None`:
+    /// no background traffic unless asked for.
+    pub keepalive: Option<Duration>,
+    /// First sequence number of every connection. 0 in production; tests set
+    /// it near `u32::MAX` to exercise wraparound. Must match on all ranks.
+    pub initial_seq: u32,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            max_datagram: 1472,
+            max_ack_delay: Duration::from_micros(100),
+            ack_every: 8,
+            rto_initial: Duration::from_millis(1),
+            rto_min: Duration::from_micros(200),
+            rto_max: Duration::from_millis(100),
+            initial_window: 32,
+            min_window: 2,
+            max_window: 256,
+            max_window_bytes: 2 << 20,
+            recv_window: 256,
+            peer_dead_after: Duration::from_secs(2),
+            keepalive: None,
+            initial_seq: 0,
+        }
+    }
+}
+
+/// Why a [`Config`] cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `max_datagram` leaves no room for payload, or exceeds what `payload_len` can describe.
+    MaxDatagram,
+    /// A window is zero, or `min_window <= initial_window <= max_window` does not hold.
+    Window,
+    /// `recv_window` is zero or above 2^20.
+    RecvWindow,
+    /// `rto_min <= rto_initial <= rto_max` does not hold, or `rto_min` is zero.
+    Rto,
+    /// `ack_every` is zero.
+    AckEvery,
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            ConfigError::MaxDatagram => "max_datagram out of range",
+            ConfigError::Window => "inconsistent congestion window limits",
+            ConfigError::RecvWindow => "recv_window out of range",
+            ConfigError::Rto => "inconsistent RTO limits",
+            ConfigError::AckEvery => "ack_every must be at least 1",
+        })
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Checks the invariants [`Endpoint::new`](crate::Endpoint::new) relies on.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_datagram <= HEADER_LEN + crate::auth::TRAILER_RESERVE
+            || self.max_datagram > HEADER_LEN + usize::from(u16::MAX) + crate::auth::TRAILER_RESERVE
+        {
+            return Err(ConfigError::MaxDatagram);
+        }
+        if self.min_window == 0
+            || self.min_window > self.initial_window
+            || self.initial_window > self.max_window
+        {
+            return Err(ConfigError::Window);
+        }
+        if self.recv_window == 0 || self.recv_window > 1 << 20 {
+            return Err(ConfigError::RecvWindow);
+        }
+        if self.rto_min.is_zero()
+            || self.rto_min > self.rto_initial
+            || self.rto_initial > self.rto_max
+        {
+            return Err(ConfigError::Rto);
+        }
+        if self.ack_every == 0 {
+            return Err(ConfigError::AckEvery);
+        }
+        Ok(())
+    }
+
+    /// Payload bytes per Data packet.
+    pub fn segment_size(&self) -> usize {
+        self.max_datagram - HEADER_LEN - crate::auth::TRAILER_RESERVE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        let c = Config::default();
+        assert_eq!(c.validate(), Ok(()));
+        assert_eq!(c.segment_size(), 1424);
+        assert_eq!(
+            Config {
+                ack_every: 0,
+                ..Config::default()
+            }
+            .validate(),
+            Err(ConfigError::AckEvery)
+        );
+        assert_eq!(
+            Config {
+                max_datagram: 48,
+                ..Config::default()
+            }
+            .validate(),
+            Err(ConfigError::MaxDatagram)
+        );
+    }
+}

@@ -1,0 +1,504 @@
+//! The endpoint: one per process, holding a connection to every rank of the job.
+//!
+//! Owns: header validation and drop accounting for every received datagram
+//! (job, target, rank, epoch, MAC hook), dispatch to the right [`Peer`], the
+//! round-robin list of peers with something to send, the endpoint-wide timer
+//! queue, the event queue, and peer death and restart.
+//!
+//! Must not: do I/O or read a clock; scan all peers per packet (only
+//! `is_quiescent` looks at every peer); allocate on the steady-state path of
+//! an in-order message (buffers and queues are reused).
+
+use crate::auth;
+use crate::peer::{Ids, Peer};
+use crate::time::Instant;
+use crate::timer::{TimerKind, TimerQueue};
+use crate::{Config, DropReason, Event, MsgId, PeerStats, Stats, SubmitError, Transmit};
+use mw_wire::{Flags, HeaderRepr, PacketType, HEADER_LEN};
+use std::collections::VecDeque;
+
+/// The protocol state of one process: reliable, ordered, exactly-once
+/// message delivery to every other rank of a job, over an unreliable datagram
+/// network, without doing any I/O itself.
+///
+/// # Call order
+///
+/// The caller owns the socket and the clock and drives the endpoint with
+/// them (this is quinn-proto's `Connection` discipline):
+///
+/// 1. Feed every received datagram to [`handle_datagram`](Self::handle_datagram);
+///    whole messages come out of its `deliver` callback, in order per peer.
+/// 2. Submit outgoing messages with [`submit`](Self::submit) (and
+///    [`request_ack`](Self::request_ack) when about to wait on completion).
+///    Anything submitted after a delivery — e.g. a reply — is ordered before
+///    the acknowledgement of that delivery, because acks are only generated
+///    in step 3.
+/// 3. Call [`poll_transmit`](Self::poll_transmit) until it returns `None`,
+///    sending each datagram to the rank it names.
+/// 4. Drain [`poll_event`](Self::poll_event) (completions, dead and restarted
+///    peers, raw datagrams).
+/// 5. Sleep until a datagram arrives or [`poll_timeout`](Self::poll_timeout)
+///    passes; at that instant call [`handle_timeout`](Self::handle_timeout),
+///    then go back to step 3.
+///
+/// After *any* `handle_*` or `submit` call, steps 3 and 4 must run before the
+/// caller blocks, or packets and events may sit unsent. Time passed in must
+/// never go backwards.
+#[derive(Debug)]
+pub struct Endpoint {
+    config: Config,
+    ids: Ids,
+    n_ranks: u32,
+    /// Indexed by rank; our own slot is never used.
+    peers: Vec<Peer>,
+    /// Peers that may have something to send, each at most once.
+    ready: VecDeque<u32>,
+    timers: TimerQueue,
+    events: VecDeque<Event>,
+    stats: Stats,
+}
+
+impl Endpoint {
+    /// Creates the endpoint of rank `my_rank` in a job of `n_ranks` ranks
+    /// identified by `job_id`. `my_epoch` identifies this incarnation: random,
+    /// nonzero, chosen by the caller (the protocol draws no random numbers).
+    ///
+    /// # Panics
+    ///
+    /// If `config` fails [`Config::validate`], `my_epoch` is 0, or `my_rank >= n_ranks`.
+    pub fn new(config: Config, job_id: u64, my_rank: u32, my_epoch: u32, n_ranks: u32) -> Endpoint {
+        if let Err(e) = config.validate() {
+            panic!("invalid memwire protocol config: {e}");
+        }
+        assert!(my_epoch != 0, "epoch 0 means 'unknown' on the wire");
+        assert!(
+            my_rank < n_ranks,
+            "rank {my_rank} outside a job of {n_ranks}"
+        );
+        let peers = (0..n_ranks).map(|rank| Peer::new(&config, rank)).collect();
+        Endpoint {
+            config,
+            ids: Ids {
+                job: job_id,
+                rank: my_rank,
+                epoch: my_epoch,
+            },
+            n_ranks,
+            peers,
+            ready: VecDeque::new(),
+            timers: TimerQueue::default(),
+            events: VecDeque::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// This endpoint's rank.
+    pub fn rank(&self) -> u32 {
+        self.ids.rank
+    }
+
+    /// This endpoint's epoch.
+    pub fn epoch(&self) -> u32 {
+        self.ids.epoch
+    }
+
+    fn peer_index(&self, peer: u32) -> Option<usize> {
+        (peer < self.n_ranks && peer != self.ids.rank).then_some(peer as usize)
+    }
+
+    /// Queues one message, the concatenation of `parts`, for reliable
+    /// in-order delivery to `peer`. The bytes are copied. Any length, zero
+    /// included; it is cut into Data packets of `Config::segment_size` bytes.
+    /// The caller bounds memory with [`queued_bytes`](Self::queued_bytes).
+    pub fn submit(
+        &mut self,
+        now: Instant,
+        peer: u32,
+        parts: &[&[u8]],
+    ) -> Result<MsgId, SubmitError> {
+        let index = self.peer_index(peer).ok_or(SubmitError::BadRank)?;
+        if self.peers[index].dead {
+            return Err(SubmitError::PeerDead);
+        }
+        let id = self.peers[index].send.submit(parts);
+        self.stats.messages_submitted += 1;
+        self.mark_ready(index);
+        self.refresh(now, index);
+        Ok(id)
+    }
+
+    /// Asks `peer` to acknowledge promptly: the caller is about to wait for
+    /// completion (flush, quiet). The last packet queued so far will carry
+    /// `ACK_NOW`; if everything was already sent, a Probe goes out instead
+    /// (at most one until the peer acknowledges something).
+    pub fn request_ack(&mut self, now: Instant, peer: u32) {
+        let Some(index) = self.peer_index(peer) else {
+            return;
+        };
+        let p = &mut self.peers[index];
+        if p.dead {
+            return;
+        }
+        if !p.send.all_sent() {
+            p.send.request_ack_on_last();
+        } else if p.send.outstanding() && !p.ack_probe_sent {
+            p.ack_probe_sent = true;
+            p.probe_owed = true;
+        }
+        self.mark_ready(index);
+        self.refresh(now, index);
+    }
+
+    /// Feeds one received datagram. Whole messages that become deliverable
+    /// are passed to `deliver(peer, message)` in order per peer, exactly once,
+    /// byte-exact (a single-packet message that arrives in order straight
+    /// from `datagram`, without a copy). A rejected datagram returns why; it
+    /// is counted in [`Stats::drops`] and has no other effect (except that a
+    /// duplicate's ack information is still used, and a stale-epoch packet is
+    /// answered with a Reset).
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        datagram: &[u8],
+        deliver: &mut dyn FnMut(u32, &[u8]),
+    ) -> Result<(), DropReason> {
+        self.stats.packets_received += 1;
+        self.stats.bytes_received += datagram.len() as u64;
+        let result = self.receive(now, datagram, deliver);
+        if let Err(reason) = &result {
+            self.stats.drops.count(reason);
+        }
+        result
+    }
+
+    fn receive(
+        &mut self,
+        now: Instant,
+        datagram: &[u8],
+        deliver: &mut dyn FnMut(u32, &[u8]),
+    ) -> Result<(), DropReason> {
+        let (repr, payload) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
+        auth::verify(datagram, &repr)?;
+        if repr.job_id != self.ids.job {
+            return Err(DropReason::WrongJob);
+        }
+        if repr.dst_rank != self.ids.rank {
+            return Err(DropReason::WrongTarget);
+        }
+        let index = self
+            .peer_index(repr.src_rank)
+            .ok_or(DropReason::UnknownPeer)?;
+        let src = repr.src_rank;
+        if repr.dst_epoch != 0 && repr.dst_epoch != self.ids.epoch {
+            // Meant for an earlier incarnation of us: tell the sender we are
+            // new (one Reset per poll round at most; never answer a Reset).
+            let p = &mut self.peers[index];
+            if repr.packet_type != PacketType::Reset && !p.is_retired(repr.src_epoch) {
+                p.reset_owed = Some(repr.src_epoch);
+                self.mark_ready(index);
+            }
+            return Err(DropReason::StaleEpoch);
+        }
+        let p = &mut self.peers[index];
+        if p.is_retired(repr.src_epoch) {
+            return Err(DropReason::StaleEpoch); // a late packet of the peer's previous life
+        }
+        if p.epoch == 0 {
+            p.epoch = repr.src_epoch;
+        } else if p.epoch != repr.src_epoch {
+            self.restart(index, repr.src_epoch);
+        }
+        let p = &mut self.peers[index];
+        if p.dead {
+            return Err(DropReason::DeadPeer);
+        }
+        p.last_heard = Some(now);
+        p.keepalive_sent = None;
+        let mut result = Ok(());
+        match repr.packet_type {
+            PacketType::Data => {
+                let deliver_from = &mut |message: &[u8]| deliver(src, message);
+                match p.recv.on_data(
+                    now,
+                    &self.config,
+                    repr.seq,
+                    repr.flags,
+                    payload,
+                    deliver_from,
+                ) {
+                    Ok(received) => self.stats.messages_delivered += u64::from(received.delivered),
+                    Err(reason) => result = Err(reason),
+                }
+                if repr.flags.contains(Flags::ACK) {
+                    self.on_ack(now, index, &repr, repr.seq.wrapping_add(1));
+                }
+            }
+            PacketType::Ack => self.on_ack(now, index, &repr, repr.seq),
+            PacketType::Nack => {
+                self.stats.nacks_received += 1;
+                self.on_ack(now, index, &repr, repr.seq);
+            }
+            PacketType::Probe => p.recv.request_ack_now(),
+            PacketType::Raw => {
+                self.stats.raw_received += 1;
+                self.events.push_back(Event::Raw {
+                    peer: src,
+                    data: payload.to_vec(),
+                });
+            }
+            PacketType::Reset => {} // the epoch check above did its work
+        }
+        let p = &mut self.peers[index];
+        if let Some(upto) = p.send.release(p.recv.rcv_nxt()) {
+            self.push_acked(src, upto);
+        }
+        self.mark_ready(index);
+        self.refresh(now, index);
+        result
+    }
+
+    fn on_ack(&mut self, now: Instant, index: usize, repr: &HeaderRepr, watermark: u32) {
+        let nack = repr.packet_type == PacketType::Nack;
+        let p = &mut self.peers[index];
+        if p.send
+            .on_ack(now, repr.ack, repr.sack, nack, watermark, &mut p.rtt)
+        {
+            p.ack_probe_sent = false;
+        }
+    }
+
+    fn push_acked(&mut self, peer: u32, upto: MsgId) {
+        if let Some(Event::Acked {
+            peer: last,
+            upto: prev,
+        }) = self.events.back_mut()
+        {
+            if *last == peer {
+                *prev = upto;
+                return;
+            }
+        }
+        self.events.push_back(Event::Acked { peer, upto });
+    }
+
+    /// The peer came back with `epoch`: fail what was pending and start over.
+    #[cold]
+    fn restart(&mut self, index: usize, epoch: u32) {
+        let p = &mut self.peers[index];
+        let failed_upto = if p.dead { None } else { p.send.failed_upto() };
+        p.reset(&self.config, Some(epoch));
+        self.stats.peers_restarted += 1;
+        self.events.push_back(Event::PeerRestarted {
+            peer: index as u32,
+            failed_upto,
+        });
+    }
+
+    /// Silence while waiting: fail everything pending toward the peer.
+    #[cold]
+    fn declare_dead(&mut self, index: usize) {
+        let p = &mut self.peers[index];
+        p.reset(&self.config, None);
+        p.dead = true;
+        self.stats.peers_dead += 1;
+        self.events
+            .push_back(Event::PeerDead { peer: index as u32 });
+    }
+
+    /// Writes the next datagram to send into `buf` and says where it goes;
+    /// `None` when nothing is to be sent now. Call until `None` after every
+    /// `handle_*` or `submit` call. Acks are generated here, never earlier.
+    ///
+    /// # Panics
+    ///
+    /// If `buf` is shorter than `Config::max_datagram`.
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        assert!(
+            buf.len() >= self.config.max_datagram,
+            "transmit buffer smaller than max_datagram"
+        );
+        while let Some(&peer) = self.ready.front() {
+            let index = peer as usize;
+            let Some(len) = self.peers[index].poll_transmit(now, self.ids, buf, &mut self.stats)
+            else {
+                self.ready.pop_front();
+                self.peers[index].in_ready = false;
+                continue;
+            };
+            let len = auth::seal(buf, len);
+            self.stats.packets_sent += 1;
+            self.stats.bytes_sent += len as u64;
+            // Round robin: the peer goes to the back and is asked again later.
+            self.ready.rotate_left(1);
+            self.refresh(now, index);
+            return Some(Transmit { peer, len });
+        }
+        None
+    }
+
+    /// The earliest instant at which [`handle_timeout`](Self::handle_timeout)
+    /// has work (a delayed ack, an RTO, a dead-peer deadline, a keepalive).
+    /// It may occasionally be earlier than needed; calling `handle_timeout`
+    /// then does nothing harmful.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    /// Runs every timer due at `now`. Follow with `poll_transmit` and `poll_event`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some((peer, kind)) = self.timers.pop_due(now, &mut self.peers, |p| &mut p.timers)
+        {
+            let index = peer as usize;
+            let p = &mut self.peers[index];
+            match kind {
+                TimerKind::AckDelay => p.recv.on_ack_timer(),
+                TimerKind::Rto => {
+                    p.send.on_rto(now, &mut p.rtt);
+                }
+                TimerKind::Dead => self.declare_dead(index),
+                TimerKind::Keepalive => {
+                    p.keepalive_sent = Some(now);
+                    p.probe_owed = true;
+                }
+            }
+            self.mark_ready(index);
+            self.refresh(now, index);
+        }
+    }
+
+    /// Next event for the layer above, if any.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Builds an unreliable datagram (`PacketType::Raw`) carrying `data` to
+    /// `peer` in `buf`, returning its length. It is not sequenced, acked,
+    /// retransmitted or counted in [`Stats`]; the receiver gets
+    /// [`Event::Raw`]. `data` must fit one segment.
+    pub fn encode_raw(&self, peer: u32, data: &[u8], buf: &mut [u8]) -> Result<usize, SubmitError> {
+        let index = self.peer_index(peer).ok_or(SubmitError::BadRank)?;
+        let p = &self.peers[index];
+        if p.dead {
+            return Err(SubmitError::PeerDead);
+        }
+        if data.len() > self.config.segment_size() {
+            return Err(SubmitError::TooLarge);
+        }
+        let len = HEADER_LEN + data.len();
+        if buf.len() < len + auth::TRAILER_RESERVE {
+            return Err(SubmitError::BufferTooSmall);
+        }
+        let repr = HeaderRepr {
+            packet_type: PacketType::Raw,
+            flags: Flags::empty(),
+            payload_len: data.len() as u16,
+            job_id: self.ids.job,
+            src_rank: self.ids.rank,
+            dst_rank: peer,
+            src_epoch: self.ids.epoch,
+            dst_epoch: p.epoch,
+            seq: p.send.watermark(),
+            ack: 0,
+            sack: 0,
+        };
+        repr.emit_into(buf);
+        buf[HEADER_LEN..len].copy_from_slice(data);
+        Ok(auth::seal(buf, len))
+    }
+
+    /// Endpoint-wide counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// A snapshot of the connection with `peer`; `None` for an invalid rank.
+    pub fn peer_stats(&self, peer: u32) -> Option<PeerStats> {
+        let p = &self.peers[self.peer_index(peer)?];
+        let (cwnd, ssthresh, inflight, inflight_bytes) = p.send.window_stats();
+        Some(PeerStats {
+            epoch: (p.epoch != 0).then_some(p.epoch),
+            dead: p.dead,
+            srtt: p.rtt.srtt(),
+            rto: p.rtt.rto(),
+            cwnd,
+            ssthresh,
+            inflight,
+            inflight_bytes,
+            queued_bytes: p.send.queued_bytes(),
+            unacked_messages: p.send.unreported() as usize,
+            rcv_nxt: p.recv.rcv_nxt(),
+            out_of_order: p.recv.out_of_order(),
+        })
+    }
+
+    /// The epoch of `peer` as last seen on the wire; `None` before its first packet.
+    pub fn peer_epoch(&self, peer: u32) -> Option<u32> {
+        let p = &self.peers[self.peer_index(peer)?];
+        (p.epoch != 0).then_some(p.epoch)
+    }
+
+    /// Messages to `peer` submitted and not yet reported by [`Event::Acked`]
+    /// (0 for an invalid rank).
+    pub fn unacked_messages(&self, peer: u32) -> usize {
+        self.peer_index(peer)
+            .map_or(0, |i| self.peers[i].send.unreported() as usize)
+    }
+
+    /// Bytes submitted to `peer` and not yet sent once (0 for an invalid
+    /// rank). Bound it to bound the endpoint's memory.
+    pub fn queued_bytes(&self, peer: u32) -> usize {
+        self.peer_index(peer)
+            .map_or(0, |i| self.peers[i].send.queued_bytes())
+    }
+
+    /// Nothing queued, unacknowledged (or acked but not yet reported), or
+    /// owed (a pending ack, Reset or Probe) toward any peer. Dead peers count
+    /// as quiescent. Looks at every peer: not for the per-packet path.
+    pub fn is_quiescent(&self) -> bool {
+        self.peers.iter().all(Peer::is_quiescent)
+    }
+
+    fn mark_ready(&mut self, index: usize) {
+        let p = &mut self.peers[index];
+        if !p.in_ready {
+            p.in_ready = true;
+            self.ready.push_back(index as u32);
+        }
+    }
+
+    /// Recomputes the peer's timer deadlines from its state. O(1).
+    fn refresh(&mut self, now: Instant, index: usize) {
+        let config = &self.config;
+        let p = &mut self.peers[index];
+        let waiting = p.is_waiting();
+        p.busy_since = match (waiting, p.busy_since) {
+            (false, _) => None,
+            (true, None) => Some(now),
+            (true, since) => since,
+        };
+        let dead_at = p
+            .busy_since
+            .map(|since| since.max(p.last_heard.unwrap_or(since)) + config.peer_dead_after);
+        let keepalive = match config.keepalive {
+            Some(_) if p.dead || p.epoch == 0 => None,
+            // An unanswered keepalive is repeated every RTO until the dead verdict.
+            Some(_) if p.keepalive_sent.is_some() => p.keepalive_sent.map(|at| at + p.rtt.rto()),
+            Some(idle) if !waiting => p.last_heard.map(|at| at + idle),
+            _ => None,
+        };
+        let mut due = [None; 4];
+        due[TimerKind::AckDelay as usize] = p.recv.ack_deadline();
+        due[TimerKind::Rto as usize] = p.send.rto_deadline();
+        due[TimerKind::Dead as usize] = dead_at;
+        due[TimerKind::Keepalive as usize] = keepalive;
+        self.timers.set_all(&mut p.timers, index as u32, due);
+    }
+}

@@ -1,0 +1,121 @@
+//! Seeded scenario families: thousands of small simulated runs per `cargo test`.
+//!
+//! A failure prints its seed and a replay command; replay a single run with
+//! `MW_SIM_SEED=<seed> MW_SIM_SCENARIO=<family> cargo test -p mw-sim --test scenarios -- replay --nocapture`.
+//! `MW_SIM_SEEDS=<n>` scales every family's seed count (default 1 = the
+//! standard counts below).
+
+use mw_sim::{replay_from_env, run_family};
+
+fn seeds(standard: u64) -> std::ops::Range<u64> {
+    let scale: u64 = std::env::var("MW_SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    0..standard * scale
+}
+
+/// Replays one scenario from `MW_SIM_SCENARIO` and `MW_SIM_SEED`, tracing
+/// every datagram; passes trivially when they are not set.
+#[test]
+fn replay() {
+    let Some(report) = replay_from_env() else {
+        return;
+    };
+    println!(
+        "completed at {:?}, ended at {:?}, delivered {} messages ({} bytes), {} failed",
+        report.completed_at,
+        report.ended_at,
+        report.delivered,
+        report.delivered_bytes,
+        report.failed
+    );
+    for (rank, stats) in report.stats.iter().enumerate() {
+        println!("node {rank}: {stats:?}");
+    }
+    assert!(report.ok(), "{}", report.failure_text());
+}
+
+#[test]
+fn lossless() {
+    run_family("lossless", seeds(300));
+}
+
+#[test]
+fn loss() {
+    let reports = run_family("loss", seeds(500));
+    assert!(reports
+        .iter()
+        .any(|r| r.stats.iter().any(|s| s.retransmits_fast > 0)));
+    assert!(reports
+        .iter()
+        .any(|r| r.stats.iter().any(|s| s.retransmits_timeout > 0)));
+    assert!(reports
+        .iter()
+        .any(|r| r.stats.iter().any(|s| s.nacks_sent > 0)));
+}
+
+#[test]
+fn duplicate() {
+    let reports = run_family("duplicate", seeds(200));
+    assert!(reports
+        .iter()
+        .any(|r| r.stats.iter().any(|s| s.drops.duplicate > 0)));
+}
+
+#[test]
+fn reorder() {
+    run_family("reorder", seeds(200));
+}
+
+#[test]
+fn jitter() {
+    run_family("jitter", seeds(200));
+}
+
+#[test]
+fn bandwidth() {
+    let reports = run_family("bandwidth", seeds(200));
+    assert!(
+        reports.iter().any(|r| r.net.queue_drops > 0),
+        "some run should overflow a link queue"
+    );
+}
+
+#[test]
+fn mixed() {
+    run_family("mixed", seeds(300));
+}
+
+#[test]
+fn all_to_all16() {
+    run_family("all_to_all16", seeds(20));
+}
+
+#[test]
+fn crash() {
+    let reports = run_family("crash", seeds(100));
+    assert!(
+        reports.iter().filter(|r| !r.dead_events.is_empty()).count() > 50,
+        "most crashes are noticed"
+    );
+}
+
+#[test]
+fn restart() {
+    run_family("restart", seeds(100));
+}
+
+#[test]
+fn no_false_dead() {
+    let reports = run_family("no_false_dead", seeds(30));
+    assert!(reports.iter().all(|r| r.dead_events.is_empty()));
+}
+
+#[test]
+fn garbage() {
+    let reports = run_family("garbage", seeds(200));
+    assert!(reports
+        .iter()
+        .any(|r| r.stats.iter().any(|s| s.drops.wrong_job > 0)));
+}
