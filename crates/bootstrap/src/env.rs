@@ -1,0 +1,413 @@
+//! The `MW_*` environment variables of the launch, and how
+//! [`Bootstrap::from_env`](crate::Bootstrap::from_env) chooses a launch mode
+//! from them. Parsing only: nothing here connects anywhere.
+
+use std::time::Duration;
+
+use crate::error::BootstrapError;
+use crate::job::job_key_from_hex;
+
+/// This process's rank, `0..MW_SIZE`.
+pub const RANK: &str = "MW_RANK";
+/// Number of ranks in the job.
+pub const SIZE: &str = "MW_SIZE";
+/// `host:port` of the rendezvous server (mwrun's, or rank 0's in env mode).
+pub const BOOTSTRAP: &str = "MW_BOOTSTRAP";
+/// The job key, 32 hex digits. Set by mwrun; absent in plain env mode, where
+/// rank 0 makes one and hands it out.
+pub const JOB_KEY: &str = "MW_JOB_KEY";
+/// Rank among the ranks on this host (optional, with `MW_LOCAL_SIZE`).
+pub const LOCAL_RANK: &str = "MW_LOCAL_RANK";
+/// Number of ranks on this host (optional, with `MW_LOCAL_RANK`).
+pub const LOCAL_SIZE: &str = "MW_LOCAL_SIZE";
+/// The launcher's name for this rank's host (optional).
+pub const HOST: &str = "MW_HOST";
+/// Seconds any one bootstrap step may wait (decimal allowed).
+pub const TIMEOUT: &str = "MW_BOOTSTRAP_TIMEOUT";
+
+/// Every variable this crate reads, with a one-line description, for help
+/// texts and documentation.
+pub const VARS: &[(&str, &str)] = &[
+    (RANK, "this process's rank, 0..MW_SIZE"),
+    (SIZE, "number of ranks in the job"),
+    (BOOTSTRAP, "host:port of the rendezvous server (mwrun's, or rank 0's own in env mode)"),
+    (JOB_KEY, "job key, 32 hex digits (set by mwrun; if absent, rank 0 serves the rendezvous and makes one)"),
+    (LOCAL_RANK, "rank among the ranks on this host (default: computed from host names)"),
+    (LOCAL_SIZE, "number of ranks on this host (set together with MW_LOCAL_RANK)"),
+    (HOST, "name of this rank's host (default: the kernel's host name)"),
+    (TIMEOUT, "seconds one bootstrap step may wait before failing (default 60)"),
+];
+
+/// How long a bootstrap step waits when `MW_BOOTSTRAP_TIMEOUT` is not set.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The launch mode chosen from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Launch {
+    /// Nothing says otherwise: a job of one.
+    Single {
+        job_key: Option<[u8; 16]>,
+        host: Option<String>,
+    },
+    /// Ranks meet at a TCP rendezvous server.
+    Rendezvous(RendezvousPlan),
+}
+
+/// What a rank needs to join a TCP rendezvous.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RendezvousPlan {
+    /// `host:port` of the server.
+    pub addr: String,
+    pub rank: u32,
+    pub size: u32,
+    /// `None` in plain env mode: the server hands the key out.
+    pub job_key: Option<[u8; 16]>,
+    /// `(local_rank, local_size)` when the launcher said; else computed.
+    pub local: Option<(u32, u32)>,
+    pub host: Option<String>,
+    pub timeout: Duration,
+}
+
+impl RendezvousPlan {
+    /// In plain env mode (no launcher, hence no key) rank 0 runs the server.
+    pub(crate) fn serves(&self) -> bool {
+        self.rank == 0 && self.job_key.is_none()
+    }
+}
+
+/// Chooses the launch mode. Empty variables count as unset.
+///
+/// Order: any of `MW_RANK`/`MW_SIZE`/`MW_BOOTSTRAP` set → the MW rendezvous
+/// (they must then be complete and consistent); otherwise a PMI launcher's
+/// variables → refused until PMI support lands; otherwise a job of one.
+pub(crate) fn detect(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Launch, BootstrapError> {
+    let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+    let rank = get(RANK);
+    let size = get(SIZE);
+    let addr = get(BOOTSTRAP);
+    let job_key = get(JOB_KEY).map(|v| job_key_from_hex(&v)).transpose()?;
+    let host = get(HOST).map(|h| h.trim().to_owned());
+
+    if rank.is_none() && size.is_none() && addr.is_none() {
+        // Extension point: PMI-2 (Slurm `srun --mpi=pmi2`) and PMI-1 (Hydra)
+        // become launch modes here, before the job-of-one fallback.
+        for (evidence, launcher) in [
+            (
+                "PMI_FD",
+                "a PMI launcher (MPICH mpiexec/Hydra or Slurm srun --mpi=pmi2)",
+            ),
+            (
+                "PMI_RANK",
+                "a PMI launcher (MPICH mpiexec/Hydra or Slurm srun --mpi=pmi2)",
+            ),
+        ] {
+            if get(evidence).is_some() {
+                return Err(BootstrapError::UnsupportedLauncher { launcher, evidence });
+            }
+        }
+        return Ok(Launch::Single { job_key, host });
+    }
+
+    let missing = |var, because: &str| BootstrapError::MissingEnv {
+        var,
+        because: because.to_owned(),
+    };
+    let rank = rank.ok_or_else(|| {
+        missing(
+            RANK,
+            "MW_SIZE or MW_BOOTSTRAP is, so this looks like a launched job",
+        )
+    })?;
+    let size = size.ok_or_else(|| {
+        missing(
+            SIZE,
+            "MW_RANK or MW_BOOTSTRAP is, so this looks like a launched job",
+        )
+    })?;
+    let rank = parse_u32(RANK, &rank)?;
+    let size = parse_u32(SIZE, &size)?;
+    if size == 0 {
+        return Err(invalid(
+            SIZE,
+            size.to_string(),
+            "a job has at least one rank",
+        ));
+    }
+    if rank >= size {
+        return Err(invalid(
+            RANK,
+            rank.to_string(),
+            &format!("must be less than MW_SIZE={size}"),
+        ));
+    }
+    let local = parse_local(&get, size)?;
+    let timeout = get(TIMEOUT)
+        .map(|v| parse_timeout(&v))
+        .transpose()?
+        .unwrap_or(DEFAULT_TIMEOUT);
+
+    let Some(addr) = addr else {
+        if size == 1 {
+            return Ok(Launch::Single { job_key, host });
+        }
+        return Err(missing(
+            BOOTSTRAP,
+            &format!("MW_SIZE={size}: ranks need a rendezvous address to find each other"),
+        ));
+    };
+    let addr = addr.trim().to_owned();
+    if !addr
+        .rsplit_once(':')
+        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+    {
+        return Err(invalid(BOOTSTRAP, addr, "must be host:port"));
+    }
+    Ok(Launch::Rendezvous(RendezvousPlan {
+        addr,
+        rank,
+        size,
+        job_key,
+        local,
+        host,
+        timeout,
+    }))
+}
+
+fn invalid(var: &'static str, value: String, reason: &str) -> BootstrapError {
+    BootstrapError::InvalidEnv {
+        var,
+        value,
+        reason: reason.to_owned(),
+    }
+}
+
+fn parse_u32(var: &'static str, value: &str) -> Result<u32, BootstrapError> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| invalid(var, value.to_owned(), "must be a non-negative integer"))
+}
+
+fn parse_local(
+    get: &dyn Fn(&str) -> Option<String>,
+    size: u32,
+) -> Result<Option<(u32, u32)>, BootstrapError> {
+    let (rank, local_size) = match (get(LOCAL_RANK), get(LOCAL_SIZE)) {
+        (None, None) => return Ok(None),
+        (Some(_), None) => {
+            return Err(BootstrapError::MissingEnv {
+                var: LOCAL_SIZE,
+                because: "MW_LOCAL_RANK is".into(),
+            })
+        }
+        (None, Some(_)) => {
+            return Err(BootstrapError::MissingEnv {
+                var: LOCAL_RANK,
+                because: "MW_LOCAL_SIZE is".into(),
+            })
+        }
+        (Some(r), Some(s)) => (parse_u32(LOCAL_RANK, &r)?, parse_u32(LOCAL_SIZE, &s)?),
+    };
+    if local_size == 0 || local_size > size {
+        return Err(invalid(
+            LOCAL_SIZE,
+            local_size.to_string(),
+            &format!("must be in 1..=MW_SIZE={size}"),
+        ));
+    }
+    if rank >= local_size {
+        return Err(invalid(
+            LOCAL_RANK,
+            rank.to_string(),
+            &format!("must be less than MW_LOCAL_SIZE={local_size}"),
+        ));
+    }
+    Ok(Some((rank, local_size)))
+}
+
+/// Parses decimal seconds (`60`, `0.5`) into a positive duration.
+pub(crate) fn parse_timeout(value: &str) -> Result<Duration, BootstrapError> {
+    let bad = || {
+        invalid(
+            TIMEOUT,
+            value.to_owned(),
+            "must be a positive number of seconds, e.g. 60 or 0.5",
+        )
+    };
+    let secs: f64 = value.trim().parse().map_err(|_| bad())?;
+    if secs.is_nan() || secs <= 0.0 {
+        return Err(bad());
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn detect_with(vars: &[(&str, &str)]) -> Result<Launch, BootstrapError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        detect(&|name| map.get(name).cloned())
+    }
+
+    fn err(vars: &[(&str, &str)]) -> String {
+        detect_with(vars).unwrap_err().to_string()
+    }
+
+    const KEY: &str = "000102030405060708090a0b0c0d0e0f";
+
+    #[test]
+    fn nothing_set_is_a_job_of_one() {
+        assert_eq!(
+            detect_with(&[]).unwrap(),
+            Launch::Single {
+                job_key: None,
+                host: None
+            }
+        );
+        assert_eq!(
+            detect_with(&[(RANK, "")]).unwrap(),
+            Launch::Single {
+                job_key: None,
+                host: None
+            }
+        );
+    }
+
+    #[test]
+    fn mwrun_variables_make_a_rendezvous_client() {
+        let launch = detect_with(&[
+            (RANK, "2"),
+            (SIZE, "4"),
+            (BOOTSTRAP, "127.0.0.1:4000"),
+            (JOB_KEY, KEY),
+            (LOCAL_RANK, "0"),
+            (LOCAL_SIZE, "2"),
+            (HOST, "a"),
+            (TIMEOUT, "2.5"),
+        ])
+        .unwrap();
+        let Launch::Rendezvous(plan) = launch else {
+            panic!("{launch:?}")
+        };
+        assert_eq!(
+            (plan.rank, plan.size, plan.addr.as_str()),
+            (2, 4, "127.0.0.1:4000")
+        );
+        assert_eq!(plan.job_key, Some(core::array::from_fn(|i| i as u8)));
+        assert_eq!(
+            (plan.local, plan.host.as_deref()),
+            (Some((0, 2)), Some("a"))
+        );
+        assert_eq!(plan.timeout, Duration::from_millis(2500));
+        assert!(!plan.serves());
+    }
+
+    #[test]
+    fn plain_env_mode_rank_zero_serves() {
+        let Launch::Rendezvous(plan) =
+            detect_with(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "node1:5000")]).unwrap()
+        else {
+            panic!()
+        };
+        assert!(plan.serves());
+        assert_eq!(plan.timeout, DEFAULT_TIMEOUT);
+    }
+
+    #[test]
+    fn size_one_without_address_is_a_job_of_one() {
+        assert!(matches!(
+            detect_with(&[(RANK, "0"), (SIZE, "1")]).unwrap(),
+            Launch::Single { .. }
+        ));
+    }
+
+    #[test]
+    fn errors_name_the_variable_and_the_problem() {
+        assert_eq!(
+            err(&[(RANK, "1")]),
+            "MW_SIZE is not set, but MW_RANK or MW_BOOTSTRAP is, so this looks like a launched job"
+        );
+        assert!(err(&[(SIZE, "2"), (BOOTSTRAP, "h:1")]).starts_with("MW_RANK is not set"));
+        assert_eq!(
+            err(&[(RANK, "x"), (SIZE, "2")]),
+            "MW_RANK=\"x\": must be a non-negative integer"
+        );
+        assert_eq!(
+            err(&[(RANK, "2"), (SIZE, "2")]),
+            "MW_RANK=\"2\": must be less than MW_SIZE=2"
+        );
+        assert_eq!(
+            err(&[(RANK, "0"), (SIZE, "0")]),
+            "MW_SIZE=\"0\": a job has at least one rank"
+        );
+        assert!(
+            err(&[(RANK, "0"), (SIZE, "2")]).starts_with("MW_BOOTSTRAP is not set, but MW_SIZE=2")
+        );
+        assert_eq!(
+            err(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "nohost")]),
+            "MW_BOOTSTRAP=\"nohost\": must be host:port"
+        );
+        assert!(err(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "h:99999")]).contains("host:port"));
+        assert!(err(&[(JOB_KEY, "beef")])
+            .starts_with("MW_JOB_KEY=\"beef\": must be exactly 32 hex digits"));
+        assert!(err(&[
+            (RANK, "0"),
+            (SIZE, "2"),
+            (BOOTSTRAP, "h:1"),
+            (TIMEOUT, "-1")
+        ])
+        .starts_with("MW_BOOTSTRAP_TIMEOUT"));
+        assert!(err(&[
+            (RANK, "0"),
+            (SIZE, "2"),
+            (BOOTSTRAP, "h:1"),
+            (TIMEOUT, "soon")
+        ])
+        .contains("seconds"));
+        assert!(err(&[
+            (RANK, "0"),
+            (SIZE, "2"),
+            (BOOTSTRAP, "h:1"),
+            (LOCAL_RANK, "0")
+        ])
+        .starts_with("MW_LOCAL_SIZE is not set"));
+        assert!(err(&[
+            (RANK, "0"),
+            (SIZE, "2"),
+            (BOOTSTRAP, "h:1"),
+            (LOCAL_RANK, "2"),
+            (LOCAL_SIZE, "2")
+        ])
+        .starts_with("MW_LOCAL_RANK=\"2\""));
+        assert!(err(&[
+            (RANK, "0"),
+            (SIZE, "2"),
+            (BOOTSTRAP, "h:1"),
+            (LOCAL_RANK, "0"),
+            (LOCAL_SIZE, "3")
+        ])
+        .starts_with("MW_LOCAL_SIZE=\"3\""));
+    }
+
+    #[test]
+    fn pmi_launchers_are_refused_not_ignored() {
+        let e = err(&[("PMI_RANK", "0"), ("PMI_SIZE", "2")]);
+        assert!(e.contains("PMI") && e.contains("mwrun"), "{e}");
+        // The MW variables win when both are present.
+        assert!(detect_with(&[("PMI_RANK", "0"), (RANK, "0"), (SIZE, "1")]).is_ok());
+    }
+
+    #[test]
+    fn timeouts_parse_as_decimal_seconds() {
+        assert_eq!(parse_timeout("60").unwrap(), Duration::from_secs(60));
+        assert_eq!(parse_timeout(" 0.25 ").unwrap(), Duration::from_millis(250));
+        for bad in ["0", "-3", "NaN", "inf", "1e30", ""] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
+    }
+}
