@@ -1,0 +1,249 @@
+//! Endpoint configuration: every knob with a default that works, and the one
+//! table of `MW_*` environment variables that override them.
+//!
+//! Owns: parsing and validating the environment. Must not: act on the values
+//! (the endpoint does), or read the environment anywhere else.
+
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// How incoming operations make progress while the application computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// Only when the application calls into the library (default; lowest latency).
+    Inline,
+    /// A background thread also serves gets, atomics and puts (passive target).
+    Thread,
+}
+
+/// Endpoint settings. `Config::default()` is right for a LAN or one host;
+/// `Config::from_env()` applies the `MW_*` overrides listed in [`ENV_VARS`].
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Largest datagram sent (header included). Default 1472 bytes between
+    /// hosts; loopback-only jobs use [`Config::loopback_datagram`].
+    pub max_datagram: Option<usize>,
+    /// Datagram size used when every peer is on loopback.
+    pub loopback_datagram: usize,
+    /// How long a waiting call busy-polls before yielding the CPU.
+    pub spin: Duration,
+    /// How long it then yields (sched_yield) before blocking in the kernel.
+    pub yield_for: Duration,
+    /// Progress mode.
+    pub progress: ProgressMode,
+    /// Print counters when the endpoint finalizes.
+    pub print_stats: bool,
+    /// Silence after which a peer with unacknowledged traffic is declared dead.
+    pub peer_dead_after: Duration,
+    /// Floor of the retransmission timeout.
+    pub rto_min: Duration,
+    /// Bytes queued toward one peer before a new operation waits for room.
+    pub max_queued_bytes: usize,
+    /// Largest message an operation is cut into (puts and gets of any size
+    /// are split into messages of at most this many bytes).
+    pub chunk_bytes: usize,
+    /// Local address to bind; `None` picks one that reaches the bootstrap host.
+    pub bind_addr: Option<std::net::IpAddr>,
+    /// Fault injection on the send path (`MW_FAULT_*`), for tests.
+    pub fault: Option<mw_transport::fault::FaultConfig>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            max_datagram: None,
+            loopback_datagram: 65_000,
+            // Measured on these VMs (see mw-transport's wait.rs): spinning
+            // gains ~1 µs per round trip but can stall loopback delivery and
+            // starves oversubscribed ranks; yielding, then blocking, does not.
+            spin: Duration::ZERO,
+            yield_for: Duration::from_micros(100),
+            progress: ProgressMode::Inline,
+            print_stats: false,
+            peer_dead_after: Duration::from_secs(2),
+            rto_min: Duration::from_micros(500),
+            max_queued_bytes: 8 << 20,
+            chunk_bytes: 256 << 10,
+            bind_addr: None,
+            fault: None,
+        }
+    }
+}
+
+/// The environment variables the endpoint reads, with what each does.
+pub const ENV_VARS: &[(&str, &str)] = &[
+    (
+        "MW_MTU",
+        "largest datagram in bytes (default 1472 between hosts, 65000 on loopback)",
+    ),
+    (
+        "MW_SPIN_US",
+        "busy-poll time before yielding the CPU, microseconds (default 0)",
+    ),
+    (
+        "MW_YIELD_US",
+        "time spent yielding before blocking, microseconds (default 100)",
+    ),
+    (
+        "MW_PROGRESS",
+        "'inline' (default) or 'thread' for a passive-target progress thread",
+    ),
+    ("MW_STATS", "1 prints per-endpoint counters at finalize"),
+    (
+        "MW_PEER_DEAD_MS",
+        "silence before a peer is declared unreachable, ms (default 2000)",
+    ),
+    (
+        "MW_RTO_MIN_US",
+        "retransmission timeout floor, microseconds (default 500)",
+    ),
+    (
+        "MW_MAX_QUEUED",
+        "bytes queued toward one peer before senders wait (default 8 MiB)",
+    ),
+    (
+        "MW_CHUNK",
+        "largest message an operation is cut into, bytes (default 256 KiB)",
+    ),
+    (
+        "MW_BIND",
+        "local IP address to bind (default: the one that reaches the bootstrap host)",
+    ),
+    (
+        "MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED",
+        "fault injection on the send path (tests)",
+    ),
+];
+
+fn parse_num(name: &'static str, value: &str) -> Result<u64> {
+    value
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| Error::InvalidArgument(name))
+}
+
+impl Config {
+    /// Defaults overridden by the process environment.
+    pub fn from_env() -> Result<Config> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Defaults overridden through `lookup` (testable without touching the environment).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        let mut cfg = Config::default();
+        if let Some(v) = lookup("MW_MTU") {
+            let mtu = parse_num("MW_MTU must be a byte count", &v)?;
+            if !(256..=65_507).contains(&mtu) {
+                return Err(Error::InvalidArgument(
+                    "MW_MTU must be between 256 and 65507",
+                ));
+            }
+            cfg.max_datagram = Some(mtu as usize);
+        }
+        if let Some(v) = lookup("MW_SPIN_US") {
+            cfg.spin = Duration::from_micros(parse_num("MW_SPIN_US must be microseconds", &v)?);
+        }
+        if let Some(v) = lookup("MW_YIELD_US") {
+            cfg.yield_for =
+                Duration::from_micros(parse_num("MW_YIELD_US must be microseconds", &v)?);
+        }
+        if let Some(v) = lookup("MW_PROGRESS") {
+            cfg.progress = match v.trim() {
+                "" | "inline" | "none" => ProgressMode::Inline,
+                "thread" => ProgressMode::Thread,
+                _ => {
+                    return Err(Error::InvalidArgument(
+                        "MW_PROGRESS must be 'inline' or 'thread'",
+                    ))
+                }
+            };
+        }
+        if let Some(v) = lookup("MW_STATS") {
+            cfg.print_stats = !matches!(v.trim(), "" | "0" | "no" | "false");
+        }
+        if let Some(v) = lookup("MW_PEER_DEAD_MS") {
+            let ms = parse_num("MW_PEER_DEAD_MS must be milliseconds", &v)?;
+            if ms == 0 {
+                return Err(Error::InvalidArgument("MW_PEER_DEAD_MS must be positive"));
+            }
+            cfg.peer_dead_after = Duration::from_millis(ms);
+        }
+        if let Some(v) = lookup("MW_RTO_MIN_US") {
+            cfg.rto_min =
+                Duration::from_micros(parse_num("MW_RTO_MIN_US must be microseconds", &v)?);
+        }
+        if let Some(v) = lookup("MW_MAX_QUEUED") {
+            cfg.max_queued_bytes =
+                parse_num("MW_MAX_QUEUED must be a byte count", &v)?.max(64 << 10) as usize;
+        }
+        if let Some(v) = lookup("MW_CHUNK") {
+            let chunk = parse_num("MW_CHUNK must be a byte count", &v)?;
+            if !(1024..=(64 << 20)).contains(&chunk) {
+                return Err(Error::InvalidArgument(
+                    "MW_CHUNK must be between 1 KiB and 64 MiB",
+                ));
+            }
+            cfg.chunk_bytes = chunk as usize;
+        }
+        if let Some(v) = lookup("MW_BIND") {
+            cfg.bind_addr = Some(
+                v.trim()
+                    .parse()
+                    .map_err(|_| Error::InvalidArgument("MW_BIND must be an IP address"))?,
+            );
+        }
+        let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
+            .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
+        cfg.fault = fault.is_active().then_some(fault);
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(pairs: &[(&str, &str)]) -> Result<Config> {
+        let map: std::collections::HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let cfg = with(&[]).unwrap();
+        assert_eq!(cfg.progress, ProgressMode::Inline);
+        let cfg = with(&[
+            ("MW_PROGRESS", "thread"),
+            ("MW_MTU", "9000"),
+            ("MW_STATS", "1"),
+        ])
+        .unwrap();
+        assert_eq!(cfg.progress, ProgressMode::Thread);
+        assert_eq!(cfg.max_datagram, Some(9000));
+        assert!(cfg.print_stats);
+    }
+
+    #[test]
+    fn bad_values_are_clear_errors() {
+        assert!(matches!(
+            with(&[("MW_MTU", "12")]),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            with(&[("MW_MTU", "big")]),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            with(&[("MW_PROGRESS", "sometimes")]),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            with(&[("MW_BIND", "nowhere")]),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}

@@ -1,0 +1,828 @@
+//! The endpoint: one per process. Owns the protocol instance, the UDP
+//! transport, the peer table, the region table, the outstanding requests and
+//! the progress engine that ties them together.
+//!
+//! Must not: implement reliability (crate proto does, sans-IO) or touch raw
+//! memory outside `region::raw`. Every public call locks the endpoint state,
+//! makes progress, and unlocks before it idles, so an optional progress thread
+//! and the application thread take turns driving the transport (only one at a
+//! time, as DESIGN §3 requires).
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use mw_proto::time::Instant as ProtoInstant;
+use mw_wire::op::{self, OpRepr};
+
+use crate::config::{Config, ProgressMode};
+use crate::internal::Internal;
+use crate::region::RegionTable;
+use crate::request::{Completion, RequestId, Requests};
+use crate::stats::CoreStats;
+use crate::target::{Reply, Target};
+use crate::{Error, Result};
+
+/// Mutable endpoint state, guarded by the endpoint lock.
+pub(crate) struct State {
+    pub rank: u32,
+    pub size: u32,
+    pub proto: mw_proto::Endpoint,
+    pub udp: mw_transport::udp::UdpTransport,
+    pub fault: Option<mw_transport::fault::FaultInjector>,
+    pub peers: Vec<SocketAddr>,
+    pub regions: RegionTable,
+    pub requests: Requests,
+    pub replies: Vec<Reply>,
+    pub completions: Vec<Completion>,
+    /// Per peer: (message id, request) pairs completed by that peer's acks.
+    pub ack_waiters: Vec<VecDeque<(u64, RequestId)>>,
+    /// Messages to self: executed by the progress engine, never sent.
+    pub loopback: VecDeque<(Vec<u8>, Option<RequestId>)>,
+    pub dead: Vec<bool>,
+    pub stats: CoreStats,
+    pub config: Config,
+    pub internal: Internal,
+    rx_buf: Vec<u8>,
+    tx_buf: Vec<u8>,
+    /// Scratch for operation headers (never larger than a few hundred bytes).
+    pub hdr_buf: Vec<u8>,
+}
+
+pub(crate) struct Shared {
+    pub state: Mutex<State>,
+    pub rank: u32,
+    pub size: u32,
+    fd: std::os::fd::RawFd,
+    stop: AtomicBool,
+    clock_base: std::time::Instant,
+    wait_policy: mw_transport::wait::WaitPolicy,
+}
+
+/// A memwire endpoint: this process's place in the job.
+///
+/// Created once per process with [`Endpoint::init`]; every operation is a
+/// method on it. It is `Sync`: several threads may call it, they take turns.
+pub struct Endpoint {
+    pub(crate) shared: Arc<Shared>,
+    progress_thread: Option<std::thread::JoinHandle<()>>,
+    finalized: bool,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("rank", &self.shared.rank)
+            .field("size", &self.shared.size)
+            .finish()
+    }
+}
+
+fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    getrandom::getrandom(&mut bytes).expect("the OS random source failed");
+    u64::from_le_bytes(bytes)
+}
+
+/// Picks the local address peers can reach: loopback for a job on one host,
+/// otherwise the address the kernel routes toward the bootstrap host.
+fn choose_bind_ip(config: &Config) -> Result<IpAddr> {
+    if let Some(ip) = config.bind_addr {
+        return Ok(ip);
+    }
+    let Ok(boot) = std::env::var("MW_BOOTSTRAP") else {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    };
+    use std::net::ToSocketAddrs;
+    let target = boot
+        .to_socket_addrs()
+        .map_err(|e| Error::Bootstrap(format!("MW_BOOTSTRAP={boot}: {e}")))?
+        .next()
+        .ok_or_else(|| Error::Bootstrap(format!("MW_BOOTSTRAP={boot} resolves to nothing")))?;
+    if target.ip().is_loopback() {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    let probe = std::net::UdpSocket::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))?;
+    probe.connect(target)?;
+    Ok(probe.local_addr()?.ip())
+}
+
+impl Endpoint {
+    /// Joins the job this process was started in (by `mwrun`, or the `MW_*`
+    /// variables; a process started alone is a job of one), with the
+    /// configuration from the environment.
+    pub fn init() -> Result<Endpoint> {
+        Endpoint::init_with(Config::from_env()?)
+    }
+
+    /// Joins the job with an explicit configuration.
+    pub fn init_with(config: Config) -> Result<Endpoint> {
+        let boot =
+            mw_bootstrap::Bootstrap::from_env().map_err(|e| Error::Bootstrap(e.to_string()))?;
+        Endpoint::init_with_bootstrap(config, boot)
+    }
+
+    /// Joins the job through an already-connected bootstrap (tests run
+    /// several ranks in one process this way; launchers may too).
+    pub fn init_with_bootstrap(
+        config: Config,
+        mut boot: mw_bootstrap::Bootstrap,
+    ) -> Result<Endpoint> {
+        let info = boot.info().clone();
+        let bind_ip = choose_bind_ip(&config)?;
+        let udp_cfg = mw_transport::udp::UdpConfig::default();
+        let udp = mw_transport::udp::UdpTransport::bind(SocketAddr::new(bind_ip, 0), &udp_cfg)?;
+        let me = udp.local_addr();
+        let blobs = boot
+            .allgather(me.to_string().as_bytes())
+            .map_err(|e| Error::Bootstrap(e.to_string()))?;
+        let mut peers = Vec::with_capacity(blobs.len());
+        for (rank, blob) in blobs.iter().enumerate() {
+            let text = std::str::from_utf8(blob)
+                .map_err(|_| Error::Bootstrap(format!("rank {rank} sent a bad address")))?;
+            let addr: SocketAddr = text.parse().map_err(|_| {
+                Error::Bootstrap(format!("rank {rank} sent a bad address {text:?}"))
+            })?;
+            peers.push(addr);
+        }
+        let all_loopback = peers.iter().all(|a| a.ip().is_loopback());
+        let max_datagram = config.max_datagram.unwrap_or(if all_loopback {
+            config.loopback_datagram
+        } else {
+            1472
+        });
+        let mut proto_cfg = mw_proto::Config {
+            max_datagram,
+            ..mw_proto::Config::default()
+        };
+        proto_cfg.peer_dead_after = config.peer_dead_after;
+        proto_cfg.rto_min = config.rto_min;
+        proto_cfg.max_window_bytes = proto_cfg
+            .max_window_bytes
+            .min(udp_cfg.socket_buffer_bytes / 2);
+        let job_id = job_id_from_key(&info.job_key);
+        let epoch = (random_u64() as u32).max(1);
+        let proto = mw_proto::Endpoint::new(proto_cfg, job_id, info.rank, epoch, info.size);
+        let fault = match config.fault {
+            Some(cfg) if cfg.is_active() => Some(
+                mw_transport::fault::FaultInjector::new(cfg)
+                    .map_err(|_| Error::InvalidArgument("fault injection settings out of range"))?,
+            ),
+            _ => None,
+        };
+        let size = info.size;
+        let rank = info.rank;
+        let wait_policy = mw_transport::wait::WaitPolicy {
+            spin: config.spin,
+            yield_for: config.yield_for,
+        };
+        let progress = config.progress;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&udp);
+        let state = State {
+            rank,
+            size,
+            proto,
+            udp,
+            fault,
+            peers,
+            regions: RegionTable::default(),
+            requests: Requests::default(),
+            replies: Vec::new(),
+            completions: Vec::new(),
+            ack_waiters: (0..size).map(|_| VecDeque::new()).collect(),
+            loopback: VecDeque::new(),
+            dead: vec![false; size as usize],
+            stats: CoreStats::default(),
+            config,
+            internal: Internal::new(rank, size),
+            rx_buf: vec![0u8; 65_536],
+            tx_buf: vec![0u8; max_datagram.max(2048)],
+            hdr_buf: vec![0u8; 512],
+        };
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            rank,
+            size,
+            fd,
+            stop: AtomicBool::new(false),
+            clock_base: std::time::Instant::now(),
+            wait_policy,
+        });
+        // Everyone is reachable before anyone sends: the bootstrap keeps ranks
+        // from racing ahead of a peer that has not bound its socket yet.
+        boot.barrier()
+            .map_err(|e| Error::Bootstrap(e.to_string()))?;
+        drop(boot);
+        let mut ep = Endpoint {
+            shared,
+            progress_thread: None,
+            finalized: false,
+        };
+        if progress == ProgressMode::Thread {
+            ep.start_progress_thread();
+        }
+        Ok(ep)
+    }
+
+    fn start_progress_thread(&mut self) {
+        let shared = Arc::clone(&self.shared);
+        let handle = std::thread::Builder::new()
+            .name("memwire-progress".into())
+            .spawn(move || {
+                while !shared.stop.load(Ordering::Acquire) {
+                    let deadline = {
+                        let mut state = shared.lock();
+                        let now = shared.now();
+                        state.progress(now);
+                        state.proto.poll_timeout()
+                    };
+                    // Block in the kernel: the thread serves passive-target
+                    // traffic without burning the CPU the application computes on.
+                    let timeout = shared.until(deadline).min(Duration::from_millis(5));
+                    let mut blocker = mw_transport::wait::Waiter::new(
+                        mw_transport::wait::WaitPolicy::block_at_once(),
+                    );
+                    let _ = blocker.idle(&[shared.fd], Some(std::time::Instant::now() + timeout));
+                }
+            })
+            .expect("spawning the progress thread failed");
+        self.progress_thread = Some(handle);
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> u32 {
+        self.shared.rank
+    }
+
+    /// Number of ranks in the job.
+    pub fn size(&self) -> u32 {
+        self.shared.size
+    }
+
+    /// Makes progress once without waiting: receives, executes incoming
+    /// operations, retransmits, acknowledges.
+    pub fn progress(&self) {
+        let mut state = self.shared.lock();
+        let now = self.shared.now();
+        state.progress(now);
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared.lock()
+    }
+
+    /// Makes progress until `done` says so, busy-polling, then yielding, then
+    /// blocking (seed 004: PM/UDP hands the CPU over when polling finds nothing).
+    pub(crate) fn wait_for(&self, mut done: impl FnMut(&mut State) -> bool) {
+        let mut waiter = mw_transport::wait::Waiter::new(self.shared.wait_policy);
+        loop {
+            let deadline = {
+                let mut state = self.shared.lock();
+                let now = self.shared.now();
+                let worked = state.progress(now);
+                if done(&mut state) {
+                    return;
+                }
+                if worked {
+                    waiter.reset();
+                    continue;
+                }
+                state.proto.poll_timeout()
+            };
+            let deadline = deadline.map(|t| self.shared.to_std(t));
+            let _ = waiter.idle(&[self.shared.fd], deadline);
+        }
+    }
+
+    /// Waits until every operation this rank issued toward `rank` is complete
+    /// at the target.
+    pub fn flush(&self, rank: u32) -> Result<()> {
+        self.check_rank(rank)?;
+        {
+            let mut state = self.lock();
+            let now = self.shared.now();
+            state.proto.request_ack(now, rank);
+        }
+        self.wait_for(|state| state.ack_waiters[rank as usize].is_empty());
+        Ok(())
+    }
+
+    /// Waits until every operation this rank issued is complete at its target.
+    pub fn quiet(&self) -> Result<()> {
+        {
+            let mut state = self.lock();
+            let now = self.shared.now();
+            for peer in 0..state.size {
+                if !state.ack_waiters[peer as usize].is_empty() {
+                    state.proto.request_ack(now, peer);
+                }
+            }
+        }
+        self.wait_for(|state| {
+            state.ack_waiters.iter().all(VecDeque::is_empty) && state.loopback.is_empty()
+        });
+        Ok(())
+    }
+
+    /// Orders operations: those issued before the fence reach each target before
+    /// those issued after. memwire delivers each peer's operations in issue
+    /// order already, so this costs nothing; it exists so that code written for
+    /// libraries without that guarantee states its intent.
+    pub fn fence(&self) {}
+
+    pub(crate) fn check_rank(&self, rank: u32) -> Result<()> {
+        if rank >= self.shared.size {
+            return Err(Error::BadRank {
+                rank,
+                size: self.shared.size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Collective: returns when every rank has called it, making progress
+    /// while it waits (so peers waiting on this rank are served).
+    pub fn barrier(&self) -> Result<()> {
+        self.internal_allgather(&[]).map(|_| ())
+    }
+
+    /// Collective: every rank contributes `blob`, everyone gets all of them in
+    /// rank order. For small control data (keys, addresses), not bulk data.
+    pub fn allgather_bytes(&self, blob: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.internal_allgather(blob)
+    }
+
+    /// Counters of this endpoint: the operation layer's and the protocol's.
+    pub fn stats(&self) -> (CoreStats, mw_proto::Stats) {
+        let state = self.lock();
+        (state.stats, state.proto.stats().clone())
+    }
+
+    /// Leaves the job cleanly: completes this rank's operations, waits for
+    /// every rank to get here, and stays long enough to acknowledge what the
+    /// others sent last. Prints counters when `MW_STATS=1`.
+    pub fn finalize(mut self) -> Result<()> {
+        self.finalize_inner()
+    }
+
+    fn finalize_inner(&mut self) -> Result<()> {
+        if self.finalized {
+            return Ok(());
+        }
+        self.finalized = true;
+        let result = self.quiet().and_then(|()| self.barrier());
+        self.linger();
+        self.stop_progress_thread();
+        if self.lock().config.print_stats {
+            self.print_stats();
+        }
+        result
+    }
+
+    /// Keeps acknowledging for a short while, so a peer's last message is not
+    /// left unacknowledged (and retransmitted to a closed socket) when we exit.
+    fn linger(&self) {
+        let until = std::time::Instant::now() + Duration::from_millis(50);
+        self.wait_for(|state| state.proto.is_quiescent() || std::time::Instant::now() >= until);
+    }
+
+    fn stop_progress_thread(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(handle) = self.progress_thread.take() {
+            let _ = handle.join();
+        }
+    }
+
+    fn print_stats(&self) {
+        let (core, proto) = self.stats();
+        eprintln!("memwire rank {} stats: {:?}", self.rank(), core);
+        eprintln!("memwire rank {} protocol: {:?}", self.rank(), proto);
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        if !self.finalized {
+            // No barrier here: the others may already be gone. Acknowledge
+            // what arrived, then stop.
+            self.linger();
+            self.stop_progress_thread();
+            if self.lock().config.print_stats {
+                self.print_stats();
+            }
+        }
+    }
+}
+
+fn internal_am(handler: u16, seq: u64) -> OpRepr<'static> {
+    OpRepr::AmRequest(op::AmRequest {
+        req: 0,
+        handler,
+        want_reply: false,
+        args: op::AmArgs::from_slice(&[seq]).expect("one argument fits"),
+        body: &[],
+    })
+}
+
+impl Endpoint {
+    /// See [`crate::internal`]: allgather of small blobs through rank 0,
+    /// progressing while it waits.
+    pub(crate) fn internal_allgather(&self, blob: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let seq = {
+            let mut state = self.lock();
+            let seq = state.internal.next_seq;
+            state.internal.next_seq += 1;
+            if state.rank == 0 {
+                state.internal.contribute(seq, 0, blob);
+            } else {
+                let now = self.shared.now();
+                let repr = internal_am(crate::internal::HANDLER_GATHER, seq);
+                state.send_op(now, 0, &repr, blob, None)?;
+            }
+            seq
+        };
+        let mut failed = None;
+        self.wait_for(|state| {
+            failed = state.internal.failed_peer;
+            failed.is_some() || state.internal.has_result(seq)
+        });
+        if let Some(rank) = failed {
+            return Err(Error::PeerUnreachable { rank });
+        }
+        Ok(self.lock().internal.take_result(seq).unwrap_or_default())
+    }
+}
+
+fn job_id_from_key(key: &[u8; 16]) -> u64 {
+    let mut lo = [0u8; 8];
+    let mut hi = [0u8; 8];
+    lo.copy_from_slice(&key[..8]);
+    hi.copy_from_slice(&key[8..]);
+    u64::from_le_bytes(lo) ^ u64::from_le_bytes(hi).rotate_left(17)
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock (a bug) must not wedge every later call.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn now(&self) -> ProtoInstant {
+        ProtoInstant::from_nanos(self.clock_base.elapsed().as_nanos() as u64)
+    }
+
+    fn to_std(&self, t: ProtoInstant) -> std::time::Instant {
+        self.clock_base + Duration::from_nanos(t.as_nanos())
+    }
+
+    fn until(&self, deadline: Option<ProtoInstant>) -> Duration {
+        match deadline {
+            Some(t) => Duration::from_nanos(t.as_nanos()).saturating_sub(self.clock_base.elapsed()),
+            None => Duration::from_millis(5),
+        }
+    }
+}
+
+impl State {
+    /// One round of progress. Returns whether anything happened.
+    pub(crate) fn progress(&mut self, now: ProtoInstant) -> bool {
+        let mut worked = self.drain_loopback(now);
+        for _ in 0..64 {
+            match self.udp.recv_one(&mut self.rx_buf) {
+                Ok(Some((len, _from))) => {
+                    worked = true;
+                    self.handle_datagram(now, len);
+                }
+                Ok(None) => break,
+                Err(_) => break,
+            }
+        }
+        if self.proto.poll_timeout().is_some_and(|t| t <= now) {
+            self.proto.handle_timeout(now);
+            worked = true;
+        }
+        worked |= self.drain_events();
+        self.internal_progress(now);
+        worked |= self.transmit(now);
+        worked
+    }
+
+    fn handle_datagram(&mut self, now: ProtoInstant, len: usize) {
+        let State {
+            proto,
+            regions,
+            requests,
+            replies,
+            completions,
+            stats,
+            rx_buf,
+            internal,
+            ..
+        } = self;
+        let mut target = Target {
+            regions,
+            requests,
+            replies,
+            completions,
+            stats,
+            internal,
+        };
+        // Rejected packets are counted by the protocol; nothing else to do.
+        let _ = proto.handle_datagram(now, &rx_buf[..len], &mut |peer, msg| {
+            target.on_message(peer, msg)
+        });
+        self.after_delivery(now);
+    }
+
+    fn drain_loopback(&mut self, now: ProtoInstant) -> bool {
+        let mut worked = false;
+        while let Some((msg, waiter)) = self.loopback.pop_front() {
+            worked = true;
+            let me = self.rank;
+            let State {
+                regions,
+                requests,
+                replies,
+                completions,
+                stats,
+                internal,
+                ..
+            } = self;
+            Target {
+                regions,
+                requests,
+                replies,
+                completions,
+                stats,
+                internal,
+            }
+            .on_message(me, &msg);
+            if let Some(id) = waiter {
+                if let Some(c) = self.requests.part_done(id) {
+                    self.completions.push(c);
+                }
+            }
+            self.after_delivery(now);
+        }
+        worked
+    }
+
+    /// Submits the replies the delivered operations asked for, then applies
+    /// completion notifications.
+    fn after_delivery(&mut self, now: ProtoInstant) {
+        let replies = std::mem::take(&mut self.replies);
+        for reply in &replies {
+            self.send_reply(now, reply);
+        }
+        let mut replies = replies;
+        replies.clear();
+        if self.replies.is_empty() {
+            self.replies = replies;
+        }
+        for completion in std::mem::take(&mut self.completions) {
+            if let Some((key, offset)) = completion.notify {
+                if let Ok(region) = self.regions.get(key) {
+                    if region.mem.is_aligned(offset as usize, 8)
+                        && offset + 8 <= region.mem.len() as u64
+                    {
+                        region
+                            .mem
+                            .atomic_u64(offset as usize)
+                            .fetch_add(1, Ordering::Release);
+                    }
+                }
+            }
+        }
+    }
+
+    fn send_reply(&mut self, now: ProtoInstant, reply: &Reply) {
+        match *reply {
+            Reply::Status { peer, req, status } => {
+                let repr = OpRepr::OpStatus(op::OpStatus { req, status });
+                let _ = self.send_op(now, peer, &repr, &[], None);
+            }
+            Reply::Atomic {
+                peer,
+                req,
+                status,
+                value,
+            } => {
+                let repr = OpRepr::AtomicResponse(op::AtomicResponse { req, status, value });
+                let _ = self.send_op(now, peer, &repr, &[], None);
+            }
+            Reply::GetError { peer, req, status } => {
+                let repr = OpRepr::GetResponse(op::GetResponse {
+                    req,
+                    status,
+                    body: &[],
+                });
+                let _ = self.send_op(now, peer, &repr, &[], None);
+            }
+            Reply::Get {
+                peer,
+                req,
+                key,
+                offset,
+                len,
+            } => {
+                let repr = OpRepr::GetResponse(op::GetResponse {
+                    req,
+                    status: op::Status::Ok,
+                    body: &[],
+                });
+                let hlen = repr.emit_header(&mut self.hdr_buf);
+                let Ok(region) = self.regions.get(key) else {
+                    return;
+                };
+                let mem = region.mem;
+                let hdr = &self.hdr_buf[..hlen];
+                let proto = &mut self.proto;
+                let loopback = &mut self.loopback;
+                mem.with_slice(offset, len, |data| {
+                    if peer == self.rank {
+                        let mut msg = Vec::with_capacity(hlen + len);
+                        msg.extend_from_slice(hdr);
+                        msg.extend_from_slice(data);
+                        loopback.push_back((msg, None));
+                    } else {
+                        let _ = proto.submit(now, peer, &[hdr, data]);
+                    }
+                });
+            }
+            Reply::GetStrided {
+                peer,
+                req,
+                key,
+                offset,
+                elem_size,
+                count,
+                stride,
+            } => {
+                let Ok(region) = self.regions.get(key) else {
+                    return;
+                };
+                let mut gathered = vec![0u8; elem_size * count];
+                for (i, out) in gathered
+                    .chunks_exact_mut(elem_size.max(1))
+                    .enumerate()
+                    .take(count)
+                {
+                    region.mem.read(offset + i * stride, out);
+                }
+                let repr = OpRepr::GetResponse(op::GetResponse {
+                    req,
+                    status: op::Status::Ok,
+                    body: &[],
+                });
+                let _ = self.send_op(now, peer, &repr, &gathered, None);
+            }
+        }
+    }
+
+    /// Sends one operation message (header from `repr`, then `body`) to
+    /// `peer`; `waiter` is completed by the peer's ack. Loopback for self.
+    pub(crate) fn send_op(
+        &mut self,
+        now: ProtoInstant,
+        peer: u32,
+        repr: &OpRepr<'_>,
+        body: &[u8],
+        waiter: Option<RequestId>,
+    ) -> Result<()> {
+        let hlen = repr.emit_header(&mut self.hdr_buf);
+        if peer == self.rank {
+            let mut msg = Vec::with_capacity(hlen + body.len());
+            msg.extend_from_slice(&self.hdr_buf[..hlen]);
+            msg.extend_from_slice(body);
+            self.loopback.push_back((msg, waiter));
+            return Ok(());
+        }
+        if self.dead[peer as usize] {
+            return Err(Error::PeerUnreachable { rank: peer });
+        }
+        match self.proto.submit(now, peer, &[&self.hdr_buf[..hlen], body]) {
+            Ok(id) => {
+                if let Some(w) = waiter {
+                    self.ack_waiters[peer as usize].push_back((id.0, w));
+                }
+                Ok(())
+            }
+            Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank: peer }),
+            Err(_) => Err(Error::BadRank {
+                rank: peer,
+                size: self.size,
+            }),
+        }
+    }
+
+    /// Rank 0 sends completed internal gathers to the others.
+    fn internal_progress(&mut self, now: ProtoInstant) {
+        for (seq, body) in std::mem::take(&mut self.internal.outgoing) {
+            for peer in 1..self.size {
+                let repr = internal_am(crate::internal::HANDLER_RESULT, seq);
+                if self.send_op(now, peer, &repr, &body, None).is_err() {
+                    self.internal.peer_failed(peer);
+                }
+            }
+        }
+    }
+
+    fn drain_events(&mut self) -> bool {
+        let mut worked = false;
+        while let Some(event) = self.proto.poll_event() {
+            worked = true;
+            match event {
+                mw_proto::Event::Acked { peer, upto } => {
+                    let waiters = &mut self.ack_waiters[peer as usize];
+                    while waiters.front().is_some_and(|(id, _)| *id <= upto.0) {
+                        let (_, req) = waiters.pop_front().expect("front checked");
+                        if let Some(c) = self.requests.part_done(req) {
+                            self.completions.push(c);
+                        }
+                    }
+                }
+                mw_proto::Event::PeerDead { peer }
+                | mw_proto::Event::PeerRestarted { peer, .. } => {
+                    let error = Error::PeerUnreachable { rank: peer };
+                    if matches!(event, mw_proto::Event::PeerDead { .. }) {
+                        self.dead[peer as usize] = true;
+                    }
+                    self.ack_waiters[peer as usize].clear();
+                    let done = self.requests.fail_target(peer, &error);
+                    self.completions.extend(done);
+                    self.internal.peer_failed(peer);
+                }
+                #[allow(unreachable_patterns)]
+                _ => {}
+            }
+        }
+        if !self.completions.is_empty() {
+            self.after_delivery(ProtoInstant::ZERO);
+        }
+        worked
+    }
+
+    fn transmit(&mut self, now: ProtoInstant) -> bool {
+        let mut worked = false;
+        let State {
+            proto,
+            tx_buf,
+            peers,
+            fault,
+            udp,
+            stats,
+            ..
+        } = self;
+        while let Some(tx) = proto.poll_transmit(now, tx_buf) {
+            worked = true;
+            let dst = peers[tx.peer as usize];
+            let packet = &tx_buf[..tx.len];
+            match fault {
+                None => send_retrying(udp, stats, packet, dst),
+                Some(fault) => {
+                    let _ = fault.send(packet, dst, |bytes, to| {
+                        send_retrying(udp, stats, bytes, to);
+                        Ok(())
+                    });
+                }
+            }
+        }
+        if let Some(fault) = fault {
+            // A datagram held back for reordering must not wait forever.
+            if !worked {
+                let _ = fault.flush(|bytes, to| {
+                    send_retrying(udp, stats, bytes, to);
+                    Ok(())
+                });
+            }
+        }
+        worked
+    }
+}
+
+/// Sends one datagram. A full socket buffer is transient: retry briefly
+/// rather than lose the packet (the protocol would recover, but only after a
+/// retransmission timeout).
+fn send_retrying(
+    udp: &mut mw_transport::udp::UdpTransport,
+    stats: &mut CoreStats,
+    packet: &[u8],
+    dst: SocketAddr,
+) {
+    for attempt in 0..1000 {
+        match udp.send_to(packet, dst) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && attempt < 999 => {
+                std::thread::yield_now()
+            }
+            Err(_) => {
+                stats.send_errors += 1;
+                return;
+            }
+        }
+    }
+}

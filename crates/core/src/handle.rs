@@ -1,0 +1,168 @@
+//! Nonblocking operation handles.
+//!
+//! Owns: the link between a user's call and its request slot, and where the
+//! fetched data lands. A handle borrows its local buffers (source for puts,
+//! destination for gets) until it is waited on or dropped, so the compiler
+//! rejects reusing them early. Fetched data is staged in the request and
+//! copied into the destination only while the handle (and so the borrow) is
+//! alive: a handle that is leaked with `mem::forget` can never make the
+//! library write into memory the user has since freed.
+
+use std::marker::PhantomData;
+
+use crate::endpoint::Endpoint;
+use crate::request::{Output, RequestId};
+use crate::{Error, Result};
+
+/// Where a completed request's data goes.
+#[derive(Debug)]
+pub(crate) enum Landing<'a> {
+    /// Nothing comes back (puts, non-fetching atomics).
+    Nothing,
+    /// Contiguous bytes (get).
+    Bytes(&'a mut [u8]),
+    /// Packed elements scattered at a local stride (get_strided).
+    Strided {
+        out: &'a mut [u8],
+        elem_size: usize,
+        count: usize,
+        stride: usize,
+    },
+}
+
+/// A nonblocking operation in flight. Test it, wait on it, or drop it (the
+/// operation still completes; its result is discarded).
+#[must_use = "an operation handle does nothing unless tested or waited on"]
+#[derive(Debug)]
+pub struct Handle<'a> {
+    ep: &'a Endpoint,
+    id: RequestId,
+    landing: Landing<'a>,
+    finished: bool,
+    _source: PhantomData<&'a [u8]>,
+}
+
+impl<'a> Handle<'a> {
+    pub(crate) fn new(ep: &'a Endpoint, id: RequestId, landing: Landing<'a>) -> Handle<'a> {
+        Handle {
+            ep,
+            id,
+            landing,
+            finished: false,
+            _source: PhantomData,
+        }
+    }
+
+    pub(crate) fn id(&self) -> RequestId {
+        self.id
+    }
+
+    /// Increments the u64 at `offset` of local `region` when this operation
+    /// completes (Cenju-4's notification address; MBCF's completion flag).
+    pub fn notify(&self, region: &crate::Region<'_>, offset: u64) -> Result<()> {
+        region.load_u64(offset)?;
+        let mut state = self.ep.lock();
+        match state.requests.is_done(self.id) {
+            Some(false) => state.requests.set_notify(self.id, (region.key(), offset)),
+            _ => {
+                drop(state);
+                region.store_u64(offset, region.load_u64(offset)?.wrapping_add(1))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes progress once and reports whether the operation is complete.
+    pub fn test(&mut self) -> bool {
+        self.ep.progress();
+        self.ep.lock().requests.is_done(self.id).unwrap_or(true)
+    }
+
+    /// Waits for completion and returns its result.
+    pub fn wait(mut self) -> Result<()> {
+        self.finish().map(|_| ())
+    }
+
+    /// Waits for completion and returns the fetched word (atomics, `get_value`).
+    pub fn wait_value(mut self) -> Result<u64> {
+        match self.finish()? {
+            Output::Value(v) => Ok(v),
+            _ => Err(Error::InvalidArgument("this operation fetches no value")),
+        }
+    }
+
+    fn finish(&mut self) -> Result<Output> {
+        let id = self.id;
+        self.ep
+            .wait_for(|state| state.requests.is_done(id).unwrap_or(true));
+        self.finished = true;
+        let taken = self.ep.lock().requests.take(id);
+        let (result, output) =
+            taken.ok_or(Error::InvalidArgument("operation already collected"))?;
+        result?;
+        let landing_empty = self.landing_is_empty();
+        match (&mut self.landing, output) {
+            (Landing::Nothing, output) => Ok(output),
+            (Landing::Bytes(out), Output::Data(data)) => {
+                if data.len() != out.len() {
+                    return Err(Error::Truncated);
+                }
+                out.copy_from_slice(&data);
+                Ok(Output::None)
+            }
+            (
+                Landing::Strided {
+                    out,
+                    elem_size,
+                    count,
+                    stride,
+                },
+                Output::Data(data),
+            ) => {
+                if data.len() != *elem_size * *count {
+                    return Err(Error::Truncated);
+                }
+                for (i, elem) in data
+                    .chunks_exact((*elem_size).max(1))
+                    .enumerate()
+                    .take(*count)
+                {
+                    out[i * *stride..i * *stride + *elem_size].copy_from_slice(elem);
+                }
+                Ok(Output::None)
+            }
+            (_, _) if landing_empty => Ok(Output::None),
+            _ => Err(Error::Truncated),
+        }
+    }
+
+    fn landing_is_empty(&self) -> bool {
+        match &self.landing {
+            Landing::Bytes(out) => out.is_empty(),
+            Landing::Strided {
+                count, elem_size, ..
+            } => *count == 0 || *elem_size == 0,
+            Landing::Nothing => true,
+        }
+    }
+}
+
+impl Drop for Handle<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.ep.lock().requests.release(self.id);
+        }
+    }
+}
+
+/// Waits for every handle; returns the first error after all have completed.
+pub fn wait_all<'a>(handles: impl IntoIterator<Item = Handle<'a>>) -> Result<()> {
+    let mut first = Ok(());
+    for handle in handles {
+        let result = handle.wait();
+        if first.is_ok() {
+            first = result;
+        }
+    }
+    first
+}

@@ -1,0 +1,282 @@
+//! Regions as the user sees them: allocation, registration of user memory,
+//! local access to region contents, and waiting on a signal word.
+//!
+//! Owns: the lifetime rule that makes registration safe. A [`Region`] either
+//! owns its memory (`alloc`, `alloc_symmetric`) or exists only inside
+//! [`Endpoint::with_registered`], whose scope ends with deregistration even
+//! on panic; so remote writes can never reach memory that Rust has freed or
+//! lent elsewhere. Must not: execute remote operations (target.rs does).
+
+use std::sync::atomic::Ordering;
+
+use crate::endpoint::Endpoint;
+use crate::region::{Access, AlignedBuf, Arrival, RawMem, RegionKey, RegisterTarget};
+use crate::rma::Cmp;
+use crate::{Error, Result};
+
+/// Memory this rank exposes to remote operations. Dropping it deregisters
+/// it; later remote operations naming its key fail with `BadKey`.
+#[derive(Debug)]
+pub struct Region<'ep> {
+    ep: &'ep Endpoint,
+    key: RegionKey,
+    mem: RawMem,
+    _owned: Option<AlignedBuf>,
+}
+
+fn random_key() -> RegionKey {
+    let mut bytes = [0u8; 8];
+    getrandom::getrandom(&mut bytes).expect("the OS random source failed");
+    // Key 0 is never handed out, so a zeroed key in user code is always invalid.
+    RegionKey(u64::from_le_bytes(bytes).max(1))
+}
+
+impl Endpoint {
+    fn insert_region(
+        &self,
+        mem: RawMem,
+        access: Access,
+        key: Option<RegionKey>,
+    ) -> Result<RegionKey> {
+        let mut state = self.lock();
+        match key {
+            Some(key) if state.regions.insert(key, mem, access) => Ok(key),
+            Some(_) => Err(Error::InvalidArgument(
+                "symmetric region key already in use on this rank",
+            )),
+            None => loop {
+                let key = random_key();
+                if state.regions.insert(key, mem, access) {
+                    return Ok(key);
+                }
+            },
+        }
+    }
+
+    /// Allocates `len` zeroed bytes, cache-line aligned, that remote ranks
+    /// may access with the given rights.
+    pub fn alloc(&self, len: usize, access: Access) -> Result<Region<'_>> {
+        let buf = AlignedBuf::zeroed(len);
+        let mem = buf.raw();
+        let key = self.insert_region(mem, access, None)?;
+        Ok(Region {
+            ep: self,
+            key,
+            mem,
+            _owned: Some(buf),
+        })
+    }
+
+    /// Collective: every rank allocates `len` bytes under the same key, so
+    /// `(rank, region.key(), offset)` names the same place on every rank.
+    pub fn alloc_symmetric(&self, len: usize, access: Access) -> Result<Region<'_>> {
+        let mut proposal = random_key().0.to_le_bytes().to_vec();
+        proposal.extend_from_slice(&(len as u64).to_le_bytes());
+        let all = self.allgather_bytes(&proposal)?;
+        if all.iter().any(|b| b.len() != 16 || b[8..] != proposal[8..]) {
+            return Err(Error::InvalidArgument(
+                "alloc_symmetric called with different lengths on different ranks",
+            ));
+        }
+        // Rank 0's proposal wins; every rank registers it, then all wait for
+        // each other so no operation can arrive before the key exists.
+        let chosen = RegionKey(u64::from_le_bytes(
+            all[0][..8].try_into().expect("length checked"),
+        ));
+        let buf = AlignedBuf::zeroed(len);
+        let mem = buf.raw();
+        let inserted = self.insert_region(mem, access, Some(chosen));
+        self.barrier()?;
+        let key = inserted?;
+        Ok(Region {
+            ep: self,
+            key,
+            mem,
+            _owned: Some(buf),
+        })
+    }
+
+    /// Registers `memory` for the duration of `f` (which receives the region);
+    /// it is deregistered when `f` returns or unwinds, before the borrow ends.
+    pub fn with_registered<R>(
+        &self,
+        memory: &mut [u8],
+        access: Access,
+        f: impl FnOnce(&Region<'_>) -> R,
+    ) -> Result<R> {
+        // SAFETY: `memory` is exclusively borrowed for this call and the region
+        // (and with it the registration) is dropped before we return or unwind.
+        let mem = unsafe_region_mem(memory);
+        let key = self.insert_region(mem, access, None)?;
+        let region = Region {
+            ep: self,
+            key,
+            mem,
+            _owned: None,
+        };
+        Ok(f(&region))
+    }
+
+    /// Collective: every rank's key for its region, in rank order.
+    pub fn exchange_keys(&self, region: &Region<'_>) -> Result<Vec<RegionKey>> {
+        let all = self.allgather_bytes(&region.key.0.to_le_bytes())?;
+        all.iter()
+            .map(|b| <[u8; 8]>::try_from(b.as_slice()).map(|b| RegionKey(u64::from_le_bytes(b))))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|_| Error::Bootstrap("key exchange returned a malformed key".into()))
+    }
+
+    /// Points address register `register` at `len` bytes from `offset` of
+    /// `region`; remote `put_to_register` calls land there (Cenju-4).
+    pub fn set_register(
+        &self,
+        register: u16,
+        region: &Region<'_>,
+        offset: u64,
+        len: u64,
+    ) -> Result<()> {
+        self.lock()
+            .regions
+            .set_register(
+                register,
+                RegisterTarget {
+                    key: region.key,
+                    offset,
+                    len,
+                },
+            )
+            .map_err(|status| Error::from_status(status).unwrap_or(Error::OutOfBounds))
+    }
+
+    /// Clears address register `register`.
+    pub fn clear_register(&self, register: u16) {
+        self.lock().regions.clear_register(register);
+    }
+
+    /// Waits until the u64 at `offset` of `region` satisfies `cmp value`
+    /// (a put_signal's target spins here); returns the word's value.
+    pub fn wait_until(
+        &self,
+        region: &Region<'_>,
+        offset: u64,
+        cmp: Cmp,
+        value: u64,
+    ) -> Result<u64> {
+        region.check_word(offset)?;
+        let mem = region.mem;
+        let at = offset as usize;
+        let mut seen = mem.load_u64(at);
+        if cmp.holds(seen, value) {
+            return Ok(seen);
+        }
+        self.wait_for(|_| {
+            seen = mem.load_u64(at);
+            cmp.holds(seen, value)
+        });
+        Ok(seen)
+    }
+}
+
+/// Builds the raw view of a user buffer for `with_registered`.
+#[allow(unsafe_code)]
+fn unsafe_region_mem(memory: &mut [u8]) -> RawMem {
+    // SAFETY: see `with_registered`: the registration never outlives the borrow.
+    unsafe { RawMem::new(memory.as_mut_ptr(), memory.len()) }
+}
+
+impl Region<'_> {
+    /// The key remote ranks name this region by.
+    pub fn key(&self) -> RegionKey {
+        self.key
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.mem.len()
+    }
+
+    /// Whether the region has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.mem.is_empty()
+    }
+
+    fn check(&self, offset: u64, len: usize) -> Result<usize> {
+        crate::region::checked_range(offset, len as u64, self.mem.len())
+            .map(|(o, _)| o)
+            .map_err(|_| Error::OutOfBounds)
+    }
+
+    fn check_word(&self, offset: u64) -> Result<()> {
+        let at = self.check(offset, 8)?;
+        if !self.mem.is_aligned(at, 8) {
+            return Err(Error::Misaligned);
+        }
+        Ok(())
+    }
+
+    /// Copies bytes out of the region (consistent with remote writes: the
+    /// progress engine does not run during the copy).
+    pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<()> {
+        let at = self.check(offset, out.len())?;
+        let _guard = self.ep.lock();
+        self.mem.read(at, out);
+        Ok(())
+    }
+
+    /// The whole region as a vector.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = vec![0u8; self.len()];
+        let _ = self.read(0, &mut out);
+        out
+    }
+
+    /// Copies bytes into the region.
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let at = self.check(offset, data.len())?;
+        let _guard = self.ep.lock();
+        self.mem.write(at, data);
+        Ok(())
+    }
+
+    /// Runs `f` on the region's bytes with the progress engine held off.
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        let _guard = self.ep.lock();
+        self.mem.with_slice_mut(0, self.mem.len(), f)
+    }
+
+    /// Atomic load of the u64 at `offset` (8-byte aligned).
+    pub fn load_u64(&self, offset: u64) -> Result<u64> {
+        self.check_word(offset)?;
+        Ok(self.mem.load_u64(offset as usize))
+    }
+
+    /// Atomic store of the u64 at `offset` (8-byte aligned).
+    pub fn store_u64(&self, offset: u64, value: u64) -> Result<()> {
+        self.check_word(offset)?;
+        self.mem
+            .atomic_u64(offset as usize)
+            .store(value, Ordering::Release);
+        Ok(())
+    }
+
+    /// Keeps a log of the newest `capacity` remote arrivals (Cenju-4 log buffer).
+    pub fn enable_arrival_log(&self, capacity: usize) {
+        self.ep.lock().regions.enable_log(self.key, capacity);
+    }
+
+    /// Takes the oldest logged arrival.
+    pub fn pop_arrival(&self) -> Option<Arrival> {
+        self.ep.lock().regions.pop_arrival(self.key)
+    }
+
+    /// How many arrivals the log dropped because it was full.
+    pub fn arrivals_lost(&self) -> u64 {
+        self.ep.lock().regions.arrivals_lost(self.key)
+    }
+}
+
+impl Drop for Region<'_> {
+    fn drop(&mut self) {
+        self.ep.lock().regions.remove(self.key);
+    }
+}

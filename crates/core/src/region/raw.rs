@@ -1,0 +1,206 @@
+//! The unsafe island for region memory: reads, writes and atomics through a raw
+//! pointer to memory that a [`RegionTable`](super::RegionTable) entry describes.
+//!
+//! Owns: every dereference of region memory. Must not: decide whether an access
+//! is allowed; callers pass ranges already checked against the region's length
+//! by [`super::checked_range`], and each method re-asserts it (cheap, and it
+//! keeps a logic error elsewhere from becoming memory corruption).
+//!
+//! Concurrency: memory is written by the progress engine and read by the owner
+//! through `Region` accessors, both only while holding the endpoint lock, so
+//! plain copies do not race. Atomics use the CPU's atomic instructions so that
+//! a later shared-memory peer hitting the same word stays correct.
+#![allow(unsafe_code)]
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// A raw view of registered memory: base pointer and length.
+#[derive(Debug, Clone, Copy)]
+pub struct RawMem {
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: RawMem is a plain pointer+length; the memory it names is only touched
+// under the endpoint lock (see module doc), so moving the view across threads
+// (the progress thread) does not create unsynchronized access.
+unsafe impl Send for RawMem {}
+
+impl RawMem {
+    /// Describes `len` bytes at `base`.
+    ///
+    /// # Safety
+    /// `base..base+len` must be valid for reads and writes for as long as this
+    /// view (or any copy of it) is used, and must not be accessed through Rust
+    /// references while the endpoint lock is not held.
+    pub unsafe fn new(base: *mut u8, len: usize) -> RawMem {
+        RawMem { base, len }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn assert_in_bounds(&self, offset: usize, len: usize) {
+        assert!(
+            offset.checked_add(len).is_some_and(|end| end <= self.len),
+            "region access {offset}+{len} outside {} bytes (unchecked caller)",
+            self.len
+        );
+    }
+
+    /// Copies `data` to `offset`.
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        self.assert_in_bounds(offset, data.len());
+        // SAFETY: the range is inside the registered memory (asserted above),
+        // which is valid for writes per `new`'s contract; `data` is a separate
+        // Rust slice (incoming packet or user buffer), so the ranges do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.base.add(offset), data.len()) }
+    }
+
+    /// Copies `out.len()` bytes from `offset` into `out`.
+    pub fn read(&self, offset: usize, out: &mut [u8]) {
+        self.assert_in_bounds(offset, out.len());
+        // SAFETY: in bounds (asserted), valid for reads per `new`; `out` is a
+        // distinct Rust slice so it cannot overlap registered memory that is
+        // only reachable through this view while the lock is held.
+        unsafe { std::ptr::copy_nonoverlapping(self.base.add(offset), out.as_mut_ptr(), out.len()) }
+    }
+
+    /// Calls `f` with the bytes at `offset..offset+len` as a shared slice (used
+    /// to hand region memory to the protocol without an intermediate copy).
+    pub fn with_slice<R>(&self, offset: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        self.assert_in_bounds(offset, len);
+        // SAFETY: in bounds and valid per `new`; the slice lives only for the
+        // call, during which the endpoint lock is held so nothing writes it.
+        let slice = unsafe { std::slice::from_raw_parts(self.base.add(offset), len) };
+        f(slice)
+    }
+
+    /// Calls `f` with the bytes at `offset..offset+len` as a mutable slice.
+    pub fn with_slice_mut<R>(
+        &self,
+        offset: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> R {
+        self.assert_in_bounds(offset, len);
+        // SAFETY: in bounds and valid per `new`; exclusive for the call because
+        // the endpoint lock is held and no other view hands out references.
+        let slice = unsafe { std::slice::from_raw_parts_mut(self.base.add(offset), len) };
+        f(slice)
+    }
+
+    /// The 64-bit word at `offset` as an atomic. `offset` must be 8-aligned in
+    /// the address space (checked by the caller, asserted here).
+    pub fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
+        self.assert_in_bounds(offset, 8);
+        // SAFETY: `self.base.add(offset)` stays in bounds (asserted above).
+        let ptr = unsafe { self.base.add(offset) };
+        assert!(ptr as usize % 8 == 0, "unaligned atomic (unchecked caller)");
+        // SAFETY: aligned (asserted), in bounds, valid for the lifetime of the
+        // registration; all concurrent access to this word goes through atomics.
+        unsafe { AtomicU64::from_ptr(ptr.cast()) }
+    }
+
+    /// The 32-bit word at `offset` as an atomic (4-aligned).
+    pub fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
+        self.assert_in_bounds(offset, 4);
+        // SAFETY: in bounds (asserted above).
+        let ptr = unsafe { self.base.add(offset) };
+        assert!(ptr as usize % 4 == 0, "unaligned atomic (unchecked caller)");
+        // SAFETY: aligned (asserted), in bounds, valid while registered; all
+        // concurrent access to this word goes through atomics.
+        unsafe { AtomicU32::from_ptr(ptr.cast()) }
+    }
+
+    /// Whether `offset` is aligned to `width` in the address space.
+    pub fn is_aligned(&self, offset: usize, width: usize) -> bool {
+        (self.base as usize).wrapping_add(offset) % width == 0
+    }
+
+    /// Acquire-load of the 64-bit word at `offset` (8-aligned), for `wait_until`.
+    pub fn load_u64(&self, offset: usize) -> u64 {
+        self.atomic_u64(offset).load(Ordering::Acquire)
+    }
+}
+
+/// Zeroed memory aligned to a cache line, owned by a region the library allocated.
+#[derive(Debug)]
+pub struct AlignedBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: AlignedBuf uniquely owns its allocation; access goes through RawMem
+// under the endpoint lock.
+unsafe impl Send for AlignedBuf {}
+// SAFETY: shared references only expose the pointer, never the bytes.
+unsafe impl Sync for AlignedBuf {}
+
+const ALIGN: usize = 64;
+
+impl AlignedBuf {
+    /// Allocates `len` zeroed bytes (a zero-length request allocates one line).
+    pub fn zeroed(len: usize) -> AlignedBuf {
+        let layout = Self::layout(len);
+        // SAFETY: the layout has nonzero size (at least one cache line).
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        AlignedBuf { ptr, len }
+    }
+
+    fn layout(len: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(len.max(ALIGN), ALIGN)
+            .expect("region size overflows isize")
+    }
+
+    /// A raw view of the whole buffer.
+    pub fn raw(&self) -> RawMem {
+        // SAFETY: the allocation is live while `self` is, and RawMem users hold
+        // the endpoint lock; the region deregisters before this buffer drops.
+        unsafe { RawMem::new(self.ptr, self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `zeroed` with the same layout.
+        unsafe { std::alloc::dealloc(self.ptr, Self::layout(self.len)) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_and_atomics() {
+        let buf = AlignedBuf::zeroed(64);
+        let mem = buf.raw();
+        mem.write(3, b"abc");
+        let mut out = [0u8; 3];
+        mem.read(3, &mut out);
+        assert_eq!(&out, b"abc");
+        mem.atomic_u64(8).fetch_add(5, Ordering::SeqCst);
+        assert_eq!(mem.load_u64(8), 5);
+        mem.atomic_u32(16).store(7, Ordering::SeqCst);
+        assert!(mem.is_aligned(16, 8));
+        assert!(!mem.is_aligned(17, 4));
+    }
+
+    #[test]
+    #[should_panic]
+    fn out_of_bounds_is_caught() {
+        let buf = AlignedBuf::zeroed(16);
+        buf.raw().write(10, &[0u8; 10]);
+    }
+}

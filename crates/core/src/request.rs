@@ -1,0 +1,276 @@
+//! Outstanding operations: a slab of request slots addressed by [`RequestId`].
+//!
+//! Owns: each operation's completion state (pending chunks, result, fetched
+//! value or data) until the user's handle collects it. Must not: talk to the
+//! network. A slot is freed when it is both complete and released by its
+//! handle, so a dropped handle never leaves a dangling slot that a late reply
+//! could complete into (the generation in the id makes a stale reply miss).
+
+use crate::Error;
+
+/// A request slot id as carried in the wire's `req` field: index in the low
+/// 20 bits, generation in the high 12 (0 is reserved for "no reply wanted").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RequestId(pub u32);
+
+const INDEX_BITS: u32 = 20;
+const INDEX_MASK: u32 = (1 << INDEX_BITS) - 1;
+
+impl RequestId {
+    fn new(index: usize, generation: u16) -> RequestId {
+        RequestId(((u32::from(generation) & 0xfff) << INDEX_BITS) | (index as u32 + 1))
+    }
+    fn index(self) -> Option<usize> {
+        let raw = self.0 & INDEX_MASK;
+        (raw != 0).then(|| raw as usize - 1)
+    }
+    fn generation(self) -> u16 {
+        (self.0 >> INDEX_BITS) as u16
+    }
+}
+
+/// What a completed request produced.
+#[derive(Debug, Default)]
+pub enum Output {
+    /// Nothing beyond success (puts).
+    #[default]
+    None,
+    /// A fetched word (atomics, get_value).
+    Value(u64),
+    /// Fetched bytes (gets), copied into the user's buffer when the handle is waited.
+    Data(Vec<u8>),
+}
+
+#[derive(Debug)]
+struct Slot {
+    generation: u16,
+    in_use: bool,
+    released: bool,
+    /// Parts (chunks, acks, responses) still to arrive before completion.
+    pending: u32,
+    result: Option<Result<(), Error>>,
+    output: Output,
+    target: u32,
+    /// Local word to bump when the operation completes (Cenju-4 notification address).
+    notify: Option<(crate::region::RegionKey, u64)>,
+}
+
+/// The slab of outstanding requests.
+#[derive(Debug, Default)]
+pub struct Requests {
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    live: usize,
+}
+
+impl Requests {
+    /// Allocates a request toward `target` waiting for `pending` parts.
+    pub fn alloc(&mut self, target: u32, pending: u32) -> Result<RequestId, Error> {
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                if self.slots.len() > INDEX_MASK as usize - 1 {
+                    return Err(Error::WouldBlock);
+                }
+                self.slots.push(Slot {
+                    generation: 0,
+                    in_use: false,
+                    released: false,
+                    pending: 0,
+                    result: None,
+                    output: Output::None,
+                    target,
+                    notify: None,
+                });
+                self.slots.len() - 1
+            }
+        };
+        let slot = &mut self.slots[index];
+        slot.generation = (slot.generation + 1) & 0xfff;
+        slot.in_use = true;
+        slot.released = false;
+        slot.pending = pending;
+        slot.result = if pending == 0 { Some(Ok(())) } else { None };
+        slot.output = Output::None;
+        slot.target = target;
+        slot.notify = None;
+        self.live += 1;
+        Ok(RequestId::new(index, slot.generation))
+    }
+
+    fn slot_mut(&mut self, id: RequestId) -> Option<&mut Slot> {
+        let index = id.index()?;
+        let slot = self.slots.get_mut(index)?;
+        (slot.in_use && slot.generation == id.generation()).then_some(slot)
+    }
+
+    fn slot(&self, id: RequestId) -> Option<&Slot> {
+        let index = id.index()?;
+        let slot = self.slots.get(index)?;
+        (slot.in_use && slot.generation == id.generation()).then_some(slot)
+    }
+
+    /// Sets the local notification word bumped on completion.
+    pub fn set_notify(&mut self, id: RequestId, notify: (crate::region::RegionKey, u64)) {
+        if let Some(slot) = self.slot_mut(id) {
+            slot.notify = Some(notify);
+        }
+    }
+
+    /// One part arrived successfully. Returns the notification target when this
+    /// completed the request (the caller bumps it).
+    pub fn part_done(&mut self, id: RequestId) -> Option<Completion> {
+        let slot = self.slot_mut(id)?;
+        if slot.result.is_some() {
+            return None;
+        }
+        slot.pending = slot.pending.saturating_sub(1);
+        if slot.pending == 0 {
+            slot.result = Some(Ok(()));
+            return Some(self.finish(id));
+        }
+        None
+    }
+
+    /// The request failed; later parts are ignored.
+    pub fn fail(&mut self, id: RequestId, error: Error) -> Option<Completion> {
+        let slot = self.slot_mut(id)?;
+        if slot.result.is_some() {
+            return None;
+        }
+        slot.result = Some(Err(error));
+        Some(self.finish(id))
+    }
+
+    fn finish(&mut self, id: RequestId) -> Completion {
+        let (notify, released) = match self.slot(id) {
+            Some(slot) => (slot.notify, slot.released),
+            None => (None, false),
+        };
+        if released {
+            self.free_slot(id);
+        }
+        Completion { notify }
+    }
+
+    /// Stores output (value or data) for a request.
+    pub fn set_output(&mut self, id: RequestId, output: Output) {
+        if let Some(slot) = self.slot_mut(id) {
+            slot.output = output;
+        }
+    }
+
+    /// Mutable access to a request's data output (gets landing chunk by chunk).
+    pub fn data_mut(&mut self, id: RequestId) -> Option<&mut Vec<u8>> {
+        match &mut self.slot_mut(id)?.output {
+            Output::Data(data) => Some(data),
+            _ => None,
+        }
+    }
+
+    /// Whether the request is complete; `None` for an unknown id.
+    pub fn is_done(&self, id: RequestId) -> Option<bool> {
+        self.slot(id).map(|slot| slot.result.is_some())
+    }
+
+    /// Takes the result of a completed request and frees it.
+    pub fn take(&mut self, id: RequestId) -> Option<(Result<(), Error>, Output)> {
+        let slot = self.slot_mut(id)?;
+        let result = slot.result.take()?;
+        let output = std::mem::take(&mut slot.output);
+        self.free_slot(id);
+        Some((result, output))
+    }
+
+    /// The handle went away: free now if complete, else when it completes.
+    pub fn release(&mut self, id: RequestId) {
+        if let Some(slot) = self.slot_mut(id) {
+            if slot.result.is_some() {
+                self.free_slot(id);
+            } else {
+                slot.released = true;
+                slot.output = Output::None;
+            }
+        }
+    }
+
+    fn free_slot(&mut self, id: RequestId) {
+        if let Some(index) = id.index() {
+            if let Some(slot) = self.slots.get_mut(index) {
+                if slot.in_use && slot.generation == id.generation() {
+                    slot.in_use = false;
+                    slot.output = Output::None;
+                    self.free.push(index);
+                    self.live -= 1;
+                }
+            }
+        }
+    }
+
+    /// Fails every pending request toward `target` (the peer is unreachable).
+    pub fn fail_target(&mut self, target: u32, error: &Error) -> Vec<Completion> {
+        let mut ids = Vec::new();
+        for (index, slot) in self.slots.iter().enumerate() {
+            if slot.in_use && slot.result.is_none() && slot.target == target {
+                ids.push(RequestId::new(index, slot.generation));
+            }
+        }
+        ids.into_iter()
+            .filter_map(|id| self.fail(id, error.clone()))
+            .collect()
+    }
+
+    /// Requests allocated and not yet freed.
+    #[cfg(test)]
+    pub fn live(&self) -> usize {
+        self.live
+    }
+}
+
+/// What the caller must do when a request completes.
+#[derive(Debug, Clone, Copy)]
+pub struct Completion {
+    /// Local word to increment, if the operation asked for a notification.
+    pub notify: Option<(crate::region::RegionKey, u64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifecycle() {
+        let mut reqs = Requests::default();
+        let id = reqs.alloc(1, 2).unwrap();
+        assert_ne!(id.0, 0);
+        assert_eq!(reqs.is_done(id), Some(false));
+        assert!(reqs.part_done(id).is_none());
+        assert!(reqs.part_done(id).is_some());
+        assert_eq!(reqs.is_done(id), Some(true));
+        let (result, _) = reqs.take(id).unwrap();
+        assert!(result.is_ok());
+        assert_eq!(reqs.is_done(id), None, "stale id must miss");
+        let again = reqs.alloc(1, 1).unwrap();
+        assert_ne!(again, id, "generation changes on reuse");
+        assert!(
+            reqs.part_done(id).is_none(),
+            "late reply for the old id is ignored"
+        );
+    }
+
+    #[test]
+    fn failure_sticks_and_release_frees() {
+        let mut reqs = Requests::default();
+        let id = reqs.alloc(3, 2).unwrap();
+        reqs.fail(id, Error::OutOfBounds);
+        assert!(reqs.part_done(id).is_none());
+        reqs.release(id);
+        assert_eq!(reqs.live(), 0);
+        let pending = reqs.alloc(3, 1).unwrap();
+        reqs.release(pending);
+        assert_eq!(reqs.live(), 1);
+        let done = reqs.fail_target(3, &Error::PeerUnreachable { rank: 3 });
+        assert_eq!(done.len(), 1);
+        assert_eq!(reqs.live(), 0);
+    }
+}

@@ -1,0 +1,735 @@
+//! The initiator side of one-sided operations: put and its variants, get,
+//! atomics, put_signal, address registers.
+//!
+//! Owns: turning a call into operation messages (split into chunks of at most
+//! `chunk_bytes`, so any size works and memory stays bounded) and a request
+//! that completes when the target acknowledged (puts) or answered (gets,
+//! fetching atomics). Must not: wait except for room in the send queue
+//! (backpressure keeps queued bytes per peer bounded).
+
+use mw_wire::op::{self, AtomicOp, AtomicWidth, OpRepr, SignalOp};
+
+use crate::endpoint::{Endpoint, State};
+use crate::handle::{Handle, Landing};
+use crate::region::RegionKey;
+use crate::request::{Output, RequestId};
+use crate::target::strided_extent;
+use crate::{Error, Result};
+
+/// The signal half of a `put_signal`: a 64-bit word at the target, set or
+/// incremented after the data has landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signal {
+    /// Region holding the signal word.
+    pub key: RegionKey,
+    /// Offset of the word (8-byte aligned).
+    pub offset: u64,
+    /// Set or add.
+    pub op: SignalOp,
+    /// Value to set or add.
+    pub value: u64,
+}
+
+/// Comparison for [`Endpoint::wait_until`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    /// Equal.
+    Eq,
+    /// Not equal.
+    Ne,
+    /// Greater than.
+    Gt,
+    /// Greater or equal.
+    Ge,
+    /// Less than.
+    Lt,
+    /// Less or equal.
+    Le,
+}
+
+impl Cmp {
+    /// Whether `lhs <cmp> rhs` holds.
+    pub fn holds(self, lhs: u64, rhs: u64) -> bool {
+        match self {
+            Cmp::Eq => lhs == rhs,
+            Cmp::Ne => lhs != rhs,
+            Cmp::Gt => lhs > rhs,
+            Cmp::Ge => lhs >= rhs,
+            Cmp::Lt => lhs < rhs,
+            Cmp::Le => lhs <= rhs,
+        }
+    }
+}
+
+impl Endpoint {
+    /// Allocates a request toward `rank` after waiting for room in its send
+    /// queue, then lets `issue` send the operation's messages.
+    fn start<'a>(
+        &'a self,
+        rank: u32,
+        parts: u32,
+        landing: Landing<'a>,
+        output: Output,
+        issue: impl FnOnce(&mut State, RequestId) -> Result<()>,
+    ) -> Result<Handle<'a>> {
+        self.check_rank(rank)?;
+        self.wait_for_room(rank);
+        let mut state = self.lock();
+        let id = state.requests.alloc(rank, parts)?;
+        state.requests.set_output(id, output);
+        state.stats.ops_initiated += 1;
+        if let Err(error) = issue(&mut state, id) {
+            state.requests.fail(id, error);
+        }
+        drop(state);
+        Ok(Handle::new(self, id, landing))
+    }
+
+    /// Waits while too many bytes are queued toward `rank`.
+    fn wait_for_room(&self, rank: u32) {
+        let over = |state: &mut State| {
+            state.proto.queued_bytes(rank) >= state.config.max_queued_bytes
+                && !state.dead[rank as usize]
+        };
+        if over(&mut self.lock()) {
+            self.wait_for(|state| !over(state));
+        }
+    }
+
+    fn chunk_bytes(&self) -> usize {
+        self.lock().config.chunk_bytes
+    }
+
+    /// Sends `data` as one or more put messages; the last one may be a
+    /// different operation (put_signal) built by `last`.
+    fn issue_chunked_put(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        data: &[u8],
+        id: RequestId,
+        last: Option<&dyn Fn(u64, &[u8]) -> OpRepr<'static>>,
+    ) -> Result<()> {
+        let chunk = self.chunk_bytes();
+        let count = data.len().div_ceil(chunk).max(1);
+        for index in 0..count {
+            let start = index * chunk;
+            let body = &data[start..data.len().min(start + chunk)];
+            let at = offset
+                .checked_add(start as u64)
+                .ok_or(Error::InvalidArgument("offset overflows"))?;
+            let repr = match (&last, index + 1 == count) {
+                (Some(build), true) => build(at, body),
+                _ if body.len() <= op::INLINE_MAX => OpRepr::PutInline(op::PutInline {
+                    req: id.0,
+                    key: key.0,
+                    offset: at,
+                    body: &[],
+                }),
+                _ => OpRepr::Put(op::Put {
+                    req: id.0,
+                    key: key.0,
+                    offset: at,
+                    body: &[],
+                }),
+            };
+            if index > 0 {
+                self.wait_for_room(rank);
+            }
+            let mut state = self.lock();
+            let now = self.shared.now();
+            state.send_op(now, rank, &repr, body, Some(id))?;
+        }
+        Ok(())
+    }
+
+    /// Nonblocking put: copies `data` to `offset` of region `key` at `rank`.
+    /// The handle completes when the data is in the target's memory.
+    pub fn put_nb<'a>(
+        &'a self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        data: &'a [u8],
+    ) -> Result<Handle<'a>> {
+        let chunks = data.len().div_ceil(self.chunk_bytes()).max(1) as u32;
+        let handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
+        if let Err(error) =
+            self.issue_chunked_put(rank, key, offset, data, handle_id(&handle), None)
+        {
+            self.lock().requests.fail(handle_id(&handle), error);
+        }
+        Ok(handle)
+    }
+
+    /// Put, waiting until the data is in the target's memory.
+    pub fn put(&self, rank: u32, key: RegionKey, offset: u64, data: &[u8]) -> Result<()> {
+        self.put_nb(rank, key, offset, data)?.wait()
+    }
+
+    /// Stores a 64-bit value (little-endian) at the target (PPRAM-Link's bit-of-data write).
+    pub fn put_value(&self, rank: u32, key: RegionKey, offset: u64, value: u64) -> Result<()> {
+        self.put(rank, key, offset, &value.to_le_bytes())
+    }
+
+    /// Nonblocking put_signal: the data, then the signal word is set or added
+    /// to at the target, so a target waiting on the signal sees the data.
+    pub fn put_signal_nb<'a>(
+        &'a self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        data: &'a [u8],
+        signal: Signal,
+    ) -> Result<Handle<'a>> {
+        let chunks = data.len().div_ceil(self.chunk_bytes()).max(1) as u32;
+        let handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
+        let id = handle_id(&handle);
+        let build = move |at: u64, _body: &[u8]| {
+            OpRepr::PutSignal(op::PutSignal {
+                req: id.0,
+                key: key.0,
+                offset: at,
+                signal_key: signal.key.0,
+                signal_offset: signal.offset,
+                signal_op: signal.op,
+                signal_value: signal.value,
+                body: &[],
+            })
+        };
+        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, id, Some(&build)) {
+            self.lock().requests.fail(id, error);
+        }
+        Ok(handle)
+    }
+
+    /// put_signal, waiting for completion at the target.
+    pub fn put_signal(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        data: &[u8],
+        signal: Signal,
+    ) -> Result<()> {
+        self.put_signal_nb(rank, key, offset, data, signal)?.wait()
+    }
+
+    /// Nonblocking get: reads `out.len()` bytes at `offset` of region `key`
+    /// at `rank` into `out` (filled when the handle is waited on).
+    pub fn get_nb<'a>(
+        &'a self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        out: &'a mut [u8],
+    ) -> Result<Handle<'a>> {
+        let len = out.len();
+        let chunk = self.chunk_bytes();
+        let chunks = len.div_ceil(chunk).max(1);
+        offset
+            .checked_add(len as u64)
+            .ok_or(Error::InvalidArgument("offset + length overflows"))?;
+        let handle = self.start(
+            rank,
+            chunks as u32,
+            Landing::Bytes(out),
+            Output::Data(Vec::with_capacity(len)),
+            |_, _| Ok(()),
+        )?;
+        let id = handle_id(&handle);
+        for index in 0..chunks {
+            let start = index * chunk;
+            let this = (len - start).min(chunk);
+            let repr = OpRepr::GetRequest(op::GetRequest {
+                req: id.0,
+                key: key.0,
+                offset: offset + start as u64,
+                len: this as u64,
+            });
+            if index > 0 {
+                self.wait_for_room(rank);
+            }
+            let mut state = self.lock();
+            let now = self.shared.now();
+            if let Err(error) = state.send_op(now, rank, &repr, &[], None) {
+                state.requests.fail(id, error);
+                break;
+            }
+        }
+        Ok(handle)
+    }
+
+    /// Get, waiting for the data.
+    pub fn get(&self, rank: u32, key: RegionKey, offset: u64, out: &mut [u8]) -> Result<()> {
+        self.get_nb(rank, key, offset, out)?.wait()
+    }
+
+    /// Reads a 64-bit little-endian value at the target (PPRAM-Link's bit-of-data read).
+    pub fn get_value(&self, rank: u32, key: RegionKey, offset: u64) -> Result<u64> {
+        let mut bytes = [0u8; 8];
+        self.get(rank, key, offset, &mut bytes)?;
+        Ok(u64::from_le_bytes(bytes))
+    }
+
+    /// Nonblocking atomic on a u32 or u64 word at the target, executed exactly
+    /// once. With `fetch` the handle's value is the word before the operation.
+    #[allow(clippy::too_many_arguments)]
+    pub fn atomic_nb(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        op: AtomicOp,
+        width: AtomicWidth,
+        operand: u64,
+        compare: u64,
+        fetch: bool,
+    ) -> Result<Handle<'_>> {
+        if width == AtomicWidth::U32
+            && (operand > u64::from(u32::MAX) || compare > u64::from(u32::MAX))
+        {
+            return Err(Error::InvalidArgument(
+                "operand does not fit a 32-bit atomic",
+            ));
+        }
+        let fetch = fetch || op == AtomicOp::Load;
+        self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
+            let repr = OpRepr::AtomicRequest(op::AtomicRequest {
+                req: id.0,
+                key: key.0,
+                offset,
+                op,
+                width,
+                fetch,
+                operand,
+                compare,
+            });
+            let now = self.shared.now();
+            // A fetching atomic completes on its response, the others on the ack.
+            state.send_op(now, rank, &repr, &[], (!fetch).then_some(id))
+        })
+    }
+
+    fn atomic_fetch(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        op: AtomicOp,
+        w: AtomicWidth,
+        v: u64,
+        c: u64,
+    ) -> Result<u64> {
+        self.atomic_nb(rank, key, offset, op, w, v, c, true)?
+            .wait_value()
+    }
+
+    fn atomic_nofetch(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        op: AtomicOp,
+        w: AtomicWidth,
+        v: u64,
+    ) -> Result<()> {
+        self.atomic_nb(rank, key, offset, op, w, v, 0, false)?
+            .wait()
+    }
+
+    /// Atomically adds `value` to the u64 at the target; returns the old value.
+    pub fn fetch_add_u64(&self, rank: u32, key: RegionKey, offset: u64, value: u64) -> Result<u64> {
+        self.atomic_fetch(rank, key, offset, AtomicOp::Add, AtomicWidth::U64, value, 0)
+    }
+    /// Atomically adds `value` to the u32 at the target; returns the old value.
+    pub fn fetch_add_u32(&self, rank: u32, key: RegionKey, offset: u64, value: u32) -> Result<u32> {
+        self.atomic_fetch(
+            rank,
+            key,
+            offset,
+            AtomicOp::Add,
+            AtomicWidth::U32,
+            value.into(),
+            0,
+        )
+        .map(|v| v as u32)
+    }
+    /// Atomically adds `value` to the u64 at the target.
+    pub fn add_u64(&self, rank: u32, key: RegionKey, offset: u64, value: u64) -> Result<()> {
+        self.atomic_nofetch(rank, key, offset, AtomicOp::Add, AtomicWidth::U64, value)
+    }
+    /// Atomically adds `value` to the u32 at the target.
+    pub fn add_u32(&self, rank: u32, key: RegionKey, offset: u64, value: u32) -> Result<()> {
+        self.atomic_nofetch(
+            rank,
+            key,
+            offset,
+            AtomicOp::Add,
+            AtomicWidth::U32,
+            value.into(),
+        )
+    }
+    /// Atomically replaces the u64 at the target; returns the old value.
+    pub fn swap_u64(&self, rank: u32, key: RegionKey, offset: u64, value: u64) -> Result<u64> {
+        self.atomic_fetch(
+            rank,
+            key,
+            offset,
+            AtomicOp::Swap,
+            AtomicWidth::U64,
+            value,
+            0,
+        )
+    }
+    /// Atomically replaces the u32 at the target; returns the old value.
+    pub fn swap_u32(&self, rank: u32, key: RegionKey, offset: u64, value: u32) -> Result<u32> {
+        self.atomic_fetch(
+            rank,
+            key,
+            offset,
+            AtomicOp::Swap,
+            AtomicWidth::U32,
+            value.into(),
+            0,
+        )
+        .map(|v| v as u32)
+    }
+    /// Sets the u64 at the target to `new` if it equals `expected`; returns the old value.
+    pub fn compare_swap_u64(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        expected: u64,
+        new: u64,
+    ) -> Result<u64> {
+        self.atomic_fetch(
+            rank,
+            key,
+            offset,
+            AtomicOp::CompareSwap,
+            AtomicWidth::U64,
+            new,
+            expected,
+        )
+    }
+    /// Sets the u32 at the target to `new` if it equals `expected`; returns the old value.
+    pub fn compare_swap_u32(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        expected: u32,
+        new: u32,
+    ) -> Result<u32> {
+        self.atomic_fetch(
+            rank,
+            key,
+            offset,
+            AtomicOp::CompareSwap,
+            AtomicWidth::U32,
+            new.into(),
+            expected.into(),
+        )
+        .map(|v| v as u32)
+    }
+    /// Atomic bitwise op with fetch (`op` is And, Or or Xor); returns the old value.
+    pub fn fetch_bitwise(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        op: AtomicOp,
+        width: AtomicWidth,
+        value: u64,
+    ) -> Result<u64> {
+        if !matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor) {
+            return Err(Error::InvalidArgument("fetch_bitwise takes And, Or or Xor"));
+        }
+        self.atomic_fetch(rank, key, offset, op, width, value, 0)
+    }
+    /// Atomic bitwise op without fetch (`op` is And, Or or Xor).
+    pub fn bitwise(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        op: AtomicOp,
+        width: AtomicWidth,
+        value: u64,
+    ) -> Result<()> {
+        if !matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor) {
+            return Err(Error::InvalidArgument("bitwise takes And, Or or Xor"));
+        }
+        self.atomic_nofetch(rank, key, offset, op, width, value)
+    }
+    /// Atomic load of a word at the target.
+    pub fn atomic_load(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        width: AtomicWidth,
+    ) -> Result<u64> {
+        self.atomic_fetch(rank, key, offset, AtomicOp::Load, width, 0, 0)
+    }
+    /// Atomic store of a word at the target.
+    pub fn atomic_store(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        width: AtomicWidth,
+        value: u64,
+    ) -> Result<()> {
+        self.atomic_nofetch(rank, key, offset, AtomicOp::Store, width, value)
+    }
+
+    /// Nonblocking strided put: `count` elements of `elem_size` bytes taken
+    /// from `src` every `src_stride` bytes land at the target every
+    /// `dst_stride` bytes starting at `offset` (PPRAM-Link stride scatter).
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_strided(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        src: &[u8],
+        elem_size: usize,
+        count: usize,
+        src_stride: usize,
+        dst_stride: usize,
+    ) -> Result<()> {
+        check_local_strided(src.len(), elem_size, count, src_stride)?;
+        strided_extent(elem_size as u32, count as u32, dst_stride as u64).map_err(|_| {
+            Error::InvalidArgument("target stride smaller than element or extent overflows")
+        })?;
+        let per_msg = (self.chunk_bytes() / elem_size.max(1)).max(1);
+        let msgs = count.div_ceil(per_msg).max(1);
+        let handle = self.start(rank, msgs as u32, Landing::Nothing, Output::None, |_, _| {
+            Ok(())
+        })?;
+        let id = handle_id(&handle);
+        let mut packed = Vec::with_capacity(per_msg.min(count) * elem_size);
+        for m in 0..msgs {
+            let first = m * per_msg;
+            let n = (count - first).min(per_msg);
+            packed.clear();
+            for i in first..first + n {
+                packed.extend_from_slice(&src[i * src_stride..i * src_stride + elem_size]);
+            }
+            let repr = OpRepr::PutStrided(op::PutStrided {
+                req: id.0,
+                key: key.0,
+                offset: offset + (first * dst_stride) as u64,
+                elem_size: elem_size as u32,
+                count: n as u32,
+                stride: dst_stride as u64,
+                body: &[],
+            });
+            if m > 0 {
+                self.wait_for_room(rank);
+            }
+            let mut state = self.lock();
+            let now = self.shared.now();
+            if let Err(error) = state.send_op(now, rank, &repr, &packed, Some(id)) {
+                state.requests.fail(id, error);
+                break;
+            }
+        }
+        handle.wait()
+    }
+
+    /// Strided get: `count` elements of `elem_size` bytes read at the target
+    /// every `src_stride` bytes from `offset` land in `out` every `dst_stride` bytes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn get_strided(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        out: &mut [u8],
+        elem_size: usize,
+        count: usize,
+        src_stride: usize,
+        dst_stride: usize,
+    ) -> Result<()> {
+        check_local_strided(out.len(), elem_size, count, dst_stride)?;
+        let per_msg = (self.chunk_bytes() / elem_size.max(1)).max(1);
+        let mut first = 0;
+        while first < count || (count == 0 && first == 0) {
+            let n = (count - first).min(per_msg);
+            let local_start = first * dst_stride;
+            let local_end = if n == 0 {
+                local_start
+            } else {
+                local_start + (n - 1) * dst_stride + elem_size
+            };
+            let landing = Landing::Strided {
+                out: &mut out[local_start..local_end],
+                elem_size,
+                count: n,
+                stride: dst_stride,
+            };
+            let handle = self.start(
+                rank,
+                1,
+                landing,
+                Output::Data(Vec::with_capacity(n * elem_size)),
+                |state, id| {
+                    let repr = OpRepr::GetStridedRequest(op::GetStridedRequest {
+                        req: id.0,
+                        key: key.0,
+                        offset: offset + (first * src_stride) as u64,
+                        elem_size: elem_size as u32,
+                        count: n as u32,
+                        stride: src_stride as u64,
+                    });
+                    let now = self.shared.now();
+                    state.send_op(now, rank, &repr, &[], None)
+                },
+            )?;
+            handle.wait()?;
+            first += n.max(1);
+        }
+        Ok(())
+    }
+
+    /// Vectored put: each `(offset, data)` segment lands at its own offset of
+    /// region `key` at `rank`, as one operation (T3E-style gather list).
+    pub fn put_iov(&self, rank: u32, key: RegionKey, segments: &[(u64, &[u8])]) -> Result<()> {
+        let chunk = self.chunk_bytes();
+        // Group segments into messages of bounded size and count; a segment
+        // larger than a chunk becomes a plain chunked put of its own.
+        let mut handles = Vec::new();
+        let mut group: Vec<(u64, u32)> = Vec::new();
+        let mut body: Vec<u8> = Vec::new();
+        for &(offset, data) in segments {
+            if data.len() > chunk {
+                handles.push(self.put_nb(rank, key, offset, data)?);
+                continue;
+            }
+            if body.len() + data.len() > chunk || group.len() == op::IOV_MAX {
+                handles.push(self.issue_iov_group(rank, key, &group, &body)?);
+                group.clear();
+                body.clear();
+            }
+            group.push((offset, data.len() as u32));
+            body.extend_from_slice(data);
+        }
+        if !group.is_empty() {
+            handles.push(self.issue_iov_group(rank, key, &group, &body)?);
+        }
+        crate::handle::wait_all(handles)
+    }
+
+    fn issue_iov_group(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        group: &[(u64, u32)],
+        body: &[u8],
+    ) -> Result<Handle<'_>> {
+        self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
+            let repr = OpRepr::PutIov(op::PutIov {
+                req: id.0,
+                key: key.0,
+                segments: op::IovSegments::from_pairs(group),
+                body: &[],
+            });
+            let now = self.shared.now();
+            state.send_op(now, rank, &repr, body, Some(id))
+        })
+    }
+
+    /// Masked put (PPRAM-Link writesw): writes only the 4-byte words of the
+    /// 64- or 256-byte `block` whose bit is set in `word_mask`.
+    pub fn put_masked(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        block: &[u8],
+        word_mask: u64,
+    ) -> Result<()> {
+        let size = match block.len() {
+            64 => op::MaskedBlock::B64,
+            256 => op::MaskedBlock::B256,
+            _ => {
+                return Err(Error::InvalidArgument(
+                    "masked block must be 64 or 256 bytes",
+                ))
+            }
+        };
+        if block.len() == 64 && word_mask >> 16 != 0 {
+            return Err(Error::InvalidArgument(
+                "a 64-byte block has 16 words: mask bits above 15 set",
+            ));
+        }
+        self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
+            let repr = OpRepr::PutMasked(op::PutMasked {
+                req: id.0,
+                key: key.0,
+                offset,
+                block: size,
+                mask: word_mask,
+                body: &[],
+            });
+            let now = self.shared.now();
+            state.send_op(now, rank, &repr, block, Some(id))
+        })?
+        .wait()
+    }
+
+    /// Puts `data` through address register `register` of `rank`: it lands
+    /// wherever that rank pointed the register (Cenju-4).
+    pub fn put_to_register(&self, rank: u32, register: u16, data: &[u8]) -> Result<()> {
+        if data.len() > self.chunk_bytes() {
+            return Err(Error::InvalidArgument(
+                "register puts are limited to one chunk (MW_CHUNK)",
+            ));
+        }
+        self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
+            let repr = OpRepr::RegisterPut(op::RegisterPut {
+                req: id.0,
+                register,
+                body: &[],
+            });
+            let now = self.shared.now();
+            state.send_op(now, rank, &repr, data, Some(id))
+        })?
+        .wait()
+    }
+}
+
+fn handle_id(handle: &Handle<'_>) -> RequestId {
+    handle.id()
+}
+
+fn check_local_strided(
+    buf_len: usize,
+    elem_size: usize,
+    count: usize,
+    stride: usize,
+) -> Result<()> {
+    if count == 0 {
+        return Ok(());
+    }
+    if stride < elem_size {
+        return Err(Error::InvalidArgument(
+            "local stride smaller than the element",
+        ));
+    }
+    let extent = stride
+        .checked_mul(count - 1)
+        .and_then(|v| v.checked_add(elem_size))
+        .ok_or(Error::InvalidArgument("strided extent overflows"))?;
+    if extent > buf_len {
+        return Err(Error::InvalidArgument(
+            "local buffer too small for the strided layout",
+        ));
+    }
+    Ok(())
+}

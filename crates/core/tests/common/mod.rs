@@ -1,0 +1,81 @@
+//! Runs a job of N ranks as N threads of one process, each with its own
+//! endpoint and UDP socket, joined through an in-process rendezvous server.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use mw_core::{Config, Endpoint};
+
+/// Runs `body(ep)` on every rank of an `n`-rank job with `config`; panics
+/// (failing the test) if any rank panics or does not finish within a minute.
+pub fn run_job<F>(n: u32, config: Config, body: F)
+where
+    F: Fn(&Endpoint) + Send + Sync + 'static,
+{
+    let key = mw_bootstrap::random_job_key().unwrap();
+    let server = mw_bootstrap::RendezvousServer::bind("127.0.0.1:0", n, key).unwrap();
+    let addr = server.local_addr().to_string();
+    let _server = server.spawn().unwrap();
+    let body = std::sync::Arc::new(body);
+    let handles: Vec<_> = (0..n)
+        .map(|rank| {
+            let body = body.clone();
+            let addr = addr.clone();
+            let config = config.clone();
+            std::thread::Builder::new()
+                .name(format!("rank{rank}"))
+                .spawn(move || {
+                    let hex = mw_bootstrap::job_key_to_hex(&key);
+                    let boot = mw_bootstrap::Bootstrap::from_lookup(|name| match name {
+                        "MW_RANK" => Some(rank.to_string()),
+                        "MW_SIZE" => Some(n.to_string()),
+                        "MW_BOOTSTRAP" => Some(addr.clone()),
+                        "MW_JOB_KEY" => Some(hex.clone()),
+                        _ => None,
+                    })
+                    .unwrap();
+                    let ep = Endpoint::init_with_bootstrap(config, boot).unwrap();
+                    body(&ep);
+                    ep.finalize().unwrap();
+                })
+                .unwrap()
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    for handle in handles {
+        while !handle.is_finished() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "job did not finish within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if let Err(panic) = handle.join() {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+/// A config with faults injected on every rank's send path.
+pub fn lossy(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
+    let mut cfg = Config::default();
+    cfg.fault = Some(mw_transport::fault::FaultConfig {
+        drop,
+        dup,
+        reorder,
+        seed,
+    });
+    cfg.rto_min = Duration::from_micros(300);
+    cfg
+}
+
+/// Deterministic test bytes for (rank, len).
+pub fn pattern(seed: u32, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| {
+            (i as u32)
+                .wrapping_mul(2_654_435_761)
+                .wrapping_add(seed * 97) as u8
+        })
+        .collect()
+}
