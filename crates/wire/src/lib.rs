@@ -5,12 +5,14 @@
 //! start of a reassembled message, and the layout of the optional MAC trailer.
 //! Each type comes as a checked view over `&[u8]` (`*::new_checked`) plus a
 //! validated representation (`*Repr::parse` / `emit` / `buffer_len`), in the
-//! style of smoltcp's `wire` module.
+//! style of smoltcp's `wire` module. Operations are emitted header-only
+//! ([`OpRepr::emit_header`]) so that a body is never copied next to its header.
 //!
 //! Must not: do I/O, read a clock, allocate on the parse path, or panic on any
 //! input. Decoding any byte string returns a value or a typed [`Error`]; this is
 //! property-tested and fuzzed (`fuzz/`).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod error;
 pub mod header;
@@ -18,3 +20,4 @@ pub mod op;
 
 pub use error::{Error, Result};
 pub use header::{Flags, Header, HeaderRepr, PacketType, HEADER_LEN, MAC_LEN, MAGIC, VERSION};
+pub use op::{OpCode, OpRepr};

@@ -1,0 +1,243 @@
+//! Active messages: a request that runs a registered handler at the target,
+//! and the handler's reply.
+//!
+//! Owns: [`AmArgs`] (up to [`AM_MAX_ARGS`] u64 arguments, a fixed-size value
+//! type), the layouts of [`AmRequest`] and [`AmReply`] (seed 003, PPRAM-Link's
+//! active messages; GASNet-style short/medium messages).
+//!
+//! ```text
+//! AmRequest (8 + 8 × nargs bytes, then the body: the payload)
+//! offset size       field
+//!  0      1         opcode   OpCode::AmRequest
+//!  1      1         flags    bits 0-3 nargs (0..=8), bit 7 WANT_REPLY, bits 4-6 zero
+//!  2      2         handler  handler id at the target
+//!  4      4         req      the reply carries it
+//!  8      8 × nargs args
+//!  ...    ...       body
+//!
+//! AmReply (8 + 8 × nargs bytes, then the body)
+//!  0      1         opcode   OpCode::AmReply
+//!  1      1         nargs    0..=8
+//!  2      1         status   Status (NoHandler when the id is unknown)
+//!  3      1         reserved, zero
+//!  4      4         req      the AmRequest this answers
+//!  8      8 × nargs args
+//!  ...    ...       body
+//! ```
+
+use core::fmt;
+
+use super::bytes::{get16, get32, get64, need, reserved, set16, set32, set64, zero};
+use super::Status;
+use crate::{Error, Result};
+
+/// Most u64 arguments an active message carries.
+pub const AM_MAX_ARGS: usize = 8;
+
+mod field {
+    use core::ops::Range;
+    pub const FLAGS: usize = 1;
+    pub const HANDLER: Range<usize> = 2..4;
+    pub const NARGS: usize = 1;
+    pub const STATUS: usize = 2;
+    pub const REPLY_RESERVED: Range<usize> = 3..4;
+    pub const REQ: Range<usize> = 4..8;
+    pub const ARGS: usize = 8;
+    pub const ARG_SIZE: usize = 8;
+}
+
+const NARGS_MASK: u8 = 0x0f;
+const FLAG_WANT_REPLY: u8 = 1 << 7;
+
+/// Zero to [`AM_MAX_ARGS`] u64 arguments, stored inline (no allocation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct AmArgs {
+    // Invariant: len <= AM_MAX_ARGS and values[len..] are zero, so the
+    // derived equality compares exactly the used arguments.
+    len: u8,
+    values: [u64; AM_MAX_ARGS],
+}
+
+impl AmArgs {
+    /// No arguments.
+    pub const EMPTY: AmArgs = AmArgs { len: 0, values: [0; AM_MAX_ARGS] };
+
+    /// The arguments in `args`, or `None` if there are more than [`AM_MAX_ARGS`].
+    pub fn from_slice(args: &[u64]) -> Option<AmArgs> {
+        if args.len() > AM_MAX_ARGS {
+            return None;
+        }
+        let mut out = AmArgs::EMPTY;
+        out.values[..args.len()].copy_from_slice(args);
+        out.len = args.len() as u8;
+        Some(out)
+    }
+
+    /// Appends one argument; gives it back if all [`AM_MAX_ARGS`] are in use.
+    pub fn push(&mut self, value: u64) -> core::result::Result<(), u64> {
+        let len = usize::from(self.len);
+        if len == AM_MAX_ARGS {
+            return Err(value);
+        }
+        self.values[len] = value;
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The arguments.
+    pub fn as_slice(&self) -> &[u64] {
+        &self.values[..usize::from(self.len)]
+    }
+
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// Whether there are no arguments.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn wire_len(&self) -> usize {
+        field::ARGS + self.len() * field::ARG_SIZE
+    }
+
+    fn parse(msg: &[u8], count: u8) -> Result<AmArgs> {
+        if usize::from(count) > AM_MAX_ARGS {
+            return Err(Error::BadLength);
+        }
+        let mut args = AmArgs { len: count, values: [0; AM_MAX_ARGS] };
+        need(msg, args.wire_len())?;
+        for (i, value) in args.values[..usize::from(count)].iter_mut().enumerate() {
+            let at = field::ARGS + i * field::ARG_SIZE;
+            *value = get64(msg, at..at + field::ARG_SIZE);
+        }
+        Ok(args)
+    }
+
+    fn emit(&self, b: &mut [u8]) {
+        for (i, &value) in self.as_slice().iter().enumerate() {
+            let at = field::ARGS + i * field::ARG_SIZE;
+            set64(b, at..at + field::ARG_SIZE, value);
+        }
+    }
+}
+
+/// Runs handler `handler` at the target with `args` and `body`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmRequest<'a> {
+    /// Request id; the [`AmReply`] carries it.
+    pub req: u32,
+    /// Handler id at the target.
+    pub handler: u16,
+    /// Whether the initiator waits for an [`AmReply`].
+    pub want_reply: bool,
+    /// Up to [`AM_MAX_ARGS`] u64 arguments.
+    pub args: AmArgs,
+    /// The payload.
+    pub body: &'a [u8],
+}
+
+/// A handler's reply to an [`AmRequest`] (or the target's error status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmReply<'a> {
+    /// The request this answers.
+    pub req: u32,
+    /// Outcome ([`Status::NoHandler`] if the handler id is unknown).
+    pub status: Status,
+    /// Up to [`AM_MAX_ARGS`] u64 results.
+    pub args: AmArgs,
+    /// The reply payload.
+    pub body: &'a [u8],
+}
+
+impl<'a> AmRequest<'a> {
+    pub(super) const MIN_HEADER_LEN: usize = field::ARGS;
+
+    pub(super) fn header_len(&self) -> usize {
+        self.args.wire_len()
+    }
+
+    #[inline(always)]
+    pub(super) fn parse(msg: &'a [u8]) -> Result<AmRequest<'a>> {
+        need(msg, field::ARGS)?;
+        let flags = msg[field::FLAGS];
+        if flags & !(NARGS_MASK | FLAG_WANT_REPLY) != 0 {
+            return Err(Error::Malformed);
+        }
+        let args = AmArgs::parse(msg, flags & NARGS_MASK)?;
+        Ok(AmRequest {
+            req: get32(msg, field::REQ),
+            handler: get16(msg, field::HANDLER),
+            want_reply: flags & FLAG_WANT_REPLY != 0,
+            args,
+            body: &msg[args.wire_len()..],
+        })
+    }
+
+    #[inline]
+    pub(super) fn emit(&self, b: &mut [u8]) {
+        let reply = if self.want_reply { FLAG_WANT_REPLY } else { 0 };
+        b[field::FLAGS] = self.args.len | reply;
+        set16(b, field::HANDLER, self.handler);
+        set32(b, field::REQ, self.req);
+        self.args.emit(b);
+    }
+}
+
+impl<'a> AmReply<'a> {
+    pub(super) const MIN_HEADER_LEN: usize = field::ARGS;
+
+    pub(super) fn header_len(&self) -> usize {
+        self.args.wire_len()
+    }
+
+    #[inline(always)]
+    pub(super) fn parse(msg: &'a [u8]) -> Result<AmReply<'a>> {
+        need(msg, field::ARGS)?;
+        reserved(msg, field::REPLY_RESERVED)?;
+        let status = Status::from_u8(msg[field::STATUS])?;
+        let args = AmArgs::parse(msg, msg[field::NARGS])?;
+        Ok(AmReply { req: get32(msg, field::REQ), status, args, body: &msg[args.wire_len()..] })
+    }
+
+    #[inline]
+    pub(super) fn emit(&self, b: &mut [u8]) {
+        b[field::NARGS] = self.args.len;
+        b[field::STATUS] = self.status as u8;
+        zero(b, field::REPLY_RESERVED);
+        set32(b, field::REQ, self.req);
+        self.args.emit(b);
+    }
+}
+
+fn fmt_args(f: &mut fmt::Formatter<'_>, args: &AmArgs) -> fmt::Result {
+    f.write_str(" args=[")?;
+    for (i, value) in args.as_slice().iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        write!(f, "{value:#x}")?;
+    }
+    f.write_str("]")
+}
+
+impl fmt::Display for AmRequest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "am req={} handler={}", self.req, self.handler)?;
+        if self.want_reply {
+            f.write_str(" want-reply")?;
+        }
+        fmt_args(f, &self.args)?;
+        write!(f, " len={}", self.body.len())
+    }
+}
+
+impl fmt::Display for AmReply<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "am-reply req={} {}", self.req, self.status)?;
+        fmt_args(f, &self.args)?;
+        write!(f, " len={}", self.body.len())
+    }
+}
