@@ -1,0 +1,44 @@
+//! Two ranks as two threads, each with its own endpoint, joined through an
+//! in-process rendezvous server.
+
+use mw_core::{Config, Endpoint};
+
+/// Runs `body(ep)` on both ranks of a 2-rank job; returns rank 0's result.
+pub fn two_ranks<R: Send + 'static>(body: impl Fn(&Endpoint) -> R + Send + Sync + 'static) -> R {
+    let key = mw_bootstrap::random_job_key().expect("random job key");
+    let server =
+        mw_bootstrap::RendezvousServer::bind("127.0.0.1:0", 2, key).expect("rendezvous bind");
+    let addr = server.local_addr().to_string();
+    let _server = server.spawn().expect("rendezvous thread");
+    let body = std::sync::Arc::new(body);
+    let mut handles: Vec<_> = (0..2u32)
+        .map(|rank| {
+            let body = body.clone();
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let hex = mw_bootstrap::job_key_to_hex(&key);
+                let boot = mw_bootstrap::Bootstrap::from_lookup(|name| match name {
+                    "MW_RANK" => Some(rank.to_string()),
+                    "MW_SIZE" => Some("2".into()),
+                    "MW_BOOTSTRAP" => Some(addr.clone()),
+                    "MW_JOB_KEY" => Some(hex.clone()),
+                    _ => None,
+                })
+                .expect("bootstrap");
+                let config = Config::from_env().expect("MW_* settings");
+                let ep = Endpoint::init_with_bootstrap(config, boot).expect("endpoint");
+                let result = body(&ep);
+                ep.finalize().expect("finalize");
+                result
+            })
+        })
+        .collect();
+    let other = handles.pop().expect("rank 1");
+    let first = handles
+        .pop()
+        .expect("rank 0")
+        .join()
+        .expect("rank 0 panicked");
+    other.join().expect("rank 1 panicked");
+    first
+}
