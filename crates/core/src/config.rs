@@ -73,54 +73,21 @@ impl Default for Config {
 
 /// The environment variables the endpoint reads, with what each does.
 pub const ENV_VARS: &[(&str, &str)] = &[
-    (
-        "MW_MTU",
-        "largest datagram in bytes (default 1472 between hosts, 65000 on loopback)",
-    ),
-    (
-        "MW_SPIN_US",
-        "busy-poll time before yielding the CPU, microseconds (default 0)",
-    ),
-    (
-        "MW_YIELD_US",
-        "time spent yielding before blocking, microseconds (default 100)",
-    ),
-    (
-        "MW_PROGRESS",
-        "'inline' (default) or 'thread' for a passive-target progress thread",
-    ),
+    ("MW_MTU", "largest datagram in bytes (default 1472 between hosts, 65000 on loopback)"),
+    ("MW_SPIN_US", "busy-poll time before yielding the CPU, microseconds (default 0)"),
+    ("MW_YIELD_US", "time spent yielding before blocking, microseconds (default 100)"),
+    ("MW_PROGRESS", "'inline' (default) or 'thread' for a passive-target progress thread"),
     ("MW_STATS", "1 prints per-endpoint counters at finalize"),
-    (
-        "MW_PEER_DEAD_MS",
-        "silence before a peer is declared unreachable, ms (default 2000)",
-    ),
-    (
-        "MW_RTO_MIN_US",
-        "retransmission timeout floor, microseconds (default 500)",
-    ),
-    (
-        "MW_MAX_QUEUED",
-        "bytes queued toward one peer before senders wait (default 8 MiB)",
-    ),
-    (
-        "MW_CHUNK",
-        "largest message an operation is cut into, bytes (default 256 KiB)",
-    ),
-    (
-        "MW_BIND",
-        "local IP address to bind (default: the one that reaches the bootstrap host)",
-    ),
-    (
-        "MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED",
-        "fault injection on the send path (tests)",
-    ),
+    ("MW_PEER_DEAD_MS", "silence before a peer is declared unreachable, ms (default 2000)"),
+    ("MW_RTO_MIN_US", "retransmission timeout floor, microseconds (default 500)"),
+    ("MW_MAX_QUEUED", "bytes queued toward one peer before senders wait (default 8 MiB)"),
+    ("MW_CHUNK", "largest message an operation is cut into, bytes (default 256 KiB)"),
+    ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
+    ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
 ];
 
 fn parse_num(name: &'static str, value: &str) -> Result<u64> {
-    value
-        .trim()
-        .parse::<u64>()
-        .map_err(|_| Error::InvalidArgument(name))
+    value.trim().parse::<u64>().map_err(|_| Error::InvalidArgument(name))
 }
 
 impl Config {
@@ -135,9 +102,7 @@ impl Config {
         if let Some(v) = lookup("MW_MTU") {
             let mtu = parse_num("MW_MTU must be a byte count", &v)?;
             if !(256..=65_507).contains(&mtu) {
-                return Err(Error::InvalidArgument(
-                    "MW_MTU must be between 256 and 65507",
-                ));
+                return Err(Error::InvalidArgument("MW_MTU must be between 256 and 65507"));
             }
             cfg.max_datagram = Some(mtu as usize);
         }
@@ -145,18 +110,13 @@ impl Config {
             cfg.spin = Duration::from_micros(parse_num("MW_SPIN_US must be microseconds", &v)?);
         }
         if let Some(v) = lookup("MW_YIELD_US") {
-            cfg.yield_for =
-                Duration::from_micros(parse_num("MW_YIELD_US must be microseconds", &v)?);
+            cfg.yield_for = Duration::from_micros(parse_num("MW_YIELD_US must be microseconds", &v)?);
         }
         if let Some(v) = lookup("MW_PROGRESS") {
             cfg.progress = match v.trim() {
                 "" | "inline" | "none" => ProgressMode::Inline,
                 "thread" => ProgressMode::Thread,
-                _ => {
-                    return Err(Error::InvalidArgument(
-                        "MW_PROGRESS must be 'inline' or 'thread'",
-                    ))
-                }
+                _ => return Err(Error::InvalidArgument("MW_PROGRESS must be 'inline' or 'thread'")),
             };
         }
         if let Some(v) = lookup("MW_STATS") {
@@ -170,28 +130,21 @@ impl Config {
             cfg.peer_dead_after = Duration::from_millis(ms);
         }
         if let Some(v) = lookup("MW_RTO_MIN_US") {
-            cfg.rto_min =
-                Duration::from_micros(parse_num("MW_RTO_MIN_US must be microseconds", &v)?);
+            cfg.rto_min = Duration::from_micros(parse_num("MW_RTO_MIN_US must be microseconds", &v)?);
         }
         if let Some(v) = lookup("MW_MAX_QUEUED") {
-            cfg.max_queued_bytes =
-                parse_num("MW_MAX_QUEUED must be a byte count", &v)?.max(64 << 10) as usize;
+            cfg.max_queued_bytes = parse_num("MW_MAX_QUEUED must be a byte count", &v)?.max(64 << 10) as usize;
         }
         if let Some(v) = lookup("MW_CHUNK") {
             let chunk = parse_num("MW_CHUNK must be a byte count", &v)?;
             if !(1024..=(64 << 20)).contains(&chunk) {
-                return Err(Error::InvalidArgument(
-                    "MW_CHUNK must be between 1 KiB and 64 MiB",
-                ));
+                return Err(Error::InvalidArgument("MW_CHUNK must be between 1 KiB and 64 MiB"));
             }
             cfg.chunk_bytes = chunk as usize;
         }
         if let Some(v) = lookup("MW_BIND") {
-            cfg.bind_addr = Some(
-                v.trim()
-                    .parse()
-                    .map_err(|_| Error::InvalidArgument("MW_BIND must be an IP address"))?,
-            );
+            cfg.bind_addr =
+                Some(v.trim().parse().map_err(|_| Error::InvalidArgument("MW_BIND must be an IP address"))?);
         }
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
@@ -205,10 +158,8 @@ mod tests {
     use super::*;
 
     fn with(pairs: &[(&str, &str)]) -> Result<Config> {
-        let map: std::collections::HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let map: std::collections::HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|name| map.get(name).cloned())
     }
 
@@ -216,12 +167,7 @@ mod tests {
     fn defaults_and_overrides() {
         let cfg = with(&[]).unwrap();
         assert_eq!(cfg.progress, ProgressMode::Inline);
-        let cfg = with(&[
-            ("MW_PROGRESS", "thread"),
-            ("MW_MTU", "9000"),
-            ("MW_STATS", "1"),
-        ])
-        .unwrap();
+        let cfg = with(&[("MW_PROGRESS", "thread"), ("MW_MTU", "9000"), ("MW_STATS", "1")]).unwrap();
         assert_eq!(cfg.progress, ProgressMode::Thread);
         assert_eq!(cfg.max_datagram, Some(9000));
         assert!(cfg.print_stats);
@@ -229,21 +175,9 @@ mod tests {
 
     #[test]
     fn bad_values_are_clear_errors() {
-        assert!(matches!(
-            with(&[("MW_MTU", "12")]),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert!(matches!(
-            with(&[("MW_MTU", "big")]),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert!(matches!(
-            with(&[("MW_PROGRESS", "sometimes")]),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert!(matches!(
-            with(&[("MW_BIND", "nowhere")]),
-            Err(Error::InvalidArgument(_))
-        ));
+        assert!(matches!(with(&[("MW_MTU", "12")]), Err(Error::InvalidArgument(_))));
+        assert!(matches!(with(&[("MW_MTU", "big")]), Err(Error::InvalidArgument(_))));
+        assert!(matches!(with(&[("MW_PROGRESS", "sometimes")]), Err(Error::InvalidArgument(_))));
+        assert!(matches!(with(&[("MW_BIND", "nowhere")]), Err(Error::InvalidArgument(_))));
     }
 }

@@ -47,7 +47,7 @@ pub(crate) struct State {
     pub internal: Internal,
     rx_buf: Vec<u8>,
     tx_buf: Vec<u8>,
-    /// Scratch for operation headers (never larger than a few hundred bytes).
+    /// Scratch for operation headers (`MAX_HEADER_LEN`: a 256-segment iov header).
     pub hdr_buf: Vec<u8>,
 }
 
@@ -73,10 +73,7 @@ pub struct Endpoint {
 
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Endpoint")
-            .field("rank", &self.shared.rank)
-            .field("size", &self.shared.size)
-            .finish()
+        f.debug_struct("Endpoint").field("rank", &self.shared.rank).field("size", &self.shared.size).finish()
     }
 }
 
@@ -119,49 +116,33 @@ impl Endpoint {
 
     /// Joins the job with an explicit configuration.
     pub fn init_with(config: Config) -> Result<Endpoint> {
-        let boot =
-            mw_bootstrap::Bootstrap::from_env().map_err(|e| Error::Bootstrap(e.to_string()))?;
+        let boot = mw_bootstrap::Bootstrap::from_env().map_err(|e| Error::Bootstrap(e.to_string()))?;
         Endpoint::init_with_bootstrap(config, boot)
     }
 
     /// Joins the job through an already-connected bootstrap (tests run
     /// several ranks in one process this way; launchers may too).
-    pub fn init_with_bootstrap(
-        config: Config,
-        mut boot: mw_bootstrap::Bootstrap,
-    ) -> Result<Endpoint> {
+    pub fn init_with_bootstrap(config: Config, mut boot: mw_bootstrap::Bootstrap) -> Result<Endpoint> {
         let info = boot.info().clone();
         let bind_ip = choose_bind_ip(&config)?;
         let udp_cfg = mw_transport::udp::UdpConfig::default();
         let udp = mw_transport::udp::UdpTransport::bind(SocketAddr::new(bind_ip, 0), &udp_cfg)?;
         let me = udp.local_addr();
-        let blobs = boot
-            .allgather(me.to_string().as_bytes())
-            .map_err(|e| Error::Bootstrap(e.to_string()))?;
+        let blobs = boot.allgather(me.to_string().as_bytes()).map_err(|e| Error::Bootstrap(e.to_string()))?;
         let mut peers = Vec::with_capacity(blobs.len());
         for (rank, blob) in blobs.iter().enumerate() {
-            let text = std::str::from_utf8(blob)
-                .map_err(|_| Error::Bootstrap(format!("rank {rank} sent a bad address")))?;
-            let addr: SocketAddr = text.parse().map_err(|_| {
-                Error::Bootstrap(format!("rank {rank} sent a bad address {text:?}"))
-            })?;
+            let text =
+                std::str::from_utf8(blob).map_err(|_| Error::Bootstrap(format!("rank {rank} sent a bad address")))?;
+            let addr: SocketAddr =
+                text.parse().map_err(|_| Error::Bootstrap(format!("rank {rank} sent a bad address {text:?}")))?;
             peers.push(addr);
         }
         let all_loopback = peers.iter().all(|a| a.ip().is_loopback());
-        let max_datagram = config.max_datagram.unwrap_or(if all_loopback {
-            config.loopback_datagram
-        } else {
-            1472
-        });
-        let mut proto_cfg = mw_proto::Config {
-            max_datagram,
-            ..mw_proto::Config::default()
-        };
+        let max_datagram = config.max_datagram.unwrap_or(if all_loopback { config.loopback_datagram } else { 1472 });
+        let mut proto_cfg = mw_proto::Config { max_datagram, ..mw_proto::Config::default() };
         proto_cfg.peer_dead_after = config.peer_dead_after;
         proto_cfg.rto_min = config.rto_min;
-        proto_cfg.max_window_bytes = proto_cfg
-            .max_window_bytes
-            .min(udp_cfg.socket_buffer_bytes / 2);
+        proto_cfg.max_window_bytes = proto_cfg.max_window_bytes.min(udp_cfg.socket_buffer_bytes / 2);
         let job_id = job_id_from_key(&info.job_key);
         let epoch = (random_u64() as u32).max(1);
         let proto = mw_proto::Endpoint::new(proto_cfg, job_id, info.rank, epoch, info.size);
@@ -174,10 +155,7 @@ impl Endpoint {
         };
         let size = info.size;
         let rank = info.rank;
-        let wait_policy = mw_transport::wait::WaitPolicy {
-            spin: config.spin,
-            yield_for: config.yield_for,
-        };
+        let wait_policy = mw_transport::wait::WaitPolicy { spin: config.spin, yield_for: config.yield_for };
         let progress = config.progress;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&udp);
         let state = State {
@@ -199,7 +177,7 @@ impl Endpoint {
             internal: Internal::new(rank, size),
             rx_buf: vec![0u8; 65_536],
             tx_buf: vec![0u8; max_datagram.max(2048)],
-            hdr_buf: vec![0u8; 512],
+            hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
@@ -212,14 +190,9 @@ impl Endpoint {
         });
         // Everyone is reachable before anyone sends: the bootstrap keeps ranks
         // from racing ahead of a peer that has not bound its socket yet.
-        boot.barrier()
-            .map_err(|e| Error::Bootstrap(e.to_string()))?;
+        boot.barrier().map_err(|e| Error::Bootstrap(e.to_string()))?;
         drop(boot);
-        let mut ep = Endpoint {
-            shared,
-            progress_thread: None,
-            finalized: false,
-        };
+        let mut ep = Endpoint { shared, progress_thread: None, finalized: false };
         if progress == ProgressMode::Thread {
             ep.start_progress_thread();
         }
@@ -241,9 +214,7 @@ impl Endpoint {
                     // Block in the kernel: the thread serves passive-target
                     // traffic without burning the CPU the application computes on.
                     let timeout = shared.until(deadline).min(Duration::from_millis(5));
-                    let mut blocker = mw_transport::wait::Waiter::new(
-                        mw_transport::wait::WaitPolicy::block_at_once(),
-                    );
+                    let mut blocker = mw_transport::wait::Waiter::new(mw_transport::wait::WaitPolicy::block_at_once());
                     let _ = blocker.idle(&[shared.fd], Some(std::time::Instant::now() + timeout));
                 }
             })
@@ -320,9 +291,7 @@ impl Endpoint {
                 }
             }
         }
-        self.wait_for(|state| {
-            state.ack_waiters.iter().all(VecDeque::is_empty) && state.loopback.is_empty()
-        });
+        self.wait_for(|state| state.ack_waiters.iter().all(VecDeque::is_empty) && state.loopback.is_empty());
         Ok(())
     }
 
@@ -334,10 +303,7 @@ impl Endpoint {
 
     pub(crate) fn check_rank(&self, rank: u32) -> Result<()> {
         if rank >= self.shared.size {
-            return Err(Error::BadRank {
-                rank,
-                size: self.shared.size,
-            });
+            return Err(Error::BadRank { rank, size: self.shared.size });
         }
         Ok(())
     }
@@ -466,9 +432,7 @@ fn job_id_from_key(key: &[u8; 16]) -> u64 {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock (a bug) must not wedge every later call.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub(crate) fn now(&self) -> ProtoInstant {
@@ -512,29 +476,10 @@ impl State {
     }
 
     fn handle_datagram(&mut self, now: ProtoInstant, len: usize) {
-        let State {
-            proto,
-            regions,
-            requests,
-            replies,
-            completions,
-            stats,
-            rx_buf,
-            internal,
-            ..
-        } = self;
-        let mut target = Target {
-            regions,
-            requests,
-            replies,
-            completions,
-            stats,
-            internal,
-        };
+        let State { proto, regions, requests, replies, completions, stats, rx_buf, internal, .. } = self;
+        let mut target = Target { regions, requests, replies, completions, stats, internal };
         // Rejected packets are counted by the protocol; nothing else to do.
-        let _ = proto.handle_datagram(now, &rx_buf[..len], &mut |peer, msg| {
-            target.on_message(peer, msg)
-        });
+        let _ = proto.handle_datagram(now, &rx_buf[..len], &mut |peer, msg| target.on_message(peer, msg));
         self.after_delivery(now);
     }
 
@@ -543,24 +488,8 @@ impl State {
         while let Some((msg, waiter)) = self.loopback.pop_front() {
             worked = true;
             let me = self.rank;
-            let State {
-                regions,
-                requests,
-                replies,
-                completions,
-                stats,
-                internal,
-                ..
-            } = self;
-            Target {
-                regions,
-                requests,
-                replies,
-                completions,
-                stats,
-                internal,
-            }
-            .on_message(me, &msg);
+            let State { regions, requests, replies, completions, stats, internal, .. } = self;
+            Target { regions, requests, replies, completions, stats, internal }.on_message(me, &msg);
             if let Some(id) = waiter {
                 if let Some(c) = self.requests.part_done(id) {
                     self.completions.push(c);
@@ -586,13 +515,8 @@ impl State {
         for completion in std::mem::take(&mut self.completions) {
             if let Some((key, offset)) = completion.notify {
                 if let Ok(region) = self.regions.get(key) {
-                    if region.mem.is_aligned(offset as usize, 8)
-                        && offset + 8 <= region.mem.len() as u64
-                    {
-                        region
-                            .mem
-                            .atomic_u64(offset as usize)
-                            .fetch_add(1, Ordering::Release);
+                    if region.mem.is_aligned(offset as usize, 8) && offset + 8 <= region.mem.len() as u64 {
+                        region.mem.atomic_u64(offset as usize).fetch_add(1, Ordering::Release);
                     }
                 }
             }
@@ -605,35 +529,16 @@ impl State {
                 let repr = OpRepr::OpStatus(op::OpStatus { req, status });
                 let _ = self.send_op(now, peer, &repr, &[], None);
             }
-            Reply::Atomic {
-                peer,
-                req,
-                status,
-                value,
-            } => {
+            Reply::Atomic { peer, req, status, value } => {
                 let repr = OpRepr::AtomicResponse(op::AtomicResponse { req, status, value });
                 let _ = self.send_op(now, peer, &repr, &[], None);
             }
             Reply::GetError { peer, req, status } => {
-                let repr = OpRepr::GetResponse(op::GetResponse {
-                    req,
-                    status,
-                    body: &[],
-                });
+                let repr = OpRepr::GetResponse(op::GetResponse { req, status, body: &[] });
                 let _ = self.send_op(now, peer, &repr, &[], None);
             }
-            Reply::Get {
-                peer,
-                req,
-                key,
-                offset,
-                len,
-            } => {
-                let repr = OpRepr::GetResponse(op::GetResponse {
-                    req,
-                    status: op::Status::Ok,
-                    body: &[],
-                });
+            Reply::Get { peer, req, key, offset, len } => {
+                let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
                 let hlen = repr.emit_header(&mut self.hdr_buf);
                 let Ok(region) = self.regions.get(key) else {
                     return;
@@ -653,31 +558,15 @@ impl State {
                     }
                 });
             }
-            Reply::GetStrided {
-                peer,
-                req,
-                key,
-                offset,
-                elem_size,
-                count,
-                stride,
-            } => {
+            Reply::GetStrided { peer, req, key, offset, elem_size, count, stride } => {
                 let Ok(region) = self.regions.get(key) else {
                     return;
                 };
                 let mut gathered = vec![0u8; elem_size * count];
-                for (i, out) in gathered
-                    .chunks_exact_mut(elem_size.max(1))
-                    .enumerate()
-                    .take(count)
-                {
+                for (i, out) in gathered.chunks_exact_mut(elem_size.max(1)).enumerate().take(count) {
                     region.mem.read(offset + i * stride, out);
                 }
-                let repr = OpRepr::GetResponse(op::GetResponse {
-                    req,
-                    status: op::Status::Ok,
-                    body: &[],
-                });
+                let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
                 let _ = self.send_op(now, peer, &repr, &gathered, None);
             }
         }
@@ -712,10 +601,7 @@ impl State {
                 Ok(())
             }
             Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank: peer }),
-            Err(_) => Err(Error::BadRank {
-                rank: peer,
-                size: self.size,
-            }),
+            Err(_) => Err(Error::BadRank { rank: peer, size: self.size }),
         }
     }
 
@@ -745,8 +631,7 @@ impl State {
                         }
                     }
                 }
-                mw_proto::Event::PeerDead { peer }
-                | mw_proto::Event::PeerRestarted { peer, .. } => {
+                mw_proto::Event::PeerDead { peer } | mw_proto::Event::PeerRestarted { peer, .. } => {
                     let error = Error::PeerUnreachable { rank: peer };
                     if matches!(event, mw_proto::Event::PeerDead { .. }) {
                         self.dead[peer as usize] = true;
@@ -768,15 +653,7 @@ impl State {
 
     fn transmit(&mut self, now: ProtoInstant) -> bool {
         let mut worked = false;
-        let State {
-            proto,
-            tx_buf,
-            peers,
-            fault,
-            udp,
-            stats,
-            ..
-        } = self;
+        let State { proto, tx_buf, peers, fault, udp, stats, .. } = self;
         while let Some(tx) = proto.poll_transmit(now, tx_buf) {
             worked = true;
             let dst = peers[tx.peer as usize];
@@ -807,18 +684,11 @@ impl State {
 /// Sends one datagram. A full socket buffer is transient: retry briefly
 /// rather than lose the packet (the protocol would recover, but only after a
 /// retransmission timeout).
-fn send_retrying(
-    udp: &mut mw_transport::udp::UdpTransport,
-    stats: &mut CoreStats,
-    packet: &[u8],
-    dst: SocketAddr,
-) {
+fn send_retrying(udp: &mut mw_transport::udp::UdpTransport, stats: &mut CoreStats, packet: &[u8], dst: SocketAddr) {
     for attempt in 0..1000 {
         match udp.send_to(packet, dst) {
             Ok(()) => return,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && attempt < 999 => {
-                std::thread::yield_now()
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && attempt < 999 => std::thread::yield_now(),
             Err(_) => {
                 stats.send_errors += 1;
                 return;

@@ -22,12 +22,7 @@ pub(crate) enum Landing<'a> {
     /// Contiguous bytes (get).
     Bytes(&'a mut [u8]),
     /// Packed elements scattered at a local stride (get_strided).
-    Strided {
-        out: &'a mut [u8],
-        elem_size: usize,
-        count: usize,
-        stride: usize,
-    },
+    Strided { out: &'a mut [u8], elem_size: usize, count: usize, stride: usize },
 }
 
 /// A nonblocking operation in flight. Test it, wait on it, or drop it (the
@@ -44,13 +39,7 @@ pub struct Handle<'a> {
 
 impl<'a> Handle<'a> {
     pub(crate) fn new(ep: &'a Endpoint, id: RequestId, landing: Landing<'a>) -> Handle<'a> {
-        Handle {
-            ep,
-            id,
-            landing,
-            finished: false,
-            _source: PhantomData,
-        }
+        Handle { ep, id, landing, finished: false, _source: PhantomData }
     }
 
     pub(crate) fn id(&self) -> RequestId {
@@ -93,12 +82,10 @@ impl<'a> Handle<'a> {
 
     fn finish(&mut self) -> Result<Output> {
         let id = self.id;
-        self.ep
-            .wait_for(|state| state.requests.is_done(id).unwrap_or(true));
+        self.ep.wait_for(|state| state.requests.is_done(id).unwrap_or(true));
         self.finished = true;
         let taken = self.ep.lock().requests.take(id);
-        let (result, output) =
-            taken.ok_or(Error::InvalidArgument("operation already collected"))?;
+        let (result, output) = taken.ok_or(Error::InvalidArgument("operation already collected"))?;
         result?;
         let landing_empty = self.landing_is_empty();
         match (&mut self.landing, output) {
@@ -110,23 +97,11 @@ impl<'a> Handle<'a> {
                 out.copy_from_slice(&data);
                 Ok(Output::None)
             }
-            (
-                Landing::Strided {
-                    out,
-                    elem_size,
-                    count,
-                    stride,
-                },
-                Output::Data(data),
-            ) => {
+            (Landing::Strided { out, elem_size, count, stride }, Output::Data(data)) => {
                 if data.len() != *elem_size * *count {
                     return Err(Error::Truncated);
                 }
-                for (i, elem) in data
-                    .chunks_exact((*elem_size).max(1))
-                    .enumerate()
-                    .take(*count)
-                {
+                for (i, elem) in data.chunks_exact((*elem_size).max(1)).enumerate().take(*count) {
                     out[i * *stride..i * *stride + *elem_size].copy_from_slice(elem);
                 }
                 Ok(Output::None)
@@ -139,9 +114,7 @@ impl<'a> Handle<'a> {
     fn landing_is_empty(&self) -> bool {
         match &self.landing {
             Landing::Bytes(out) => out.is_empty(),
-            Landing::Strided {
-                count, elem_size, ..
-            } => *count == 0 || *elem_size == 0,
+            Landing::Strided { count, elem_size, .. } => *count == 0 || *elem_size == 0,
             Landing::Nothing => true,
         }
     }

@@ -49,10 +49,7 @@ impl Internal {
     /// Records `blob` from `rank` for gather `seq` (root only).
     pub fn contribute(&mut self, seq: u64, rank: u32, blob: &[u8]) {
         let size = self.size as usize;
-        let slots = self
-            .contributions
-            .entry(seq)
-            .or_insert_with(|| vec![None; size]);
+        let slots = self.contributions.entry(seq).or_insert_with(|| vec![None; size]);
         if let Some(slot) = slots.get_mut(rank as usize) {
             *slot = Some(blob.to_vec());
         }
@@ -140,10 +137,7 @@ mod tests {
         assert!(root.on_message(2, HANDLER_GATHER, 0, b"r2"));
         assert!(!root.has_result(0));
         assert!(root.on_message(1, HANDLER_GATHER, 0, b"r1"));
-        assert_eq!(
-            root.take_result(0).unwrap(),
-            vec![b"r0".to_vec(), b"r1".to_vec(), b"r2".to_vec()]
-        );
+        assert_eq!(root.take_result(0).unwrap(), vec![b"r0".to_vec(), b"r1".to_vec(), b"r2".to_vec()]);
         assert_eq!(root.outgoing.len(), 1);
     }
 }

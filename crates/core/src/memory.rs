@@ -32,18 +32,11 @@ fn random_key() -> RegionKey {
 }
 
 impl Endpoint {
-    fn insert_region(
-        &self,
-        mem: RawMem,
-        access: Access,
-        key: Option<RegionKey>,
-    ) -> Result<RegionKey> {
+    fn insert_region(&self, mem: RawMem, access: Access, key: Option<RegionKey>) -> Result<RegionKey> {
         let mut state = self.lock();
         match key {
             Some(key) if state.regions.insert(key, mem, access) => Ok(key),
-            Some(_) => Err(Error::InvalidArgument(
-                "symmetric region key already in use on this rank",
-            )),
+            Some(_) => Err(Error::InvalidArgument("symmetric region key already in use on this rank")),
             None => loop {
                 let key = random_key();
                 if state.regions.insert(key, mem, access) {
@@ -59,12 +52,7 @@ impl Endpoint {
         let buf = AlignedBuf::zeroed(len);
         let mem = buf.raw();
         let key = self.insert_region(mem, access, None)?;
-        Ok(Region {
-            ep: self,
-            key,
-            mem,
-            _owned: Some(buf),
-        })
+        Ok(Region { ep: self, key, mem, _owned: Some(buf) })
     }
 
     /// Collective: every rank allocates `len` bytes under the same key, so
@@ -74,46 +62,27 @@ impl Endpoint {
         proposal.extend_from_slice(&(len as u64).to_le_bytes());
         let all = self.allgather_bytes(&proposal)?;
         if all.iter().any(|b| b.len() != 16 || b[8..] != proposal[8..]) {
-            return Err(Error::InvalidArgument(
-                "alloc_symmetric called with different lengths on different ranks",
-            ));
+            return Err(Error::InvalidArgument("alloc_symmetric called with different lengths on different ranks"));
         }
         // Rank 0's proposal wins; every rank registers it, then all wait for
         // each other so no operation can arrive before the key exists.
-        let chosen = RegionKey(u64::from_le_bytes(
-            all[0][..8].try_into().expect("length checked"),
-        ));
+        let chosen = RegionKey(u64::from_le_bytes(all[0][..8].try_into().expect("length checked")));
         let buf = AlignedBuf::zeroed(len);
         let mem = buf.raw();
         let inserted = self.insert_region(mem, access, Some(chosen));
         self.barrier()?;
         let key = inserted?;
-        Ok(Region {
-            ep: self,
-            key,
-            mem,
-            _owned: Some(buf),
-        })
+        Ok(Region { ep: self, key, mem, _owned: Some(buf) })
     }
 
     /// Registers `memory` for the duration of `f` (which receives the region);
     /// it is deregistered when `f` returns or unwinds, before the borrow ends.
-    pub fn with_registered<R>(
-        &self,
-        memory: &mut [u8],
-        access: Access,
-        f: impl FnOnce(&Region<'_>) -> R,
-    ) -> Result<R> {
+    pub fn with_registered<R>(&self, memory: &mut [u8], access: Access, f: impl FnOnce(&Region<'_>) -> R) -> Result<R> {
         // SAFETY: `memory` is exclusively borrowed for this call and the region
         // (and with it the registration) is dropped before we return or unwind.
         let mem = unsafe_region_mem(memory);
         let key = self.insert_region(mem, access, None)?;
-        let region = Region {
-            ep: self,
-            key,
-            mem,
-            _owned: None,
-        };
+        let region = Region { ep: self, key, mem, _owned: None };
         Ok(f(&region))
     }
 
@@ -128,23 +97,10 @@ impl Endpoint {
 
     /// Points address register `register` at `len` bytes from `offset` of
     /// `region`; remote `put_to_register` calls land there (Cenju-4).
-    pub fn set_register(
-        &self,
-        register: u16,
-        region: &Region<'_>,
-        offset: u64,
-        len: u64,
-    ) -> Result<()> {
+    pub fn set_register(&self, register: u16, region: &Region<'_>, offset: u64, len: u64) -> Result<()> {
         self.lock()
             .regions
-            .set_register(
-                register,
-                RegisterTarget {
-                    key: region.key,
-                    offset,
-                    len,
-                },
-            )
+            .set_register(register, RegisterTarget { key: region.key, offset, len })
             .map_err(|status| Error::from_status(status).unwrap_or(Error::OutOfBounds))
     }
 
@@ -155,13 +111,7 @@ impl Endpoint {
 
     /// Waits until the u64 at `offset` of `region` satisfies `cmp value`
     /// (a put_signal's target spins here); returns the word's value.
-    pub fn wait_until(
-        &self,
-        region: &Region<'_>,
-        offset: u64,
-        cmp: Cmp,
-        value: u64,
-    ) -> Result<u64> {
+    pub fn wait_until(&self, region: &Region<'_>, offset: u64, cmp: Cmp, value: u64) -> Result<u64> {
         region.check_word(offset)?;
         let mem = region.mem;
         let at = offset as usize;
@@ -201,9 +151,7 @@ impl Region<'_> {
     }
 
     fn check(&self, offset: u64, len: usize) -> Result<usize> {
-        crate::region::checked_range(offset, len as u64, self.mem.len())
-            .map(|(o, _)| o)
-            .map_err(|_| Error::OutOfBounds)
+        crate::region::checked_range(offset, len as u64, self.mem.len()).map(|(o, _)| o).map_err(|_| Error::OutOfBounds)
     }
 
     fn check_word(&self, offset: u64) -> Result<()> {
@@ -253,9 +201,7 @@ impl Region<'_> {
     /// Atomic store of the u64 at `offset` (8-byte aligned).
     pub fn store_u64(&self, offset: u64, value: u64) -> Result<()> {
         self.check_word(offset)?;
-        self.mem
-            .atomic_u64(offset as usize)
-            .store(value, Ordering::Release);
+        self.mem.atomic_u64(offset as usize).store(value, Ordering::Release);
         Ok(())
     }
 

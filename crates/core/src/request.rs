@@ -215,9 +215,7 @@ impl Requests {
                 ids.push(RequestId::new(index, slot.generation));
             }
         }
-        ids.into_iter()
-            .filter_map(|id| self.fail(id, error.clone()))
-            .collect()
+        ids.into_iter().filter_map(|id| self.fail(id, error.clone())).collect()
     }
 
     /// Requests allocated and not yet freed.
@@ -252,10 +250,7 @@ mod tests {
         assert_eq!(reqs.is_done(id), None, "stale id must miss");
         let again = reqs.alloc(1, 1).unwrap();
         assert_ne!(again, id, "generation changes on reuse");
-        assert!(
-            reqs.part_done(id).is_none(),
-            "late reply for the old id is ignored"
-        );
+        assert!(reqs.part_done(id).is_none(), "late reply for the old id is ignored");
     }
 
     #[test]

@@ -88,8 +88,7 @@ impl Endpoint {
     /// Waits while too many bytes are queued toward `rank`.
     fn wait_for_room(&self, rank: u32) {
         let over = |state: &mut State| {
-            state.proto.queued_bytes(rank) >= state.config.max_queued_bytes
-                && !state.dead[rank as usize]
+            state.proto.queued_bytes(rank) >= state.config.max_queued_bytes && !state.dead[rank as usize]
         };
         if over(&mut self.lock()) {
             self.wait_for(|state| !over(state));
@@ -116,23 +115,13 @@ impl Endpoint {
         for index in 0..count {
             let start = index * chunk;
             let body = &data[start..data.len().min(start + chunk)];
-            let at = offset
-                .checked_add(start as u64)
-                .ok_or(Error::InvalidArgument("offset overflows"))?;
+            let at = offset.checked_add(start as u64).ok_or(Error::InvalidArgument("offset overflows"))?;
             let repr = match (&last, index + 1 == count) {
                 (Some(build), true) => build(at, body),
-                _ if body.len() <= op::INLINE_MAX => OpRepr::PutInline(op::PutInline {
-                    req: id.0,
-                    key: key.0,
-                    offset: at,
-                    body: &[],
-                }),
-                _ => OpRepr::Put(op::Put {
-                    req: id.0,
-                    key: key.0,
-                    offset: at,
-                    body: &[],
-                }),
+                _ if body.len() <= op::INLINE_MAX => {
+                    OpRepr::PutInline(op::PutInline { req: id.0, key: key.0, offset: at, body: &[] })
+                }
+                _ => OpRepr::Put(op::Put { req: id.0, key: key.0, offset: at, body: &[] }),
             };
             if index > 0 {
                 self.wait_for_room(rank);
@@ -146,18 +135,10 @@ impl Endpoint {
 
     /// Nonblocking put: copies `data` to `offset` of region `key` at `rank`.
     /// The handle completes when the data is in the target's memory.
-    pub fn put_nb<'a>(
-        &'a self,
-        rank: u32,
-        key: RegionKey,
-        offset: u64,
-        data: &'a [u8],
-    ) -> Result<Handle<'a>> {
+    pub fn put_nb<'a>(&'a self, rank: u32, key: RegionKey, offset: u64, data: &'a [u8]) -> Result<Handle<'a>> {
         let chunks = data.len().div_ceil(self.chunk_bytes()).max(1) as u32;
         let handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
-        if let Err(error) =
-            self.issue_chunked_put(rank, key, offset, data, handle_id(&handle), None)
-        {
+        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, handle_id(&handle), None) {
             self.lock().requests.fail(handle_id(&handle), error);
         }
         Ok(handle)
@@ -205,39 +186,19 @@ impl Endpoint {
     }
 
     /// put_signal, waiting for completion at the target.
-    pub fn put_signal(
-        &self,
-        rank: u32,
-        key: RegionKey,
-        offset: u64,
-        data: &[u8],
-        signal: Signal,
-    ) -> Result<()> {
+    pub fn put_signal(&self, rank: u32, key: RegionKey, offset: u64, data: &[u8], signal: Signal) -> Result<()> {
         self.put_signal_nb(rank, key, offset, data, signal)?.wait()
     }
 
     /// Nonblocking get: reads `out.len()` bytes at `offset` of region `key`
     /// at `rank` into `out` (filled when the handle is waited on).
-    pub fn get_nb<'a>(
-        &'a self,
-        rank: u32,
-        key: RegionKey,
-        offset: u64,
-        out: &'a mut [u8],
-    ) -> Result<Handle<'a>> {
+    pub fn get_nb<'a>(&'a self, rank: u32, key: RegionKey, offset: u64, out: &'a mut [u8]) -> Result<Handle<'a>> {
         let len = out.len();
         let chunk = self.chunk_bytes();
         let chunks = len.div_ceil(chunk).max(1);
-        offset
-            .checked_add(len as u64)
-            .ok_or(Error::InvalidArgument("offset + length overflows"))?;
-        let handle = self.start(
-            rank,
-            chunks as u32,
-            Landing::Bytes(out),
-            Output::Data(Vec::with_capacity(len)),
-            |_, _| Ok(()),
-        )?;
+        offset.checked_add(len as u64).ok_or(Error::InvalidArgument("offset + length overflows"))?;
+        let handle =
+            self.start(rank, chunks as u32, Landing::Bytes(out), Output::Data(Vec::with_capacity(len)), |_, _| Ok(()))?;
         let id = handle_id(&handle);
         for index in 0..chunks {
             let start = index * chunk;
@@ -287,12 +248,8 @@ impl Endpoint {
         compare: u64,
         fetch: bool,
     ) -> Result<Handle<'_>> {
-        if width == AtomicWidth::U32
-            && (operand > u64::from(u32::MAX) || compare > u64::from(u32::MAX))
-        {
-            return Err(Error::InvalidArgument(
-                "operand does not fit a 32-bit atomic",
-            ));
+        if width == AtomicWidth::U32 && (operand > u64::from(u32::MAX) || compare > u64::from(u32::MAX)) {
+            return Err(Error::InvalidArgument("operand does not fit a 32-bit atomic"));
         }
         let fetch = fetch || op == AtomicOp::Load;
         self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
@@ -322,8 +279,7 @@ impl Endpoint {
         v: u64,
         c: u64,
     ) -> Result<u64> {
-        self.atomic_nb(rank, key, offset, op, w, v, c, true)?
-            .wait_value()
+        self.atomic_nb(rank, key, offset, op, w, v, c, true)?.wait_value()
     }
 
     fn atomic_nofetch(
@@ -335,8 +291,7 @@ impl Endpoint {
         w: AtomicWidth,
         v: u64,
     ) -> Result<()> {
-        self.atomic_nb(rank, key, offset, op, w, v, 0, false)?
-            .wait()
+        self.atomic_nb(rank, key, offset, op, w, v, 0, false)?.wait()
     }
 
     /// Atomically adds `value` to the u64 at the target; returns the old value.
@@ -345,16 +300,7 @@ impl Endpoint {
     }
     /// Atomically adds `value` to the u32 at the target; returns the old value.
     pub fn fetch_add_u32(&self, rank: u32, key: RegionKey, offset: u64, value: u32) -> Result<u32> {
-        self.atomic_fetch(
-            rank,
-            key,
-            offset,
-            AtomicOp::Add,
-            AtomicWidth::U32,
-            value.into(),
-            0,
-        )
-        .map(|v| v as u32)
+        self.atomic_fetch(rank, key, offset, AtomicOp::Add, AtomicWidth::U32, value.into(), 0).map(|v| v as u32)
     }
     /// Atomically adds `value` to the u64 at the target.
     pub fn add_u64(&self, rank: u32, key: RegionKey, offset: u64, value: u64) -> Result<()> {
@@ -362,78 +308,24 @@ impl Endpoint {
     }
     /// Atomically adds `value` to the u32 at the target.
     pub fn add_u32(&self, rank: u32, key: RegionKey, offset: u64, value: u32) -> Result<()> {
-        self.atomic_nofetch(
-            rank,
-            key,
-            offset,
-            AtomicOp::Add,
-            AtomicWidth::U32,
-            value.into(),
-        )
+        self.atomic_nofetch(rank, key, offset, AtomicOp::Add, AtomicWidth::U32, value.into())
     }
     /// Atomically replaces the u64 at the target; returns the old value.
     pub fn swap_u64(&self, rank: u32, key: RegionKey, offset: u64, value: u64) -> Result<u64> {
-        self.atomic_fetch(
-            rank,
-            key,
-            offset,
-            AtomicOp::Swap,
-            AtomicWidth::U64,
-            value,
-            0,
-        )
+        self.atomic_fetch(rank, key, offset, AtomicOp::Swap, AtomicWidth::U64, value, 0)
     }
     /// Atomically replaces the u32 at the target; returns the old value.
     pub fn swap_u32(&self, rank: u32, key: RegionKey, offset: u64, value: u32) -> Result<u32> {
-        self.atomic_fetch(
-            rank,
-            key,
-            offset,
-            AtomicOp::Swap,
-            AtomicWidth::U32,
-            value.into(),
-            0,
-        )
-        .map(|v| v as u32)
+        self.atomic_fetch(rank, key, offset, AtomicOp::Swap, AtomicWidth::U32, value.into(), 0).map(|v| v as u32)
     }
     /// Sets the u64 at the target to `new` if it equals `expected`; returns the old value.
-    pub fn compare_swap_u64(
-        &self,
-        rank: u32,
-        key: RegionKey,
-        offset: u64,
-        expected: u64,
-        new: u64,
-    ) -> Result<u64> {
-        self.atomic_fetch(
-            rank,
-            key,
-            offset,
-            AtomicOp::CompareSwap,
-            AtomicWidth::U64,
-            new,
-            expected,
-        )
+    pub fn compare_swap_u64(&self, rank: u32, key: RegionKey, offset: u64, expected: u64, new: u64) -> Result<u64> {
+        self.atomic_fetch(rank, key, offset, AtomicOp::CompareSwap, AtomicWidth::U64, new, expected)
     }
     /// Sets the u32 at the target to `new` if it equals `expected`; returns the old value.
-    pub fn compare_swap_u32(
-        &self,
-        rank: u32,
-        key: RegionKey,
-        offset: u64,
-        expected: u32,
-        new: u32,
-    ) -> Result<u32> {
-        self.atomic_fetch(
-            rank,
-            key,
-            offset,
-            AtomicOp::CompareSwap,
-            AtomicWidth::U32,
-            new.into(),
-            expected.into(),
-        )
-        .map(|v| v as u32)
+    pub fn compare_swap_u32(&self, rank: u32, key: RegionKey, offset: u64, expected: u32, new: u32) -> Result<u32> {
+        self.atomic_fetch(rank, key, offset, AtomicOp::CompareSwap, AtomicWidth::U32, new.into(), expected.into())
+            .map(|v| v as u32)
     }
     /// Atomic bitwise op with fetch (`op` is And, Or or Xor); returns the old value.
     pub fn fetch_bitwise(
@@ -466,24 +358,11 @@ impl Endpoint {
         self.atomic_nofetch(rank, key, offset, op, width, value)
     }
     /// Atomic load of a word at the target.
-    pub fn atomic_load(
-        &self,
-        rank: u32,
-        key: RegionKey,
-        offset: u64,
-        width: AtomicWidth,
-    ) -> Result<u64> {
+    pub fn atomic_load(&self, rank: u32, key: RegionKey, offset: u64, width: AtomicWidth) -> Result<u64> {
         self.atomic_fetch(rank, key, offset, AtomicOp::Load, width, 0, 0)
     }
     /// Atomic store of a word at the target.
-    pub fn atomic_store(
-        &self,
-        rank: u32,
-        key: RegionKey,
-        offset: u64,
-        width: AtomicWidth,
-        value: u64,
-    ) -> Result<()> {
+    pub fn atomic_store(&self, rank: u32, key: RegionKey, offset: u64, width: AtomicWidth, value: u64) -> Result<()> {
         self.atomic_nofetch(rank, key, offset, AtomicOp::Store, width, value)
     }
 
@@ -503,14 +382,11 @@ impl Endpoint {
         dst_stride: usize,
     ) -> Result<()> {
         check_local_strided(src.len(), elem_size, count, src_stride)?;
-        strided_extent(elem_size as u32, count as u32, dst_stride as u64).map_err(|_| {
-            Error::InvalidArgument("target stride smaller than element or extent overflows")
-        })?;
+        strided_extent(elem_size as u32, count as u32, dst_stride as u64)
+            .map_err(|_| Error::InvalidArgument("target stride smaller than element or extent overflows"))?;
         let per_msg = (self.chunk_bytes() / elem_size.max(1)).max(1);
         let msgs = count.div_ceil(per_msg).max(1);
-        let handle = self.start(rank, msgs as u32, Landing::Nothing, Output::None, |_, _| {
-            Ok(())
-        })?;
+        let handle = self.start(rank, msgs as u32, Landing::Nothing, Output::None, |_, _| Ok(()))?;
         let id = handle_id(&handle);
         let mut packed = Vec::with_capacity(per_msg.min(count) * elem_size);
         for m in 0..msgs {
@@ -562,23 +438,11 @@ impl Endpoint {
         while first < count || (count == 0 && first == 0) {
             let n = (count - first).min(per_msg);
             let local_start = first * dst_stride;
-            let local_end = if n == 0 {
-                local_start
-            } else {
-                local_start + (n - 1) * dst_stride + elem_size
-            };
-            let landing = Landing::Strided {
-                out: &mut out[local_start..local_end],
-                elem_size,
-                count: n,
-                stride: dst_stride,
-            };
-            let handle = self.start(
-                rank,
-                1,
-                landing,
-                Output::Data(Vec::with_capacity(n * elem_size)),
-                |state, id| {
+            let local_end = if n == 0 { local_start } else { local_start + (n - 1) * dst_stride + elem_size };
+            let landing =
+                Landing::Strided { out: &mut out[local_start..local_end], elem_size, count: n, stride: dst_stride };
+            let handle =
+                self.start(rank, 1, landing, Output::Data(Vec::with_capacity(n * elem_size)), |state, id| {
                     let repr = OpRepr::GetStridedRequest(op::GetStridedRequest {
                         req: id.0,
                         key: key.0,
@@ -589,8 +453,7 @@ impl Endpoint {
                     });
                     let now = self.shared.now();
                     state.send_op(now, rank, &repr, &[], None)
-                },
-            )?;
+                })?;
             handle.wait()?;
             first += n.max(1);
         }
@@ -625,13 +488,7 @@ impl Endpoint {
         crate::handle::wait_all(handles)
     }
 
-    fn issue_iov_group(
-        &self,
-        rank: u32,
-        key: RegionKey,
-        group: &[(u64, u32)],
-        body: &[u8],
-    ) -> Result<Handle<'_>> {
+    fn issue_iov_group(&self, rank: u32, key: RegionKey, group: &[(u64, u32)], body: &[u8]) -> Result<Handle<'_>> {
         self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
             let repr = OpRepr::PutIov(op::PutIov {
                 req: id.0,
@@ -646,27 +503,14 @@ impl Endpoint {
 
     /// Masked put (PPRAM-Link writesw): writes only the 4-byte words of the
     /// 64- or 256-byte `block` whose bit is set in `word_mask`.
-    pub fn put_masked(
-        &self,
-        rank: u32,
-        key: RegionKey,
-        offset: u64,
-        block: &[u8],
-        word_mask: u64,
-    ) -> Result<()> {
+    pub fn put_masked(&self, rank: u32, key: RegionKey, offset: u64, block: &[u8], word_mask: u64) -> Result<()> {
         let size = match block.len() {
             64 => op::MaskedBlock::B64,
             256 => op::MaskedBlock::B256,
-            _ => {
-                return Err(Error::InvalidArgument(
-                    "masked block must be 64 or 256 bytes",
-                ))
-            }
+            _ => return Err(Error::InvalidArgument("masked block must be 64 or 256 bytes")),
         };
         if block.len() == 64 && word_mask >> 16 != 0 {
-            return Err(Error::InvalidArgument(
-                "a 64-byte block has 16 words: mask bits above 15 set",
-            ));
+            return Err(Error::InvalidArgument("a 64-byte block has 16 words: mask bits above 15 set"));
         }
         self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
             let repr = OpRepr::PutMasked(op::PutMasked {
@@ -687,16 +531,10 @@ impl Endpoint {
     /// wherever that rank pointed the register (Cenju-4).
     pub fn put_to_register(&self, rank: u32, register: u16, data: &[u8]) -> Result<()> {
         if data.len() > self.chunk_bytes() {
-            return Err(Error::InvalidArgument(
-                "register puts are limited to one chunk (MW_CHUNK)",
-            ));
+            return Err(Error::InvalidArgument("register puts are limited to one chunk (MW_CHUNK)"));
         }
         self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
-            let repr = OpRepr::RegisterPut(op::RegisterPut {
-                req: id.0,
-                register,
-                body: &[],
-            });
+            let repr = OpRepr::RegisterPut(op::RegisterPut { req: id.0, register, body: &[] });
             let now = self.shared.now();
             state.send_op(now, rank, &repr, data, Some(id))
         })?
@@ -708,28 +546,19 @@ fn handle_id(handle: &Handle<'_>) -> RequestId {
     handle.id()
 }
 
-fn check_local_strided(
-    buf_len: usize,
-    elem_size: usize,
-    count: usize,
-    stride: usize,
-) -> Result<()> {
+fn check_local_strided(buf_len: usize, elem_size: usize, count: usize, stride: usize) -> Result<()> {
     if count == 0 {
         return Ok(());
     }
     if stride < elem_size {
-        return Err(Error::InvalidArgument(
-            "local stride smaller than the element",
-        ));
+        return Err(Error::InvalidArgument("local stride smaller than the element"));
     }
     let extent = stride
         .checked_mul(count - 1)
         .and_then(|v| v.checked_add(elem_size))
         .ok_or(Error::InvalidArgument("strided extent overflows"))?;
     if extent > buf_len {
-        return Err(Error::InvalidArgument(
-            "local buffer too small for the strided layout",
-        ));
+        return Err(Error::InvalidArgument("local buffer too small for the strided layout"));
     }
     Ok(())
 }

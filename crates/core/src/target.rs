@@ -24,30 +24,11 @@ pub(crate) enum Reply {
     /// Operation status (only failures are reported for puts).
     Status { peer: u32, req: u32, status: Status },
     /// Atomic result.
-    Atomic {
-        peer: u32,
-        req: u32,
-        status: Status,
-        value: u64,
-    },
+    Atomic { peer: u32, req: u32, status: Status, value: u64 },
     /// Read `len` bytes at `key+offset` (already checked) and send them.
-    Get {
-        peer: u32,
-        req: u32,
-        key: RegionKey,
-        offset: usize,
-        len: usize,
-    },
+    Get { peer: u32, req: u32, key: RegionKey, offset: usize, len: usize },
     /// Gather `count` elements of `elem_size` at `stride` (already checked) and send them.
-    GetStrided {
-        peer: u32,
-        req: u32,
-        key: RegionKey,
-        offset: usize,
-        elem_size: usize,
-        count: usize,
-        stride: usize,
-    },
+    GetStrided { peer: u32, req: u32, key: RegionKey, offset: usize, elem_size: usize, count: usize, stride: usize },
     /// A failed get: status only, no data.
     GetError { peer: u32, req: u32, status: Status },
 }
@@ -117,19 +98,10 @@ impl Target<'_> {
                         Ok(value) => (Status::Ok, value),
                         Err(status) => (status, 0),
                     };
-                    self.replies.push(Reply::Atomic {
-                        peer,
-                        req: at.req,
-                        status,
-                        value,
-                    });
+                    self.replies.push(Reply::Atomic { peer, req: at.req, status, value });
                 } else if let Err(status) = result {
                     // Non-fetching atomics complete on the ack; only failures answer.
-                    self.replies.push(Reply::Status {
-                        peer,
-                        req: at.req,
-                        status,
-                    });
+                    self.replies.push(Reply::Status { peer, req: at.req, status });
                 }
             }
             OpRepr::AmRequest(am) if am.handler >= crate::internal::RESERVED_HANDLER_BASE => {
@@ -193,33 +165,18 @@ impl Target<'_> {
         }
     }
 
-    fn write(
-        &mut self,
-        peer: u32,
-        key: u64,
-        offset: u64,
-        body: &[u8],
-        kind: ArrivalKind,
-    ) -> Result<(), Status> {
+    fn write(&mut self, peer: u32, key: u64, offset: u64, body: &[u8], kind: ArrivalKind) -> Result<(), Status> {
         let region = self.regions.get_mut(RegionKey(key))?;
         let (start, len) = region.check(Access::WRITE, offset, body.len() as u64)?;
         region.mem.write(start, body);
-        region.log(Arrival {
-            kind,
-            source: peer,
-            offset,
-            len: len as u64,
-        });
+        region.log(Arrival { kind, source: peer, offset, len: len as u64 });
         Ok(())
     }
 
     fn put_signal(&mut self, peer: u32, ps: &op::PutSignal<'_>) -> Result<(), Status> {
         // Check both targets before writing either: all or nothing.
-        let (start, len) = self.regions.get(RegionKey(ps.key))?.check(
-            Access::WRITE,
-            ps.offset,
-            ps.body.len() as u64,
-        )?;
+        let (start, len) =
+            self.regions.get(RegionKey(ps.key))?.check(Access::WRITE, ps.offset, ps.body.len() as u64)?;
         let signal = self.regions.get(RegionKey(ps.signal_key))?;
         let (sig_off, _) = signal.check(Access::WRITE, ps.signal_offset, 8)?;
         if !signal.mem.is_aligned(sig_off, 8) {
@@ -227,12 +184,7 @@ impl Target<'_> {
         }
         let region = self.regions.get_mut(RegionKey(ps.key))?;
         region.mem.write(start, ps.body);
-        region.log(Arrival {
-            kind: ArrivalKind::PutSignal,
-            source: peer,
-            offset: ps.offset,
-            len: len as u64,
-        });
+        region.log(Arrival { kind: ArrivalKind::PutSignal, source: peer, offset: ps.offset, len: len as u64 });
         let signal = self.regions.get_mut(RegionKey(ps.signal_key))?;
         // Release: whoever observes the signal (wait_until loads with Acquire)
         // also observes the data written above.
@@ -243,12 +195,7 @@ impl Target<'_> {
                 word.fetch_add(ps.signal_value, Ordering::Release);
             }
         }
-        signal.log(Arrival {
-            kind: ArrivalKind::Signal,
-            source: peer,
-            offset: ps.signal_offset,
-            len: 8,
-        });
+        signal.log(Arrival { kind: ArrivalKind::Signal, source: peer, offset: ps.signal_offset, len: 8 });
         Ok(())
     }
 
@@ -257,20 +204,10 @@ impl Target<'_> {
         let extent = strided_extent(ps.elem_size, ps.count, ps.stride)?;
         let (start, _) = region.check(Access::WRITE, ps.offset, extent)?;
         let elem = ps.elem_size as usize;
-        for (i, chunk) in ps
-            .body
-            .chunks_exact(elem.max(1))
-            .take(ps.count as usize)
-            .enumerate()
-        {
+        for (i, chunk) in ps.body.chunks_exact(elem.max(1)).take(ps.count as usize).enumerate() {
             region.mem.write(start + i * ps.stride as usize, chunk);
         }
-        region.log(Arrival {
-            kind: ArrivalKind::PutStrided,
-            source: peer,
-            offset: ps.offset,
-            len: extent,
-        });
+        region.log(Arrival { kind: ArrivalKind::PutStrided, source: peer, offset: ps.offset, len: extent });
         Ok(())
     }
 
@@ -283,12 +220,7 @@ impl Target<'_> {
         for (offset, len) in pi.segments.iter() {
             let (head, rest) = body.split_at(len as usize);
             region.mem.write(offset as usize, head);
-            region.log(Arrival {
-                kind: ArrivalKind::PutIov,
-                source: peer,
-                offset,
-                len: u64::from(len),
-            });
+            region.log(Arrival { kind: ArrivalKind::PutIov, source: peer, offset, len: u64::from(len) });
             body = rest;
         }
         Ok(())
@@ -301,17 +233,10 @@ impl Target<'_> {
         // so two ranks' diffs of one block merge instead of overwriting each other.
         for word in 0..len / 4 {
             if pm.mask & (1u64 << word) != 0 {
-                region
-                    .mem
-                    .write(start + word * 4, &pm.body[word * 4..word * 4 + 4]);
+                region.mem.write(start + word * 4, &pm.body[word * 4..word * 4 + 4]);
             }
         }
-        region.log(Arrival {
-            kind: ArrivalKind::PutMasked,
-            source: peer,
-            offset: pm.offset,
-            len: len as u64,
-        });
+        region.log(Arrival { kind: ArrivalKind::PutMasked, source: peer, offset: pm.offset, len: len as u64 });
         Ok(())
     }
 
@@ -325,41 +250,23 @@ impl Target<'_> {
         // rights may not include remote writes.
         let (start, len) = region.check(Access::WRITE, target.offset, rp.body.len() as u64)?;
         region.mem.write(start, rp.body);
-        region.log(Arrival {
-            kind: ArrivalKind::RegisterPut,
-            source: peer,
-            offset: target.offset,
-            len: len as u64,
-        });
+        region.log(Arrival { kind: ArrivalKind::RegisterPut, source: peer, offset: target.offset, len: len as u64 });
         Ok(())
     }
 
     fn get(&mut self, peer: u32, get: &op::GetRequest) {
         let checked = self.regions.get_mut(RegionKey(get.key)).and_then(|region| {
             let range = region.check(Access::READ, get.offset, get.len)?;
-            region.log(Arrival {
-                kind: ArrivalKind::Get,
-                source: peer,
-                offset: get.offset,
-                len: get.len,
-            });
+            region.log(Arrival { kind: ArrivalKind::Get, source: peer, offset: get.offset, len: get.len });
             Ok(range)
         });
         match checked {
-            Ok((offset, len)) => self.replies.push(Reply::Get {
-                peer,
-                req: get.req,
-                key: RegionKey(get.key),
-                offset,
-                len,
-            }),
+            Ok((offset, len)) => {
+                self.replies.push(Reply::Get { peer, req: get.req, key: RegionKey(get.key), offset, len })
+            }
             Err(status) => {
                 self.count_rejection(status);
-                self.replies.push(Reply::GetError {
-                    peer,
-                    req: get.req,
-                    status,
-                });
+                self.replies.push(Reply::GetError { peer, req: get.req, status });
             }
         }
     }
@@ -368,12 +275,7 @@ impl Target<'_> {
         let checked = self.regions.get_mut(RegionKey(get.key)).and_then(|region| {
             let extent = strided_extent(get.elem_size, get.count, get.stride)?;
             let (offset, _) = region.check(Access::READ, get.offset, extent)?;
-            region.log(Arrival {
-                kind: ArrivalKind::Get,
-                source: peer,
-                offset: get.offset,
-                len: extent,
-            });
+            region.log(Arrival { kind: ArrivalKind::Get, source: peer, offset: get.offset, len: extent });
             Ok(offset)
         });
         match checked {
@@ -388,11 +290,7 @@ impl Target<'_> {
             }),
             Err(status) => {
                 self.count_rejection(status);
-                self.replies.push(Reply::GetError {
-                    peer,
-                    req: get.req,
-                    status,
-                });
+                self.replies.push(Reply::GetError { peer, req: get.req, status });
             }
         }
     }
@@ -429,22 +327,12 @@ impl Target<'_> {
             return Err(Status::Misaligned);
         }
         let old = match at.width {
-            AtomicWidth::U64 => {
-                apply_u64(region.mem.atomic_u64(offset), at.op, at.operand, at.compare)
+            AtomicWidth::U64 => apply_u64(region.mem.atomic_u64(offset), at.op, at.operand, at.compare),
+            AtomicWidth::U32 => {
+                u64::from(apply_u32(region.mem.atomic_u32(offset), at.op, at.operand as u32, at.compare as u32))
             }
-            AtomicWidth::U32 => u64::from(apply_u32(
-                region.mem.atomic_u32(offset),
-                at.op,
-                at.operand as u32,
-                at.compare as u32,
-            )),
         };
-        region.log(Arrival {
-            kind: ArrivalKind::Atomic,
-            source: peer,
-            offset: at.offset,
-            len: width,
-        });
+        region.log(Arrival { kind: ArrivalKind::Atomic, source: peer, offset: at.offset, len: width });
         Ok(old)
     }
 }
@@ -465,21 +353,14 @@ pub(crate) fn strided_extent(elem_size: u32, count: u32, stride: u64) -> Result<
 }
 
 /// Applies an atomic operation to a 64-bit word and returns the old value.
-pub(crate) fn apply_u64(
-    word: &std::sync::atomic::AtomicU64,
-    op: AtomicOp,
-    operand: u64,
-    compare: u64,
-) -> u64 {
+pub(crate) fn apply_u64(word: &std::sync::atomic::AtomicU64, op: AtomicOp, operand: u64, compare: u64) -> u64 {
     let ord = Ordering::AcqRel;
     match op {
         AtomicOp::Add => word.fetch_add(operand, ord),
         AtomicOp::Swap => word.swap(operand, ord),
-        AtomicOp::CompareSwap => {
-            match word.compare_exchange(compare, operand, ord, Ordering::Acquire) {
-                Ok(old) | Err(old) => old,
-            }
-        }
+        AtomicOp::CompareSwap => match word.compare_exchange(compare, operand, ord, Ordering::Acquire) {
+            Ok(old) | Err(old) => old,
+        },
         AtomicOp::And => word.fetch_and(operand, ord),
         AtomicOp::Or => word.fetch_or(operand, ord),
         AtomicOp::Xor => word.fetch_xor(operand, ord),
@@ -489,21 +370,14 @@ pub(crate) fn apply_u64(
 }
 
 /// Applies an atomic operation to a 32-bit word and returns the old value.
-pub(crate) fn apply_u32(
-    word: &std::sync::atomic::AtomicU32,
-    op: AtomicOp,
-    operand: u32,
-    compare: u32,
-) -> u32 {
+pub(crate) fn apply_u32(word: &std::sync::atomic::AtomicU32, op: AtomicOp, operand: u32, compare: u32) -> u32 {
     let ord = Ordering::AcqRel;
     match op {
         AtomicOp::Add => word.fetch_add(operand, ord),
         AtomicOp::Swap => word.swap(operand, ord),
-        AtomicOp::CompareSwap => {
-            match word.compare_exchange(compare, operand, ord, Ordering::Acquire) {
-                Ok(old) | Err(old) => old,
-            }
-        }
+        AtomicOp::CompareSwap => match word.compare_exchange(compare, operand, ord, Ordering::Acquire) {
+            Ok(old) | Err(old) => old,
+        },
         AtomicOp::And => word.fetch_and(operand, ord),
         AtomicOp::Or => word.fetch_or(operand, ord),
         AtomicOp::Xor => word.fetch_xor(operand, ord),

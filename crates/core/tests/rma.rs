@@ -24,9 +24,7 @@ fn put_get_any_size_and_alignment() {
             let n = ep.size();
             let me = ep.rank();
             const SLOT: usize = 600_000;
-            let region = ep
-                .alloc_symmetric(SLOT * n as usize + 64, Access::READ_WRITE)
-                .unwrap();
+            let region = ep.alloc_symmetric(SLOT * n as usize + 64, Access::READ_WRITE).unwrap();
             let key = region.key();
             let right = (me + 1) % n;
             // Odd offsets and lengths, including 0, inline, MTU edges and > chunk.
@@ -106,60 +104,25 @@ fn swap_compare_swap_bitwise_load_store() {
         let key = region.key();
         let peer = 1 - ep.rank();
         let off = 16 + 16 * u64::from(ep.rank());
-        ep.atomic_store(peer, key, off, AtomicWidth::U64, 5)
-            .unwrap();
+        ep.atomic_store(peer, key, off, AtomicWidth::U64, 5).unwrap();
         assert_eq!(ep.swap_u64(peer, key, off, 9).unwrap(), 5);
-        assert_eq!(
-            ep.compare_swap_u64(peer, key, off, 1, 100).unwrap(),
-            9,
-            "mismatch leaves it"
-        );
+        assert_eq!(ep.compare_swap_u64(peer, key, off, 1, 100).unwrap(), 9, "mismatch leaves it");
         assert_eq!(ep.compare_swap_u64(peer, key, off, 9, 100).unwrap(), 9);
-        assert_eq!(
-            ep.atomic_load(peer, key, off, AtomicWidth::U64).unwrap(),
-            100
-        );
-        assert_eq!(
-            ep.fetch_bitwise(peer, key, off, AtomicOp::Or, AtomicWidth::U64, 0b11)
-                .unwrap(),
-            100
-        );
-        assert_eq!(
-            ep.fetch_bitwise(peer, key, off, AtomicOp::And, AtomicWidth::U64, 0b110)
-                .unwrap(),
-            103
-        );
-        ep.bitwise(peer, key, off, AtomicOp::Xor, AtomicWidth::U64, 0b1)
-            .unwrap();
+        assert_eq!(ep.atomic_load(peer, key, off, AtomicWidth::U64).unwrap(), 100);
+        assert_eq!(ep.fetch_bitwise(peer, key, off, AtomicOp::Or, AtomicWidth::U64, 0b11).unwrap(), 100);
+        assert_eq!(ep.fetch_bitwise(peer, key, off, AtomicOp::And, AtomicWidth::U64, 0b110).unwrap(), 103);
+        ep.bitwise(peer, key, off, AtomicOp::Xor, AtomicWidth::U64, 0b1).unwrap();
         // 100 | 0b11 = 103; 103 & 0b110 = 0b110; 0b110 ^ 1 = 0b111.
-        assert_eq!(
-            ep.atomic_load(peer, key, off, AtomicWidth::U64).unwrap(),
-            0b111
-        );
+        assert_eq!(ep.atomic_load(peer, key, off, AtomicWidth::U64).unwrap(), 0b111);
         let off32 = off + 8;
         assert_eq!(ep.swap_u32(peer, key, off32, 7).unwrap(), 0);
         assert_eq!(ep.compare_swap_u32(peer, key, off32, 7, 8).unwrap(), 7);
-        assert_eq!(
-            ep.atomic_load(peer, key, off32, AtomicWidth::U32).unwrap(),
-            8
-        );
+        assert_eq!(ep.atomic_load(peer, key, off32, AtomicWidth::U32).unwrap(), 8);
         assert!(matches!(
-            ep.atomic_nb(
-                peer,
-                key,
-                off32,
-                AtomicOp::Add,
-                AtomicWidth::U32,
-                1 << 40,
-                0,
-                true
-            ),
+            ep.atomic_nb(peer, key, off32, AtomicOp::Add, AtomicWidth::U32, 1 << 40, 0, true),
             Err(Error::InvalidArgument(_))
         ));
-        assert_eq!(
-            ep.fetch_add_u64(peer, key, off + 1, 1),
-            Err(Error::Misaligned)
-        );
+        assert_eq!(ep.fetch_add_u64(peer, key, off + 1, 1), Err(Error::Misaligned));
         ep.barrier().unwrap();
     });
 }
@@ -176,12 +139,7 @@ fn put_signal_ping_pong_and_completion_flag() {
             for round in 1..=50u64 {
                 let data = pattern(round as u32, 100 + round as usize);
                 if (me == 0) == (round % 2 == 1) {
-                    let sig = Signal {
-                        key,
-                        offset: 0,
-                        op: SignalOp::Set,
-                        value: round,
-                    };
+                    let sig = Signal { key, offset: 0, op: SignalOp::Set, value: round };
                     let handle = ep.put_signal_nb(peer, key, 64, &data, sig).unwrap();
                     handle.notify(&region, 8).unwrap();
                     handle.wait().unwrap();
@@ -195,14 +153,8 @@ fn put_signal_ping_pong_and_completion_flag() {
             // Each rank sent 25 puts and asked for a completion flag on each.
             assert_eq!(region.load_u64(8).unwrap(), 25);
             // Signal add: both ranks add to rank 0's word 16.
-            let sig = Signal {
-                key,
-                offset: 16,
-                op: SignalOp::Add,
-                value: 10,
-            };
-            ep.put_signal(0, key, 2048 + 64 * u64::from(me), b"x", sig)
-                .unwrap();
+            let sig = Signal { key, offset: 16, op: SignalOp::Add, value: 10 };
+            ep.put_signal(0, key, 2048 + 64 * u64::from(me), b"x", sig).unwrap();
             if me == 0 {
                 ep.wait_until(&region, 16, Cmp::Eq, 20).unwrap();
             }
@@ -225,23 +177,20 @@ fn strided_iov_masked_registers_and_arrival_log() {
             let src = pattern(1, 50);
             ep.put_strided(peer, key, 100, &src, 3, 10, 5, 7).unwrap();
             let mut back = vec![0u8; 10 * 4];
-            ep.get_strided(peer, key, 100, &mut back, 3, 10, 7, 4)
-                .unwrap();
+            ep.get_strided(peer, key, 100, &mut back, 3, 10, 7, 4).unwrap();
             for i in 0..10 {
                 assert_eq!(&back[i * 4..i * 4 + 3], &src[i * 5..i * 5 + 3]);
             }
             // Vectored.
             let a = pattern(2, 10);
             let b = pattern(3, 300);
-            ep.put_iov(peer, key, &[(1000, &a), (2000, &b), (1500, &[])])
-                .unwrap();
+            ep.put_iov(peer, key, &[(1000, &a), (2000, &b), (1500, &[])]).unwrap();
             let mut got = vec![0u8; 300];
             ep.get(peer, key, 2000, &mut got).unwrap();
             assert_eq!(got, b);
             // Masked: 64-byte block, words 0 and 15 only.
             let block = [0xABu8; 64];
-            ep.put_masked(peer, key, 4096, &block, (1 << 0) | (1 << 15))
-                .unwrap();
+            ep.put_masked(peer, key, 4096, &block, (1 << 0) | (1 << 15)).unwrap();
             let mut got = [0u8; 64];
             ep.get(peer, key, 4096, &mut got).unwrap();
             assert_eq!(&got[0..4], &[0xAB; 4]);
@@ -251,16 +200,11 @@ fn strided_iov_masked_registers_and_arrival_log() {
             ep.put_masked(peer, key, 5000, &big, 1 << 63).unwrap();
             assert_eq!(
                 ep.put_masked(peer, key, 5000, &block, 1 << 20),
-                Err(Error::InvalidArgument(
-                    "a 64-byte block has 16 words: mask bits above 15 set"
-                ))
+                Err(Error::InvalidArgument("a 64-byte block has 16 words: mask bits above 15 set"))
             );
             ep.barrier().unwrap(); // register set by rank 1
             ep.put_to_register(peer, 7, b"hello").unwrap();
-            assert_eq!(
-                ep.put_to_register(peer, 7, &[0u8; 100]),
-                Err(Error::OutOfBounds)
-            );
+            assert_eq!(ep.put_to_register(peer, 7, &[0u8; 100]), Err(Error::OutOfBounds));
             assert_eq!(ep.put_to_register(peer, 8, b"x"), Err(Error::Unsupported));
             ep.barrier().unwrap();
         } else {
@@ -281,10 +225,7 @@ fn strided_iov_masked_registers_and_arrival_log() {
             }
             use mw_core::ArrivalKind::*;
             for kind in [PutStrided, Get, PutIov, PutMasked, RegisterPut] {
-                assert!(
-                    kinds.contains(&kind),
-                    "arrival log lacks {kind:?}: {kinds:?}"
-                );
+                assert!(kinds.contains(&kind), "arrival log lacks {kind:?}: {kinds:?}");
             }
         }
     });
@@ -300,52 +241,24 @@ fn protection_errors_leave_memory_untouched() {
         if me == 0 {
             let bogus = mw_core::RegionKey(0x1234_5678);
             assert_eq!(ep.put(peer, bogus, 0, b"x"), Err(Error::BadKey));
-            assert_eq!(
-                ep.put(peer, rw.key(), 120, &[1u8; 9]),
-                Err(Error::OutOfBounds)
-            );
-            assert_eq!(
-                ep.put(peer, rw.key(), u64::MAX - 2, &[1u8; 9]),
-                Err(Error::OutOfBounds)
-            );
+            assert_eq!(ep.put(peer, rw.key(), 120, &[1u8; 9]), Err(Error::OutOfBounds));
+            assert_eq!(ep.put(peer, rw.key(), u64::MAX - 2, &[1u8; 9]), Err(Error::OutOfBounds));
             assert_eq!(ep.put(peer, ro.key(), 0, b"x"), Err(Error::NoPermission));
-            assert_eq!(
-                ep.fetch_add_u64(peer, rw.key(), 0, 1),
-                Err(Error::NoPermission)
-            );
+            assert_eq!(ep.fetch_add_u64(peer, rw.key(), 0, 1), Err(Error::NoPermission));
             let mut out = [0u8; 16];
-            assert_eq!(
-                ep.get(peer, rw.key(), 120, &mut out),
-                Err(Error::OutOfBounds)
-            );
+            assert_eq!(ep.get(peer, rw.key(), 120, &mut out), Err(Error::OutOfBounds));
             assert_eq!(ep.get(peer, bogus, 0, &mut out), Err(Error::BadKey));
-            let sig = Signal {
-                key: ro.key(),
-                offset: 0,
-                op: SignalOp::Set,
-                value: 1,
-            };
-            assert_eq!(
-                ep.put_signal(peer, rw.key(), 0, b"data", sig),
-                Err(Error::NoPermission)
-            );
-            assert!(matches!(
-                ep.put(9, rw.key(), 0, b"x"),
-                Err(Error::BadRank { rank: 9, size: 2 })
-            ));
+            let sig = Signal { key: ro.key(), offset: 0, op: SignalOp::Set, value: 1 };
+            assert_eq!(ep.put_signal(peer, rw.key(), 0, b"data", sig), Err(Error::NoPermission));
+            assert!(matches!(ep.put(9, rw.key(), 0, b"x"), Err(Error::BadRank { rank: 9, size: 2 })));
         }
         ep.barrier().unwrap();
         if me == 1 {
-            assert!(
-                rw.to_vec().iter().all(|&b| b == 0),
-                "rejected operations wrote memory"
-            );
+            assert!(rw.to_vec().iter().all(|&b| b == 0), "rejected operations wrote memory");
             assert!(ro.to_vec().iter().all(|&b| b == 0));
             let (stats, _) = ep.stats();
             assert!(
-                stats.rejected_bad_key >= 2
-                    && stats.rejected_out_of_bounds >= 3
-                    && stats.rejected_no_permission >= 3,
+                stats.rejected_bad_key >= 2 && stats.rejected_out_of_bounds >= 3 && stats.rejected_no_permission >= 3,
                 "{stats:?}"
             );
         }
@@ -361,8 +274,7 @@ fn scoped_registration_of_user_memory() {
         ep.with_registered(&mut mine, Access::READ_WRITE, |region| {
             let keys = ep.exchange_keys(region).unwrap();
             let peer = 1 - me;
-            ep.put(peer, keys[peer as usize], 10, &[me as u8 + 1; 20])
-                .unwrap();
+            ep.put(peer, keys[peer as usize], 10, &[me as u8 + 1; 20]).unwrap();
             ep.barrier().unwrap();
         })
         .unwrap();

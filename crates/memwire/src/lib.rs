@@ -9,6 +9,11 @@
 //!
 //! fn main() -> memwire::Result<()> {
 //!     let ep = Endpoint::init()?; // joins the job that `mwrun -n 4 prog` started
+//!     work(&ep)?; // regions borrow the endpoint, so they are dropped before finalize
+//!     ep.finalize()
+//! }
+//!
+//! fn work(ep: &Endpoint) -> memwire::Result<()> {
 //!     let (me, n) = (ep.rank(), ep.size());
 //!     // Word 0: a counter on rank 0; then one slot per rank.
 //!     let region = ep.alloc_symmetric(8 + 8 * n as usize, Access::ALL)?;
@@ -23,7 +28,7 @@
 //!     if me == 0 {
 //!         assert_eq!(region.load_u64(0)?, u64::from(n)); // every rank added once
 //!     }
-//!     ep.finalize()
+//!     Ok(())
 //! }
 //! ```
 #![forbid(unsafe_code)]

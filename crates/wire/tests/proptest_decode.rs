@@ -25,27 +25,16 @@ fn status() -> impl Strategy<Value = Status> {
 }
 
 fn am_args() -> impl Strategy<Value = AmArgs> {
-    prop::collection::vec(any::<u64>(), 0..=AM_MAX_ARGS)
-        .prop_map(|v| AmArgs::from_slice(&v).expect("at most 8"))
+    prop::collection::vec(any::<u64>(), 0..=AM_MAX_ARGS).prop_map(|v| AmArgs::from_slice(&v).expect("at most 8"))
 }
 
 fn atomic() -> impl Strategy<Value = AtomicRequest> {
-    (
-        any::<u32>(),
-        any::<u64>(),
-        any::<u64>(),
-        1u8..=8,
-        any::<bool>(),
-        any::<bool>(),
-        any::<u64>(),
-        any::<u64>(),
-    )
+    (any::<u32>(), any::<u64>(), any::<u64>(), 1u8..=8, any::<bool>(), any::<bool>(), any::<u64>(), any::<u64>())
         .prop_map(|(req, key, offset, op, wide, fetch, operand, compare)| {
             let op = AtomicOp::from_u8(op).expect("1..=8 are ops");
             let width = if wide { AtomicWidth::U64 } else { AtomicWidth::U32 };
             let mask = width.max_value();
-            let (fetch, operand) =
-                if op == AtomicOp::Load { (true, 0) } else { (fetch, operand & mask) };
+            let (fetch, operand) = if op == AtomicOp::Load { (true, 0) } else { (fetch, operand & mask) };
             let compare = if op == AtomicOp::CompareSwap { compare & mask } else { 0 };
             AtomicRequest { req, key, offset, op, width, fetch, operand, compare }
         })
@@ -56,8 +45,8 @@ fn strided() -> impl Strategy<Value = (u32, u64, u64, u32, u32, u64)> {
 }
 
 fn iov() -> impl Strategy<Value = PutIov<'static>> {
-    (any::<u32>(), any::<u64>(), prop::collection::vec((any::<u64>(), 0u32..24), 0..40))
-        .prop_flat_map(|(req, key, pairs)| {
+    (any::<u32>(), any::<u64>(), prop::collection::vec((any::<u64>(), 0u32..24), 0..40)).prop_flat_map(
+        |(req, key, pairs)| {
             let total: u32 = pairs.iter().map(|p| p.1).sum();
             let pairs: &'static [(u64, u32)] = Box::leak(pairs.into_boxed_slice());
             exact_body(total as usize).prop_map(move |body| PutIov {
@@ -66,7 +55,8 @@ fn iov() -> impl Strategy<Value = PutIov<'static>> {
                 segments: IovSegments::from_pairs(pairs),
                 body,
             })
-        })
+        },
+    )
 }
 
 fn masked() -> impl Strategy<Value = PutMasked<'static>> {
@@ -74,14 +64,7 @@ fn masked() -> impl Strategy<Value = PutMasked<'static>> {
         |(req, key, offset, big, mask)| {
             let block = if big { MaskedBlock::B256 } else { MaskedBlock::B64 };
             let mask = mask & block.valid_mask();
-            exact_body(block.bytes()).prop_map(move |body| PutMasked {
-                req,
-                key,
-                offset,
-                block,
-                mask,
-                body,
-            })
+            exact_body(block.bytes()).prop_map(move |body| PutMasked { req, key, offset, block, mask, body })
         },
     )
 }
@@ -91,58 +74,45 @@ fn op() -> impl Strategy<Value = OpRepr<'static>> {
     prop_oneof![
         (any::<u32>(), any::<u64>(), any::<u64>(), body(0..200))
             .prop_map(|(req, key, offset, body)| OpRepr::Put(Put { req, key, offset, body })),
-        (any::<u32>(), any::<u64>(), any::<u64>(), body(0..INLINE_MAX + 1)).prop_map(
-            |(req, key, offset, body)| OpRepr::PutInline(PutInline { req, key, offset, body })
-        ),
-        (any::<u32>(), any::<u64>(), any::<u64>(), any::<u64>()).prop_map(
-            |(req, key, offset, len)| OpRepr::GetRequest(GetRequest { req, key, offset, len })
-        ),
+        (any::<u32>(), any::<u64>(), any::<u64>(), body(0..INLINE_MAX + 1))
+            .prop_map(|(req, key, offset, body)| OpRepr::PutInline(PutInline { req, key, offset, body })),
+        (any::<u32>(), any::<u64>(), any::<u64>(), any::<u64>())
+            .prop_map(|(req, key, offset, len)| OpRepr::GetRequest(GetRequest { req, key, offset, len })),
         (any::<u32>(), status(), body(0..200)).prop_map(|(req, status, body)| {
             let body = if status.is_ok() { body } else { &[] };
             OpRepr::GetResponse(GetResponse { req, status, body })
         }),
         atomic().prop_map(OpRepr::AtomicRequest),
-        (any::<u32>(), status(), any::<u64>()).prop_map(|(req, status, value)| {
-            OpRepr::AtomicResponse(AtomicResponse { req, status, value })
+        (any::<u32>(), status(), any::<u64>())
+            .prop_map(|(req, status, value)| { OpRepr::AtomicResponse(AtomicResponse { req, status, value }) }),
+        (any::<u32>(), any::<[u64; 5]>(), any::<bool>(), body(0..100)).prop_map(|(req, v, add, body)| {
+            let signal_op = if add { SignalOp::Add } else { SignalOp::Set };
+            OpRepr::PutSignal(PutSignal {
+                req,
+                key: v[0],
+                offset: v[1],
+                signal_key: v[2],
+                signal_offset: v[3],
+                signal_op,
+                signal_value: v[4],
+                body,
+            })
         }),
-        (any::<u32>(), any::<[u64; 5]>(), any::<bool>(), body(0..100)).prop_map(
-            |(req, v, add, body)| {
-                let signal_op = if add { SignalOp::Add } else { SignalOp::Set };
-                OpRepr::PutSignal(PutSignal {
-                    req,
-                    key: v[0],
-                    offset: v[1],
-                    signal_key: v[2],
-                    signal_offset: v[3],
-                    signal_op,
-                    signal_value: v[4],
-                    body,
-                })
-            }
-        ),
         strided().prop_flat_map(|(req, key, offset, elem_size, count, stride)| {
             exact_body((elem_size * count) as usize).prop_map(move |body| {
                 OpRepr::PutStrided(PutStrided { req, key, offset, elem_size, count, stride, body })
             })
         }),
-        (any::<u32>(), any::<u64>(), 0u64..(1 << 56), any::<u32>(), 0u32..1000, 0u64..(1 << 40))
-            .prop_map(|(req, key, offset, elem_size, count, stride)| {
-                OpRepr::GetStridedRequest(GetStridedRequest {
-                    req,
-                    key,
-                    offset,
-                    elem_size,
-                    count,
-                    stride,
-                })
-            }),
+        (any::<u32>(), any::<u64>(), 0u64..(1 << 56), any::<u32>(), 0u32..1000, 0u64..(1 << 40)).prop_map(
+            |(req, key, offset, elem_size, count, stride)| {
+                OpRepr::GetStridedRequest(GetStridedRequest { req, key, offset, elem_size, count, stride })
+            }
+        ),
         iov().prop_map(OpRepr::PutIov),
         masked().prop_map(OpRepr::PutMasked),
-        (any::<u32>(), any::<u16>(), body(0..100)).prop_map(|(req, register, body)| {
-            OpRepr::RegisterPut(RegisterPut { req, register, body })
-        }),
-        (any::<u32>(), status())
-            .prop_map(|(req, status)| OpRepr::OpStatus(OpStatus { req, status })),
+        (any::<u32>(), any::<u16>(), body(0..100))
+            .prop_map(|(req, register, body)| { OpRepr::RegisterPut(RegisterPut { req, register, body }) }),
+        (any::<u32>(), status()).prop_map(|(req, status)| OpRepr::OpStatus(OpStatus { req, status })),
         (any::<u32>(), any::<u16>(), any::<bool>(), am_args(), body(0..100)).prop_map(
             |(req, handler, want_reply, args, body)| OpRepr::AmRequest(AmRequest {
                 req,
@@ -152,21 +122,25 @@ fn op() -> impl Strategy<Value = OpRepr<'static>> {
                 body
             })
         ),
-        (any::<u32>(), status(), am_args(), body(0..100)).prop_map(|(req, status, args, body)| {
-            OpRepr::AmReply(AmReply { req, status, args, body })
-        }),
-        (any::<u32>(), any::<u64>(), body(0..200))
-            .prop_map(|(context, tag, body)| OpRepr::Eager(Eager { context, tag, body })),
-        (any::<u32>(), any::<u64>(), any::<u64>(), any::<u32>(), any::<u64>(), any::<u64>())
-            .prop_map(|(context, tag, total_len, sender_req, key, offset)| {
+        (any::<u32>(), status(), am_args(), body(0..100))
+            .prop_map(|(req, status, args, body)| { OpRepr::AmReply(AmReply { req, status, args, body }) }),
+        (any::<u32>(), any::<u64>(), body(0..200)).prop_map(|(context, tag, body)| OpRepr::Eager(Eager {
+            context,
+            tag,
+            body
+        })),
+        (any::<u32>(), any::<u64>(), any::<u64>(), any::<u32>(), any::<u64>(), any::<u64>()).prop_map(
+            |(context, tag, total_len, sender_req, key, offset)| {
                 OpRepr::RndvRts(RndvRts { context, tag, total_len, sender_req, key, offset })
-            }),
-        (any::<u32>(), status())
-            .prop_map(|(sender_req, status)| OpRepr::RndvDone(RndvDone { sender_req, status })),
-        (any::<u32>(), any::<u64>(), body(0..100))
-            .prop_map(|(req, key, body)| OpRepr::FifoPush(FifoPush { req, key, body })),
-        (any::<u8>(), any::<u32>())
-            .prop_map(|(class, amount)| OpRepr::Credit(Credit { class, amount })),
+            }
+        ),
+        (any::<u32>(), status()).prop_map(|(sender_req, status)| OpRepr::RndvDone(RndvDone { sender_req, status })),
+        (any::<u32>(), any::<u64>(), body(0..100)).prop_map(|(req, key, body)| OpRepr::FifoPush(FifoPush {
+            req,
+            key,
+            body
+        })),
+        (any::<u8>(), any::<u32>()).prop_map(|(class, amount)| OpRepr::Credit(Credit { class, amount })),
     ]
 }
 
@@ -183,31 +157,29 @@ fn header() -> impl Strategy<Value = HeaderRepr> {
         any::<[u32; 2]>(),
         any::<u64>(),
     )
-        .prop_map(
-            |(ptype, bits, job_id, src_rank, dst_rank, src_epoch, dst_epoch, [seq, ack], sack)| {
-                let packet_type = PacketType::from_u8(ptype).expect("1..=6 are packet types");
-                let mut flags = Flags::from_bits(bits).expect("known bits");
-                if packet_type != PacketType::Data {
-                    flags.set(Flags::FIRST | Flags::LAST, false);
-                }
-                if matches!(packet_type, PacketType::Ack | PacketType::Nack) {
-                    flags.set(Flags::ACK, true);
-                }
-                HeaderRepr {
-                    packet_type,
-                    flags,
-                    payload_len: 0,
-                    job_id,
-                    src_rank,
-                    dst_rank,
-                    src_epoch,
-                    dst_epoch,
-                    seq,
-                    ack,
-                    sack,
-                }
-            },
-        )
+        .prop_map(|(ptype, bits, job_id, src_rank, dst_rank, src_epoch, dst_epoch, [seq, ack], sack)| {
+            let packet_type = PacketType::from_u8(ptype).expect("1..=6 are packet types");
+            let mut flags = Flags::from_bits(bits).expect("known bits");
+            if packet_type != PacketType::Data {
+                flags.set(Flags::FIRST | Flags::LAST, false);
+            }
+            if matches!(packet_type, PacketType::Ack | PacketType::Nack) {
+                flags.set(Flags::ACK, true);
+            }
+            HeaderRepr {
+                packet_type,
+                flags,
+                payload_len: 0,
+                job_id,
+                src_rank,
+                dst_rank,
+                src_epoch,
+                dst_epoch,
+                seq,
+                ack,
+                sack,
+            }
+        })
 }
 
 fn message(op: &OpRepr<'_>) -> Vec<u8> {
@@ -218,11 +190,8 @@ fn message(op: &OpRepr<'_>) -> Vec<u8> {
 
 /// A whole packet: `header` carrying `op` (no payload for Ack/Nack).
 fn packet(mut header: HeaderRepr, op: &OpRepr<'_>) -> Vec<u8> {
-    let payload = if matches!(header.packet_type, PacketType::Ack | PacketType::Nack) {
-        Vec::new()
-    } else {
-        message(op)
-    };
+    let payload =
+        if matches!(header.packet_type, PacketType::Ack | PacketType::Nack) { Vec::new() } else { message(op) };
     header.payload_len = payload.len() as u16;
     let mut buf = vec![0u8; header.buffer_len()];
     header.emit_into(&mut buf);

@@ -6,8 +6,7 @@ use mw_core::{Config, Endpoint};
 /// Runs `body(ep)` on both ranks of a 2-rank job; returns rank 0's result.
 pub fn two_ranks<R: Send + 'static>(body: impl Fn(&Endpoint) -> R + Send + Sync + 'static) -> R {
     let key = mw_bootstrap::random_job_key().expect("random job key");
-    let server =
-        mw_bootstrap::RendezvousServer::bind("127.0.0.1:0", 2, key).expect("rendezvous bind");
+    let server = mw_bootstrap::RendezvousServer::bind("127.0.0.1:0", 2, key).expect("rendezvous bind");
     let addr = server.local_addr().to_string();
     let _server = server.spawn().expect("rendezvous thread");
     let body = std::sync::Arc::new(body);
@@ -34,11 +33,7 @@ pub fn two_ranks<R: Send + 'static>(body: impl Fn(&Endpoint) -> R + Send + Sync 
         })
         .collect();
     let other = handles.pop().expect("rank 1");
-    let first = handles
-        .pop()
-        .expect("rank 0")
-        .join()
-        .expect("rank 0 panicked");
+    let first = handles.pop().expect("rank 0").join().expect("rank 0 panicked");
     other.join().expect("rank 1 panicked");
     first
 }

@@ -38,24 +38,15 @@ struct Args {
 fn main() {
     let args = Args::parse();
     if args.transport != "udp" {
-        eprintln!(
-            "mwbench: transport {:?} is not implemented yet (only udp)",
-            args.transport
-        );
+        eprintln!("mwbench: transport {:?} is not implemented yet (only udp)", args.transport);
         std::process::exit(2);
     }
-    let iters = args
-        .iters
-        .unwrap_or(if args.quick { 5_000 } else { 20_000 });
+    let iters = args.iters.unwrap_or(if args.quick { 5_000 } else { 20_000 });
     let wants = |op: &str| args.op.is_empty() || args.op.iter().any(|o| o == op);
     let bench_on = |b: &str| args.bench.as_deref().is_none_or(|x| x == b);
     let mut rows = Vec::new();
     if bench_on("pingpong") {
-        let sizes = if args.sizes.is_empty() {
-            vec![8]
-        } else {
-            args.sizes.clone()
-        };
+        let sizes = if args.sizes.is_empty() { vec![8] } else { args.sizes.clone() };
         for &size in &sizes {
             if wants("udp_raw") {
                 rows.push(points::pingpong_udp_raw(size, iters));
@@ -72,11 +63,7 @@ fn main() {
         }
     }
     if bench_on("bandwidth") {
-        let sizes = if args.sizes.is_empty() {
-            vec![1 << 20]
-        } else {
-            args.sizes.clone()
-        };
+        let sizes = if args.sizes.is_empty() { vec![1 << 20] } else { args.sizes.clone() };
         let total = if args.quick { 256 << 20 } else { 1 << 30 };
         for &size in &sizes {
             if wants("udp_raw") {

@@ -103,41 +103,23 @@ pub fn pingpong_udp_raw(size: usize, iters: usize) -> Row {
 pub fn pingpong_put_signal(size: usize, iters: usize) -> Row {
     let total = (iters + warmup(iters)) as u64;
     let samples = two_ranks(move |ep| {
-        let region = ep
-            .alloc_symmetric(64 + size.max(8), Access::ALL)
-            .expect("alloc");
+        let region = ep.alloc_symmetric(64 + size.max(8), Access::ALL).expect("alloc");
         let key = region.key();
         let data = vec![3u8; size];
         let mut samples = Vec::with_capacity(iters);
         for round in 1..=total {
             if ep.rank() == 0 {
                 let t0 = Instant::now();
-                let sig = Signal {
-                    key,
-                    offset: 0,
-                    op: SignalOp::Set,
-                    value: round,
-                };
-                drop(
-                    ep.put_signal_nb(1, key, 64, &data, sig)
-                        .expect("put_signal"),
-                );
+                let sig = Signal { key, offset: 0, op: SignalOp::Set, value: round };
+                drop(ep.put_signal_nb(1, key, 64, &data, sig).expect("put_signal"));
                 ep.wait_until(&region, 8, Cmp::Ge, round).expect("wait");
                 if round > total - iters as u64 {
                     samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
                 }
             } else {
                 ep.wait_until(&region, 0, Cmp::Ge, round).expect("wait");
-                let sig = Signal {
-                    key,
-                    offset: 8,
-                    op: SignalOp::Set,
-                    value: round,
-                };
-                drop(
-                    ep.put_signal_nb(0, key, 64, &data, sig)
-                        .expect("put_signal"),
-                );
+                let sig = Signal { key, offset: 8, op: SignalOp::Set, value: round };
+                drop(ep.put_signal_nb(0, key, 64, &data, sig).expect("put_signal"));
             }
         }
         ep.quiet().expect("quiet");
@@ -227,16 +209,8 @@ pub fn bandwidth_udp_raw(size: usize, total: usize) -> Row {
     }
     let (got, elapsed) = receiver.join().expect("receiver");
     let mbps = got as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
-    Row {
-        bench: "bandwidth",
-        op: "udp_raw",
-        size,
-        iters: count,
-        median_us: None,
-        p99_us: None,
-        mbps: Some(mbps),
-    }
-    .emit()
+    Row { bench: "bandwidth", op: "udp_raw", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }
+        .emit()
 }
 
 /// Put bandwidth: `size`-byte puts with a window of 8 outstanding, until
@@ -256,10 +230,7 @@ pub fn bandwidth_put(size: usize, total: usize) -> Row {
                     let h: mw_core::Handle<'_> = window.pop_front().expect("window");
                     h.wait().expect("put");
                 }
-                window.push_back(
-                    ep.put_nb(1, key, ((i % 8) * size) as u64, &data)
-                        .expect("put_nb"),
-                );
+                window.push_back(ep.put_nb(1, key, ((i % 8) * size) as u64, &data).expect("put_nb"));
             }
             mw_core::wait_all(window).expect("put");
             mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
@@ -267,16 +238,7 @@ pub fn bandwidth_put(size: usize, total: usize) -> Row {
         ep.barrier().expect("barrier");
         mbps
     });
-    Row {
-        bench: "bandwidth",
-        op: "put",
-        size,
-        iters: count,
-        median_us: None,
-        p99_us: None,
-        mbps: Some(mbps),
-    }
-    .emit()
+    Row { bench: "bandwidth", op: "put", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }.emit()
 }
 
 /// The readable table with ratios against the same-run baseline.
@@ -286,9 +248,7 @@ pub fn print_table(rows: &[Row]) {
         "bench", "op", "size", "median_us", "p99_us", "MB/s", "ratio"
     );
     for row in rows {
-        let base = rows
-            .iter()
-            .find(|r| r.bench == row.bench && r.size == row.size && r.op == "udp_raw");
+        let base = rows.iter().find(|r| r.bench == row.bench && r.size == row.size && r.op == "udp_raw");
         let ratio = match (base, row.median_us, row.mbps) {
             (Some(b), Some(m), _) => b.median_us.map(|bm| format!("{:.2}x", m / bm)),
             (Some(b), _, Some(v)) => b.mbps.map(|bv| format!("{:.0}%", 100.0 * v / bv)),

@@ -99,10 +99,7 @@ pub enum Launcher {
 }
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {
-    let secs: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    let secs: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
     if secs.is_nan() || secs < 0.0 {
         return Err(format!("{text:?} is not a non-negative number of seconds"));
     }
@@ -121,10 +118,7 @@ mod tests {
     fn program_arguments_are_not_mwrun_options() {
         let cli = parse(&["-n", "2", "sh", "-c", "echo $MW_RANK", "-n", "--timeout"]).unwrap();
         assert_eq!(cli.np, 2);
-        assert_eq!(
-            cli.command,
-            ["sh", "-c", "echo $MW_RANK", "-n", "--timeout"]
-        );
+        assert_eq!(cli.command, ["sh", "-c", "echo $MW_RANK", "-n", "--timeout"]);
     }
 
     #[test]
@@ -165,15 +159,6 @@ mod tests {
         assert!(parse(&["true"]).is_err());
         assert!(parse(&["-n", "2", "--hosts", "a", "--hostfile", "f", "true"]).is_err());
         assert!(parse(&["-n", "2", "--timeout", "soon", "true"]).is_err());
-        assert!(parse(&[
-            "-n",
-            "2",
-            "--launcher",
-            "ssh",
-            "--launcher-exec",
-            "x",
-            "true"
-        ])
-        .is_err());
+        assert!(parse(&["-n", "2", "--launcher", "ssh", "--launcher-exec", "x", "true"]).is_err());
     }
 }

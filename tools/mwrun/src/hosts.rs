@@ -18,20 +18,13 @@ pub enum HostError {
     List { entry: String, reason: &'static str },
     /// A line of the hostfile.
     #[error("{path}:{line}: {reason}")]
-    File {
-        path: String,
-        line: usize,
-        reason: String,
-    },
+    File { path: String, line: usize, reason: String },
     /// The hostfile names no host.
     #[error("{path}: no hosts listed")]
     EmptyFile { path: String },
     /// The hostfile cannot be read.
     #[error("cannot read hostfile {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    Read { path: String, source: std::io::Error },
 }
 
 /// Where one rank runs.
@@ -50,10 +43,7 @@ pub fn parse_host_list(list: &str) -> Result<Vec<HostSpec>, HostError> {
     list.split(',')
         .map(|entry| {
             let entry = entry.trim();
-            parse_entry(entry, None).map_err(|reason| HostError::List {
-                entry: entry.to_owned(),
-                reason,
-            })
+            parse_entry(entry, None).map_err(|reason| HostError::List { entry: entry.to_owned(), reason })
         })
         .collect()
 }
@@ -66,24 +56,16 @@ pub fn parse_hostfile(path: &str, text: &str) -> Result<Vec<HostSpec>, HostError
         let line = line.split('#').next().unwrap_or_default();
         let mut words = line.split_whitespace();
         let Some(name) = words.next() else { continue };
-        let bad = |reason: String| HostError::File {
-            path: path.to_owned(),
-            line: index + 1,
-            reason,
-        };
+        let bad = |reason: String| HostError::File { path: path.to_owned(), line: index + 1, reason };
         let mut slots = None;
         for word in words {
-            let count = word
-                .strip_prefix("slots=")
-                .ok_or_else(|| bad(format!("unknown attribute {word:?}")))?;
+            let count = word.strip_prefix("slots=").ok_or_else(|| bad(format!("unknown attribute {word:?}")))?;
             slots = Some(parse_slots(count).map_err(|reason| bad(reason.to_owned()))?);
         }
         hosts.push(parse_entry(name, slots).map_err(|reason| bad(reason.to_owned()))?);
     }
     if hosts.is_empty() {
-        return Err(HostError::EmptyFile {
-            path: path.to_owned(),
-        });
+        return Err(HostError::EmptyFile { path: path.to_owned() });
     }
     Ok(hosts)
 }
@@ -100,10 +82,7 @@ fn parse_entry(entry: &str, slots: Option<u32>) -> Result<HostSpec, &'static str
     if colon_slots.is_some() && slots.is_some() {
         return Err("slots given twice");
     }
-    Ok(HostSpec {
-        name: name.to_owned(),
-        slots: colon_slots.or(slots),
-    })
+    Ok(HostSpec { name: name.to_owned(), slots: colon_slots.or(slots) })
 }
 
 fn parse_slots(count: &str) -> Result<u32, &'static str> {
@@ -121,14 +100,10 @@ pub fn place(hosts: &[HostSpec], np: u32, map_by: MapBy) -> Vec<Placement> {
     let slots = &slots;
     // One pass over every slot, in the policy's order.
     let pass: Vec<usize> = match map_by {
-        MapBy::Block => (0..hosts.len())
-            .flat_map(|h| std::iter::repeat(h).take(slots[h] as usize))
-            .collect(),
+        MapBy::Block => (0..hosts.len()).flat_map(|h| std::iter::repeat(h).take(slots[h] as usize)).collect(),
         MapBy::RoundRobin => {
             let deepest = slots.iter().copied().max().unwrap_or(1);
-            (0..deepest)
-                .flat_map(|depth| (0..hosts.len()).filter(move |&h| slots[h] > depth))
-                .collect()
+            (0..deepest).flat_map(|depth| (0..hosts.len()).filter(move |&h| slots[h] > depth)).collect()
         }
     };
     let order: Vec<usize> = pass.iter().copied().cycle().take(np as usize).collect();
@@ -148,9 +123,7 @@ pub fn place(hosts: &[HostSpec], np: u32, map_by: MapBy) -> Vec<Placement> {
 /// Whether `name` is this machine, so its ranks start without a launcher.
 pub fn is_local_host(name: &str, my_hostname: &str) -> bool {
     let short = |n: &str| n.split('.').next().unwrap_or(n).to_owned();
-    matches!(name, "localhost" | "127.0.0.1" | "::1")
-        || name == my_hostname
-        || short(name) == short(my_hostname)
+    matches!(name, "localhost" | "127.0.0.1" | "::1") || name == my_hostname || short(name) == short(my_hostname)
 }
 
 /// The kernel's name for this machine (procfs keeps this free of `unsafe`).
@@ -179,18 +152,9 @@ mod tests {
         assert_eq!(
             hosts("a, b:3,10.0.0.1:2"),
             [
-                HostSpec {
-                    name: "a".into(),
-                    slots: None
-                },
-                HostSpec {
-                    name: "b".into(),
-                    slots: Some(3)
-                },
-                HostSpec {
-                    name: "10.0.0.1".into(),
-                    slots: Some(2)
-                },
+                HostSpec { name: "a".into(), slots: None },
+                HostSpec { name: "b".into(), slots: Some(3) },
+                HostSpec { name: "10.0.0.1".into(), slots: Some(2) },
             ]
         );
         assert_eq!(hosts("fe80::1")[0].name, "fe80::1");
@@ -204,70 +168,35 @@ mod tests {
         let text = "# cluster\nnode1 slots=4\n\n  node2   # spare\nnode3:2\n";
         let parsed = parse_hostfile("hf", text).unwrap();
         let slots: Vec<_> = parsed.iter().map(|h| (h.name.as_str(), h.slots)).collect();
-        assert_eq!(
-            slots,
-            [("node1", Some(4)), ("node2", None), ("node3", Some(2))]
-        );
-        let err = parse_hostfile("hf", "a\nb cores=2\n")
-            .unwrap_err()
-            .to_string();
+        assert_eq!(slots, [("node1", Some(4)), ("node2", None), ("node3", Some(2))]);
+        let err = parse_hostfile("hf", "a\nb cores=2\n").unwrap_err().to_string();
         assert_eq!(err, "hf:2: unknown attribute \"cores=2\"");
         assert_eq!(
             parse_hostfile("hf", "a slots=0").unwrap_err().to_string(),
             "hf:1: slots must be a positive integer"
         );
-        assert_eq!(
-            parse_hostfile("hf", "# nothing\n").unwrap_err().to_string(),
-            "hf: no hosts listed"
-        );
+        assert_eq!(parse_hostfile("hf", "# nothing\n").unwrap_err().to_string(), "hf: no hosts listed");
     }
 
     #[test]
     fn block_fills_slots_then_wraps() {
-        assert_eq!(
-            names(&place(&hosts("a:2,b:2"), 4, MapBy::Block)),
-            ["a", "a", "b", "b"]
-        );
-        assert_eq!(
-            names(&place(&hosts("a:2,b:1"), 5, MapBy::Block)),
-            ["a", "a", "b", "a", "a"]
-        );
+        assert_eq!(names(&place(&hosts("a:2,b:2"), 4, MapBy::Block)), ["a", "a", "b", "b"]);
+        assert_eq!(names(&place(&hosts("a:2,b:1"), 5, MapBy::Block)), ["a", "a", "b", "a", "a"]);
         // Without slot counts every host has one slot: like Hydra's -hosts.
-        assert_eq!(
-            names(&place(&hosts("a,b"), 4, MapBy::Block)),
-            ["a", "b", "a", "b"]
-        );
+        assert_eq!(names(&place(&hosts("a,b"), 4, MapBy::Block)), ["a", "b", "a", "b"]);
     }
 
     #[test]
     fn round_robin_deals_one_per_host() {
-        assert_eq!(
-            names(&place(&hosts("a:2,b:2"), 4, MapBy::RoundRobin)),
-            ["a", "b", "a", "b"]
-        );
-        assert_eq!(
-            names(&place(&hosts("a:3,b:1"), 6, MapBy::RoundRobin)),
-            ["a", "b", "a", "a", "a", "b"]
-        );
+        assert_eq!(names(&place(&hosts("a:2,b:2"), 4, MapBy::RoundRobin)), ["a", "b", "a", "b"]);
+        assert_eq!(names(&place(&hosts("a:3,b:1"), 6, MapBy::RoundRobin)), ["a", "b", "a", "a", "a", "b"]);
     }
 
     #[test]
     fn local_ranks_count_per_host_name() {
         let placed = place(&hosts("a,b,a"), 5, MapBy::Block);
-        let local: Vec<_> = placed
-            .iter()
-            .map(|p| (p.host.as_str(), p.local_rank, p.local_size))
-            .collect();
-        assert_eq!(
-            local,
-            [
-                ("a", 0, 3),
-                ("b", 0, 2),
-                ("a", 1, 3),
-                ("a", 2, 3),
-                ("b", 1, 2)
-            ]
-        );
+        let local: Vec<_> = placed.iter().map(|p| (p.host.as_str(), p.local_rank, p.local_size)).collect();
+        assert_eq!(local, [("a", 0, 3), ("b", 0, 2), ("a", 1, 3), ("a", 2, 3), ("b", 1, 2)]);
     }
 
     #[test]

@@ -45,9 +45,7 @@ pub fn parse_env_options(
             if name.is_empty() || name.contains(char::is_whitespace) {
                 return Err(EnvOptionError::Malformed(option.clone()));
             }
-            let value = value
-                .or_else(|| lookup(name))
-                .ok_or_else(|| EnvOptionError::Unset(name.to_owned()))?;
+            let value = value.or_else(|| lookup(name)).ok_or_else(|| EnvOptionError::Unset(name.to_owned()))?;
             Ok((name.to_owned(), value))
         })
         .collect()
@@ -70,9 +68,7 @@ pub struct JobSpec {
 }
 
 /// The caller's `MW_*` variables, minus the ones mwrun sets per rank.
-pub fn passthrough_env(
-    environment: impl Iterator<Item = (OsString, OsString)>,
-) -> Vec<(String, OsString)> {
+pub fn passthrough_env(environment: impl Iterator<Item = (OsString, OsString)>) -> Vec<(String, OsString)> {
     environment
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value)))
         .filter(|(name, _)| name.starts_with("MW_") && !is_set_by_mwrun(name))
@@ -80,16 +76,8 @@ pub fn passthrough_env(
 }
 
 fn is_set_by_mwrun(name: &str) -> bool {
-    [
-        vars::RANK,
-        vars::SIZE,
-        vars::LOCAL_RANK,
-        vars::LOCAL_SIZE,
-        vars::HOST,
-        vars::BOOTSTRAP,
-        vars::JOB_KEY,
-    ]
-    .contains(&name)
+    [vars::RANK, vars::SIZE, vars::LOCAL_RANK, vars::LOCAL_SIZE, vars::HOST, vars::BOOTSTRAP, vars::JOB_KEY]
+        .contains(&name)
 }
 
 impl JobSpec {
@@ -110,16 +98,9 @@ impl JobSpec {
     /// stopping it reaches whatever it started, and the terminal's ^C reaches
     /// only mwrun, which forwards it), stdin closed, output piped to mwrun.
     pub fn rank_command(&self, rank: u32, placement: &Placement, local: bool) -> Command {
-        let mut command = if local {
-            self.local_command(rank, placement)
-        } else {
-            self.remote_command(rank, placement)
-        };
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+        let mut command =
+            if local { self.local_command(rank, placement) } else { self.remote_command(rank, placement) };
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         command
     }
 
@@ -143,11 +124,7 @@ impl JobSpec {
         let mut words = vec![OsString::from("env")];
         words.extend(self.passthrough_env.iter().map(|(k, v)| assignment(k, v)));
         words.extend(self.user_env.iter().map(|(k, v)| assignment(k, v)));
-        words.extend(
-            self.rank_env(rank, placement)
-                .iter()
-                .map(|(k, v)| assignment(k, OsStr::new(v))),
-        );
+        words.extend(self.rank_env(rank, placement).iter().map(|(k, v)| assignment(k, OsStr::new(v))));
         words.push(self.program.clone());
         words.extend(self.args.iter().cloned());
         words
@@ -158,21 +135,13 @@ impl JobSpec {
         match &self.remote {
             RemoteExec::Ssh => {
                 let mut command = Command::new("ssh");
-                let script: Vec<String> = words
-                    .iter()
-                    .map(|w| shell_quote(&w.to_string_lossy()))
-                    .collect();
-                command
-                    .args(["-o", "BatchMode=yes", &placement.host])
-                    .arg(script.join(" "));
+                let script: Vec<String> = words.iter().map(|w| shell_quote(&w.to_string_lossy())).collect();
+                command.args(["-o", "BatchMode=yes", &placement.host]).arg(script.join(" "));
                 command
             }
             RemoteExec::Exec(launcher) => {
                 let mut command = Command::new(&launcher[0]);
-                command
-                    .args(&launcher[1..])
-                    .arg(&placement.host)
-                    .args(words);
+                command.args(&launcher[1..]).arg(&placement.host).args(words);
                 command
             }
         }
@@ -207,11 +176,7 @@ mod tests {
     }
 
     fn placement() -> Placement {
-        Placement {
-            host: "b".into(),
-            local_rank: 0,
-            local_size: 1,
-        }
+        Placement { host: "b".into(), local_rank: 0, local_size: 1 }
     }
 
     fn argv(command: &Command) -> Vec<String> {
@@ -223,18 +188,11 @@ mod tests {
 
     #[test]
     fn exec_launcher_gets_the_host_first_then_env_and_the_program() {
-        let spec = spec(RemoteExec::Exec(vec![
-            "ip".into(),
-            "netns".into(),
-            "exec".into(),
-        ]));
+        let spec = spec(RemoteExec::Exec(vec!["ip".into(), "netns".into(), "exec".into()]));
         let argv = argv(&spec.rank_command(1, &placement(), false));
         assert_eq!(argv[..6], ["ip", "netns", "exec", "b", "env", "MW_STATS=1"]);
         assert_eq!(argv[6], "OMP_NUM_THREADS=2");
-        assert!(
-            argv.contains(&"MW_RANK=1".to_owned())
-                && argv.contains(&"MW_BOOTSTRAP=10.0.0.1:4000".to_owned())
-        );
+        assert!(argv.contains(&"MW_RANK=1".to_owned()) && argv.contains(&"MW_BOOTSTRAP=10.0.0.1:4000".to_owned()));
         assert_eq!(argv[argv.len() - 3..], ["./app", "-v", "it's"]);
     }
 
@@ -243,11 +201,7 @@ mod tests {
         let argv = argv(&spec(RemoteExec::Ssh).rank_command(0, &placement(), false));
         assert_eq!(argv[..4], ["ssh", "-o", "BatchMode=yes", "b"]);
         assert_eq!(argv.len(), 5);
-        assert!(
-            argv[4].starts_with("env MW_STATS=1 OMP_NUM_THREADS=2 MW_RANK=0 "),
-            "{}",
-            argv[4]
-        );
+        assert!(argv[4].starts_with("env MW_STATS=1 OMP_NUM_THREADS=2 MW_RANK=0 "), "{}", argv[4]);
         assert!(argv[4].ends_with(" ./app -v 'it'\\''s'"), "{}", argv[4]);
     }
 
@@ -255,10 +209,7 @@ mod tests {
     fn local_ranks_run_the_program_directly_with_their_env() {
         let command = spec(RemoteExec::Ssh).rank_command(1, &placement(), true);
         assert_eq!(argv(&command), ["./app", "-v", "it's"]);
-        let env: Vec<_> = command
-            .get_envs()
-            .map(|(k, v)| (k.to_owned(), v.map(OsStr::to_owned)))
-            .collect();
+        let env: Vec<_> = command.get_envs().map(|(k, v)| (k.to_owned(), v.map(OsStr::to_owned))).collect();
         assert!(env.contains(&("MW_RANK".into(), Some("1".into()))));
         assert!(env.contains(&("OMP_NUM_THREADS".into(), Some("2".into()))));
     }
@@ -266,39 +217,18 @@ mod tests {
     #[test]
     fn env_options_parse() {
         let lookup = |name: &str| (name == "HOME").then(|| OsString::from("/root"));
-        let parsed =
-            parse_env_options(&["A=1".into(), "B=x=y".into(), "HOME".into()], lookup).unwrap();
-        assert_eq!(
-            parsed,
-            [
-                ("A".into(), "1".into()),
-                ("B".into(), "x=y".into()),
-                ("HOME".into(), "/root".into())
-            ]
-        );
-        let unset = parse_env_options(&["NOPE".into()], lookup)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            unset,
-            "-x NOPE: NOPE is not set in mwrun's environment (use -x NOPE=VALUE)"
-        );
+        let parsed = parse_env_options(&["A=1".into(), "B=x=y".into(), "HOME".into()], lookup).unwrap();
+        assert_eq!(parsed, [("A".into(), "1".into()), ("B".into(), "x=y".into()), ("HOME".into(), "/root".into())]);
+        let unset = parse_env_options(&["NOPE".into()], lookup).unwrap_err().to_string();
+        assert_eq!(unset, "-x NOPE: NOPE is not set in mwrun's environment (use -x NOPE=VALUE)");
         assert!(parse_env_options(&["=1".into()], lookup).is_err());
     }
 
     #[test]
     fn passthrough_keeps_the_callers_settings_but_not_the_job_identity() {
-        let env = [
-            ("MW_STATS", "1"),
-            ("MW_RANK", "7"),
-            ("PATH", "/bin"),
-            ("MW_JOB_KEY", "x"),
-        ]
-        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
-        assert_eq!(
-            passthrough_env(env.into_iter()),
-            [("MW_STATS".to_owned(), OsString::from("1"))]
-        );
+        let env = [("MW_STATS", "1"), ("MW_RANK", "7"), ("PATH", "/bin"), ("MW_JOB_KEY", "x")]
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        assert_eq!(passthrough_env(env.into_iter()), [("MW_STATS".to_owned(), OsString::from("1"))]);
     }
 
     #[test]

@@ -40,16 +40,9 @@ enum MwrunError {
     #[error(transparent)]
     Start(#[from] StartError),
     #[error("{option} {value:?}: {reason}")]
-    Option {
-        option: &'static str,
-        value: String,
-        reason: &'static str,
-    },
+    Option { option: &'static str, value: String, reason: &'static str },
     #[error("{context}: {source}")]
-    Io {
-        context: &'static str,
-        source: std::io::Error,
-    },
+    Io { context: &'static str, source: std::io::Error },
 }
 
 impl MwrunError {
@@ -80,22 +73,14 @@ fn run(cli: Cli) -> Result<i32, MwrunError> {
         (Some(list), _) => hosts::parse_host_list(list)?,
         (None, Some(path)) => {
             let shown = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|source| HostError::Read {
-                path: shown.clone(),
-                source,
-            })?;
+            let text =
+                std::fs::read_to_string(path).map_err(|source| HostError::Read { path: shown.clone(), source })?;
             hosts::parse_hostfile(&shown, &text)?
         }
-        (None, None) => vec![HostSpec {
-            name: my_hostname.clone(),
-            slots: None,
-        }],
+        (None, None) => vec![HostSpec { name: my_hostname.clone(), slots: None }],
     };
     let placements = hosts::place(&host_specs, cli.np, cli.map_by);
-    let local: Vec<bool> = placements
-        .iter()
-        .map(|p| hosts::is_local_host(&p.host, &my_hostname))
-        .collect();
+    let local: Vec<bool> = placements.iter().map(|p| hosts::is_local_host(&p.host, &my_hostname)).collect();
     let remote = match &cli.launcher_exec {
         Some(command) => {
             let words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
@@ -116,19 +101,12 @@ fn run(cli: Cli) -> Result<i32, MwrunError> {
 
     let job_key = random_job_key()?;
     let all_local = local.iter().all(|&l| l);
-    let (bind, advertised) = rendezvous_addresses(
-        cli.bind.as_deref(),
-        cli.bootstrap_addr.as_deref(),
-        all_local,
-    )?;
+    let (bind, advertised) = rendezvous_addresses(cli.bind.as_deref(), cli.bootstrap_addr.as_deref(), all_local)?;
     let server = RendezvousServer::bind(&bind.to_string(), cli.np, job_key)?;
     let bootstrap_addr = advertised.with_port(server.local_addr().port(), &my_hostname);
     // Serves in the background for as long as mwrun lives; a job whose ranks
     // never join simply never talks to it.
-    let _server = server.spawn().map_err(|source| MwrunError::Io {
-        context: "cannot start the rendezvous",
-        source,
-    })?;
+    let _server = server.spawn().map_err(|source| MwrunError::Io { context: "cannot start the rendezvous", source })?;
 
     let mut command = cli.command.into_iter();
     let spec = JobSpec {
@@ -141,10 +119,8 @@ fn run(cli: Cli) -> Result<i32, MwrunError> {
         passthrough_env: launch::passthrough_env(std::env::vars_os()),
         remote,
     };
-    sys::catch_termination_signals().map_err(|source| MwrunError::Io {
-        context: "cannot install signal handlers",
-        source,
-    })?;
+    sys::catch_termination_signals()
+        .map_err(|source| MwrunError::Io { context: "cannot install signal handlers", source })?;
     let job = Job::start(&spec, &placements, &local, !cli.no_prefix, cli.grace)?;
     Ok(job.supervise(cli.timeout))
 }
@@ -185,11 +161,7 @@ fn rendezvous_addresses(
             (_, Ok(ip)) => (ip, None),
             _ => {
                 let reason = "expected IP or IP:PORT";
-                return Err(MwrunError::Option {
-                    option: "--bind",
-                    value: text.to_owned(),
-                    reason,
-                });
+                return Err(MwrunError::Option { option: "--bind", value: text.to_owned(), reason });
             }
         },
     };
@@ -199,24 +171,14 @@ fn rendezvous_addresses(
             let (host, port) = split_host_port(text);
             if host.is_empty() {
                 let reason = "expected HOST or HOST:PORT";
-                return Err(MwrunError::Option {
-                    option: "--bootstrap-addr",
-                    value: text.to_owned(),
-                    reason,
-                });
+                return Err(MwrunError::Option { option: "--bootstrap-addr", value: text.to_owned(), reason });
             }
             (Some(host), port)
         }
     };
     let host = host.or_else(|| (!bind_ip.is_unspecified()).then(|| bind_ip.to_string()));
     let bind = SocketAddr::new(bind_ip, bind_port.or(port).unwrap_or(0));
-    Ok((
-        bind,
-        Advertised {
-            host,
-            port: port.or(bind_port),
-        },
-    ))
+    Ok((bind, Advertised { host, port: port.or(bind_port) }))
 }
 
 /// `host:port`, `[v6]:port`, or a bare host (an IPv6 literal included).
@@ -244,45 +206,22 @@ mod tests {
 
     #[test]
     fn local_jobs_use_loopback() {
-        assert_eq!(
-            addrs(None, None, true),
-            ("127.0.0.1:0".into(), "127.0.0.1:4242".into())
-        );
+        assert_eq!(addrs(None, None, true), ("127.0.0.1:0".into(), "127.0.0.1:4242".into()));
     }
 
     #[test]
     fn multi_host_jobs_listen_everywhere_and_advertise_the_host_name() {
-        assert_eq!(
-            addrs(None, None, false),
-            ("0.0.0.0:0".into(), "me:4242".into())
-        );
-        assert_eq!(
-            addrs(None, Some("10.0.0.1"), false),
-            ("0.0.0.0:0".into(), "10.0.0.1:4242".into())
-        );
-        assert_eq!(
-            addrs(None, Some("head:5000"), false),
-            ("0.0.0.0:5000".into(), "head:5000".into())
-        );
-        assert_eq!(
-            addrs(Some("10.0.0.1"), None, false),
-            ("10.0.0.1:0".into(), "10.0.0.1:4242".into())
-        );
-        assert_eq!(
-            addrs(Some("0.0.0.0:6000"), None, false),
-            ("0.0.0.0:6000".into(), "me:6000".into())
-        );
-        assert_eq!(
-            addrs(None, Some("fe80::1"), false),
-            ("0.0.0.0:0".into(), "[fe80::1]:4242".into())
-        );
+        assert_eq!(addrs(None, None, false), ("0.0.0.0:0".into(), "me:4242".into()));
+        assert_eq!(addrs(None, Some("10.0.0.1"), false), ("0.0.0.0:0".into(), "10.0.0.1:4242".into()));
+        assert_eq!(addrs(None, Some("head:5000"), false), ("0.0.0.0:5000".into(), "head:5000".into()));
+        assert_eq!(addrs(Some("10.0.0.1"), None, false), ("10.0.0.1:0".into(), "10.0.0.1:4242".into()));
+        assert_eq!(addrs(Some("0.0.0.0:6000"), None, false), ("0.0.0.0:6000".into(), "me:6000".into()));
+        assert_eq!(addrs(None, Some("fe80::1"), false), ("0.0.0.0:0".into(), "[fe80::1]:4242".into()));
     }
 
     #[test]
     fn bad_addresses_are_refused_by_option_name() {
-        let err = rendezvous_addresses(Some("nowhere"), None, true)
-            .unwrap_err()
-            .to_string();
+        let err = rendezvous_addresses(Some("nowhere"), None, true).unwrap_err().to_string();
         assert_eq!(err, "--bind \"nowhere\": expected IP or IP:PORT");
         assert!(rendezvous_addresses(None, Some(":80"), true).is_err());
     }

@@ -20,24 +20,18 @@ pub enum Sink {
 
 /// Starts a thread forwarding `source` to `sink`, each line prefixed with
 /// `prefix` (e.g. `[3] `) unless it is empty.
-pub fn spawn_forwarder(
-    source: impl Read + Send + 'static,
-    prefix: String,
-    sink: Sink,
-) -> io::Result<JoinHandle<()>> {
-    thread::Builder::new()
-        .name("mwrun-output".into())
-        .spawn(move || {
-            let write = |line: &[u8]| {
-                // mwrun's own output may be gone (`mwrun ... | head`): keep
-                // reading anyway, so the rank never blocks on a full pipe.
-                let _ = match sink {
-                    Sink::Stdout => write_locked(&mut io::stdout().lock(), line),
-                    Sink::Stderr => write_locked(&mut io::stderr().lock(), line),
-                };
+pub fn spawn_forwarder(source: impl Read + Send + 'static, prefix: String, sink: Sink) -> io::Result<JoinHandle<()>> {
+    thread::Builder::new().name("mwrun-output".into()).spawn(move || {
+        let write = |line: &[u8]| {
+            // mwrun's own output may be gone (`mwrun ... | head`): keep
+            // reading anyway, so the rank never blocks on a full pipe.
+            let _ = match sink {
+                Sink::Stdout => write_locked(&mut io::stdout().lock(), line),
+                Sink::Stderr => write_locked(&mut io::stderr().lock(), line),
             };
-            forward_lines(BufReader::new(source), prefix.as_bytes(), write);
-        })
+        };
+        forward_lines(BufReader::new(source), prefix.as_bytes(), write);
+    })
 }
 
 fn write_locked(out: &mut impl Write, line: &[u8]) -> io::Result<()> {
@@ -80,18 +74,12 @@ mod tests {
 
     #[test]
     fn lines_get_the_prefix() {
-        assert_eq!(
-            forwarded(b"hi\nthere\n", "[1] "),
-            [b"[1] hi\n".to_vec(), b"[1] there\n".to_vec()]
-        );
+        assert_eq!(forwarded(b"hi\nthere\n", "[1] "), [b"[1] hi\n".to_vec(), b"[1] there\n".to_vec()]);
     }
 
     #[test]
     fn an_unterminated_last_line_is_terminated_only_with_a_prefix() {
-        assert_eq!(
-            forwarded(b"a\nb", "[0] "),
-            [b"[0] a\n".to_vec(), b"[0] b\n".to_vec()]
-        );
+        assert_eq!(forwarded(b"a\nb", "[0] "), [b"[0] a\n".to_vec(), b"[0] b\n".to_vec()]);
         assert_eq!(forwarded(b"a\nb", ""), [b"a\n".to_vec(), b"b".to_vec()]);
     }
 

@@ -79,20 +79,13 @@ impl Job {
         prefix: bool,
         grace: Duration,
     ) -> Result<Job, StartError> {
-        let mut job = Job {
-            ranks: Vec::with_capacity(placements.len()),
-            grace,
-        };
+        let mut job = Job { ranks: Vec::with_capacity(placements.len()), grace };
         for (rank, placement) in (0u32..).zip(placements) {
             let is_local = local[rank as usize];
             let mut command = spec.rank_command(rank, placement, is_local);
             let program = command.get_program().to_string_lossy().into_owned();
             let started = command.spawn().and_then(|mut child| {
-                let label = if prefix {
-                    format!("[{rank}] ")
-                } else {
-                    String::new()
-                };
+                let label = if prefix { format!("[{rank}] ") } else { String::new() };
                 let stdout = child.stdout.take().expect("stdout is piped");
                 let stderr = child.stderr.take().expect("stderr is piped");
                 let forwarders = spawn_forwarder(stdout, label.clone(), Sink::Stdout)
@@ -100,13 +93,7 @@ impl Job {
                 match forwarders {
                     Ok(forwarders) => {
                         let host = (!is_local).then(|| placement.host.clone());
-                        Ok(RankProcess {
-                            rank,
-                            host,
-                            child,
-                            status: None,
-                            forwarders,
-                        })
+                        Ok(RankProcess { rank, host, child, status: None, forwarders })
                     }
                     Err(e) => {
                         // Nobody would read its output: do not leave it running.
@@ -120,11 +107,7 @@ impl Job {
                 Ok(process) => job.ranks.push(process),
                 Err(source) => {
                     job.stop(sys::SIGTERM);
-                    return Err(StartError {
-                        rank,
-                        program,
-                        source,
-                    });
+                    return Err(StartError { rank, program, source });
                 }
             }
         }
@@ -138,11 +121,7 @@ impl Job {
         let started = Instant::now();
         loop {
             if let Some(signal) = sys::take_pending_signal() {
-                report(&format!(
-                    "received {}; stopping {} ranks",
-                    sys::signal_name(signal),
-                    self.running()
-                ));
+                report(&format!("received {}; stopping {} ranks", sys::signal_name(signal), self.running()));
                 self.stop(signal);
                 self.drain_output(OUTPUT_DRAIN);
                 return 128 + signal;
@@ -152,12 +131,7 @@ impl Job {
                 self.drain_rank_output(failed, LAST_WORDS);
                 let rank = &self.ranks[failed];
                 let status = rank.status.expect("a failed rank has exited");
-                report(&describe_exit(
-                    rank.rank,
-                    rank.pid(),
-                    rank.host.as_deref(),
-                    status,
-                ));
+                report(&describe_exit(rank.rank, rank.pid(), rank.host.as_deref(), status));
                 self.drain_output(OUTPUT_DRAIN);
                 return exit_code(status);
             }
@@ -166,10 +140,7 @@ impl Job {
                 return 0;
             }
             if let Some(limit) = time_limit.filter(|limit| started.elapsed() >= *limit) {
-                report(&format!(
-                    "time limit of {limit:?} reached; stopping {} ranks",
-                    self.running()
-                ));
+                report(&format!("time limit of {limit:?} reached; stopping {} ranks", self.running()));
                 self.stop(sys::SIGTERM);
                 self.drain_output(OUTPUT_DRAIN);
                 return 124;
@@ -208,10 +179,7 @@ impl Job {
             let _ = sys::signal_group(rank.pid(), signal);
         }
         let deadline = Instant::now() + self.grace;
-        while self.running() > 0
-            && Instant::now() < deadline
-            && sys::take_pending_signal().is_none()
-        {
+        while self.running() > 0 && Instant::now() < deadline && sys::take_pending_signal().is_none() {
             thread::sleep(POLL);
             self.reap();
         }
@@ -223,12 +191,7 @@ impl Job {
 
     fn drain_rank_output(&mut self, index: usize, limit: Duration) {
         let deadline = Instant::now() + limit;
-        while Instant::now() < deadline
-            && !self.ranks[index]
-                .forwarders
-                .iter()
-                .all(JoinHandle::is_finished)
-        {
+        while Instant::now() < deadline && !self.ranks[index].forwarders.iter().all(JoinHandle::is_finished) {
             thread::sleep(POLL);
         }
     }
@@ -236,13 +199,7 @@ impl Job {
     /// Waits (boundedly) for every forwarder to reach the end of its pipe.
     fn drain_output(&mut self, limit: Duration) {
         let deadline = Instant::now() + limit;
-        while Instant::now() < deadline
-            && !self
-                .ranks
-                .iter()
-                .flat_map(|r| &r.forwarders)
-                .all(JoinHandle::is_finished)
-        {
+        while Instant::now() < deadline && !self.ranks.iter().flat_map(|r| &r.forwarders).all(JoinHandle::is_finished) {
             thread::sleep(POLL);
         }
         let _ = io::stdout().flush();
@@ -263,15 +220,8 @@ pub fn describe_exit(rank: u32, pid: u32, host: Option<&str>, status: ExitStatus
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("{whom} exited with status {code}"),
         (None, Some(signal)) => {
-            let core = if status.core_dumped() {
-                ", core dumped"
-            } else {
-                ""
-            };
-            format!(
-                "{whom} killed by signal {signal} ({}){core}",
-                sys::signal_name(signal)
-            )
+            let core = if status.core_dumped() { ", core dumped" } else { "" };
+            format!("{whom} killed by signal {signal} ({}){core}", sys::signal_name(signal))
         }
         (None, None) => format!("{whom} ended with {status}"),
     }
@@ -293,31 +243,18 @@ mod tests {
     #[test]
     fn exits_are_described_like_a_shell_would() {
         let exited = ExitStatus::from_raw(3 << 8);
-        assert_eq!(
-            describe_exit(2, 1234, None, exited),
-            "rank 2 (pid 1234) exited with status 3"
-        );
+        assert_eq!(describe_exit(2, 1234, None, exited), "rank 2 (pid 1234) exited with status 3");
         assert_eq!(exit_code(exited), 3);
         let killed = ExitStatus::from_raw(9);
-        assert_eq!(
-            describe_exit(1, 7, None, killed),
-            "rank 1 (pid 7) killed by signal 9 (SIGKILL)"
-        );
+        assert_eq!(describe_exit(1, 7, None, killed), "rank 1 (pid 7) killed by signal 9 (SIGKILL)");
         assert_eq!(exit_code(killed), 137);
         let remote = describe_exit(0, 5, Some("b"), exited);
-        assert_eq!(
-            remote,
-            "rank 0 (pid 5, launcher for host b) exited with status 3"
-        );
+        assert_eq!(remote, "rank 0 (pid 5, launcher for host b) exited with status 3");
     }
 
     #[test]
     fn start_errors_map_to_shell_exit_codes() {
-        let err = |kind| StartError {
-            rank: 0,
-            program: "x".into(),
-            source: io::Error::from(kind),
-        };
+        let err = |kind| StartError { rank: 0, program: "x".into(), source: io::Error::from(kind) };
         assert_eq!(err(io::ErrorKind::NotFound).exit_code(), 127);
         assert_eq!(err(io::ErrorKind::PermissionDenied).exit_code(), 126);
     }

@@ -51,8 +51,7 @@ pub fn take_pending_signal() -> Option<i32> {
 /// Sends `signal` to every process in process group `pgid` (a rank and
 /// whatever it started). A group that no longer exists is not an error.
 pub fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
-    let pgid =
-        libc::pid_t::try_from(pgid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let pgid = libc::pid_t::try_from(pgid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     if pgid <= 1 {
         // kill(-1) or kill(0) would hit far more than one rank.
         return Err(io::ErrorKind::InvalidInput.into());
@@ -95,10 +94,7 @@ pub fn signal_name(signal: i32) -> &'static str {
         (libc::SIGXFSZ, "SIGXFSZ"),
         (libc::SIGSYS, "SIGSYS"),
     ];
-    NAMES
-        .iter()
-        .find(|(n, _)| *n == signal)
-        .map_or("unknown signal", |(_, name)| name)
+    NAMES.iter().find(|(n, _)| *n == signal).map_or("unknown signal", |(_, name)| name)
 }
 
 #[cfg(test)]

@@ -8,11 +8,7 @@ use std::time::{Duration, Instant};
 const MWRUN: &str = env!("CARGO_BIN_EXE_mwrun");
 
 fn mwrun(args: &[&str]) -> Output {
-    Command::new(MWRUN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("mwrun runs")
+    Command::new(MWRUN).args(args).stdin(Stdio::null()).output().expect("mwrun runs")
 }
 
 fn stdout(out: &Output) -> String {
@@ -42,11 +38,7 @@ fn scratch_dir(name: &str) -> PathBuf {
 fn fake_launcher(name: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let path = scratch_dir(name).join("fake-remote");
-    std::fs::write(
-        &path,
-        "#!/bin/sh\necho \"launched on $1\" >&2\nshift\nexec \"$@\"\n",
-    )
-    .unwrap();
+    std::fs::write(&path, "#!/bin/sh\necho \"launched on $1\" >&2\nshift\nexec \"$@\"\n").unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }
@@ -59,25 +51,12 @@ fn exit_status_follows_the_ranks() {
 
     let failed = mwrun(&["-n", "2", "false"]);
     assert_eq!(failed.status.code(), Some(1));
-    assert!(
-        stderr(&failed).contains("exited with status 1"),
-        "{}",
-        stderr(&failed)
-    );
+    assert!(stderr(&failed).contains("exited with status 1"), "{}", stderr(&failed));
 
-    let three = mwrun(&[
-        "-n",
-        "3",
-        "sh",
-        "-c",
-        "if [ $MW_RANK = 2 ]; then exit 3; fi; sleep 30",
-    ]);
+    let three = mwrun(&["-n", "3", "sh", "-c", "if [ $MW_RANK = 2 ]; then exit 3; fi; sleep 30"]);
     assert_eq!(three.status.code(), Some(3));
     let message = stderr(&three);
-    assert!(
-        message.starts_with("mwrun: rank 2 (pid ") && message.contains(") exited with status 3"),
-        "{message}"
-    );
+    assert!(message.starts_with("mwrun: rank 2 (pid ") && message.contains(") exited with status 3"), "{message}");
 }
 
 #[test]
@@ -85,10 +64,7 @@ fn output_lines_carry_the_rank_prefix() {
     let out = mwrun(&["-n", "3", "sh", "-c", "echo hi; echo oops >&2"]);
     assert!(out.status.success());
     assert_eq!(sorted_lines(&stdout(&out)), ["[0] hi", "[1] hi", "[2] hi"]);
-    assert_eq!(
-        sorted_lines(&stderr(&out)),
-        ["[0] oops", "[1] oops", "[2] oops"]
-    );
+    assert_eq!(sorted_lines(&stderr(&out)), ["[0] oops", "[1] oops", "[2] oops"]);
 
     let plain = mwrun(&["-n", "2", "-q", "sh", "-c", "echo hi"]);
     assert_eq!(stdout(&plain), "hi\nhi\n");
@@ -104,14 +80,8 @@ fn lines_of_different_ranks_never_mix() {
     for line in text.lines() {
         let (prefix, rest) = line.split_once(' ').unwrap();
         let rank = prefix.trim_start_matches('[').trim_end_matches(']');
-        assert!(
-            rest.starts_with(&format!("rank{rank} line ")),
-            "mixed line: {line:?}"
-        );
-        assert!(
-            rest.ends_with(" xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
-            "mixed line: {line:?}"
-        );
+        assert!(rest.starts_with(&format!("rank{rank} line ")), "mixed line: {line:?}");
+        assert!(rest.ends_with(" xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"), "mixed line: {line:?}");
     }
 }
 
@@ -128,34 +98,18 @@ fn ranks_see_their_identity_in_the_environment() {
     let lines = sorted_lines(&stdout(&out));
     for (rank, line) in lines.iter().enumerate() {
         let expected = format!("[{rank}] {rank}/4 {rank}/4 32 bar 1 127.0.0.1:");
-        assert!(
-            line.starts_with(&expected),
-            "{line:?} should start with {expected:?}"
-        );
+        assert!(line.starts_with(&expected), "{line:?} should start with {expected:?}");
     }
 }
 
 #[test]
 fn a_rank_killed_by_a_signal_stops_the_job_quickly() {
     let start = Instant::now();
-    let out = mwrun(&[
-        "-n",
-        "3",
-        "sh",
-        "-c",
-        "if [ $MW_RANK = 1 ]; then kill -9 $$; else sleep 30; fi",
-    ]);
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "took {:?}",
-        start.elapsed()
-    );
+    let out = mwrun(&["-n", "3", "sh", "-c", "if [ $MW_RANK = 1 ]; then kill -9 $$; else sleep 30; fi"]);
+    assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
     assert_eq!(out.status.code(), Some(128 + 9));
     let message = stderr(&out);
-    assert!(
-        message.contains("rank 1 (pid ") && message.contains("killed by signal 9 (SIGKILL)"),
-        "{message}"
-    );
+    assert!(message.contains("rank 1 (pid ") && message.contains("killed by signal 9 (SIGKILL)"), "{message}");
 }
 
 #[test]
@@ -164,11 +118,7 @@ fn a_rank_ignoring_sigterm_is_killed_after_the_grace_period() {
     let script = "if [ $MW_RANK = 1 ]; then exit 4; fi; trap '' TERM; sleep 30";
     let out = mwrun(&["-n", "2", "--grace", "0.3", "sh", "-c", script]);
     assert_eq!(out.status.code(), Some(4));
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "took {:?}",
-        start.elapsed()
-    );
+    assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
 }
 
 #[test]
@@ -176,20 +126,12 @@ fn a_missing_program_is_a_clear_error() {
     let out = mwrun(&["-n", "2", "no-such-program-mwrun-test"]);
     assert_eq!(out.status.code(), Some(127));
     let message = stderr(&out);
-    assert!(
-        message.contains("\"no-such-program-mwrun-test\"") && message.contains("No such file"),
-        "{message}"
-    );
+    assert!(message.contains("\"no-such-program-mwrun-test\"") && message.contains("No such file"), "{message}");
 
     let data = scratch_dir("noexec").join("data.txt");
     std::fs::write(&data, "not a program\n").unwrap();
     let not_executable = mwrun(&["-n", "1", data.to_str().unwrap()]);
-    assert_eq!(
-        not_executable.status.code(),
-        Some(126),
-        "{}",
-        stderr(&not_executable)
-    );
+    assert_eq!(not_executable.status.code(), Some(126), "{}", stderr(&not_executable));
     assert!(stderr(&not_executable).contains("Permission denied"));
 }
 
@@ -197,11 +139,7 @@ fn a_missing_program_is_a_clear_error() {
 fn bad_hosts_are_refused_before_anything_starts() {
     let out = mwrun(&["-n", "1", "--hostfile", "/nonexistent/hosts", "true"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).starts_with("mwrun: cannot read hostfile /nonexistent/hosts"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).starts_with("mwrun: cannot read hostfile /nonexistent/hosts"), "{}", stderr(&out));
     let out = mwrun(&["-n", "1", "--hosts", "a:zero", "true"]);
     assert!(stderr(&out).contains("--hosts entry \"a:zero\": slots must be a positive integer"));
 }
@@ -218,13 +156,7 @@ fn the_time_limit_stops_the_job() {
 #[test]
 fn sigterm_to_mwrun_is_forwarded_to_the_ranks() {
     let mut child = Command::new(MWRUN)
-        .args([
-            "-n",
-            "2",
-            "sh",
-            "-c",
-            "trap 'echo stopping; exit 7' TERM; echo ready; sleep 30 & wait",
-        ])
+        .args(["-n", "2", "sh", "-c", "trap 'echo stopping; exit 7' TERM; echo ready; sleep 30 & wait"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -234,20 +166,13 @@ fn sigterm_to_mwrun_is_forwarded_to_the_ranks() {
         assert!(lines.next().unwrap().unwrap().ends_with("ready"));
     }
     let start = Instant::now();
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
+    let kill = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(kill.success());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(128 + 15));
     assert!(start.elapsed() < Duration::from_secs(5));
     let rest: Vec<String> = lines.map(Result::unwrap).collect();
-    assert_eq!(
-        rest.iter().filter(|l| l.ends_with("stopping")).count(),
-        2,
-        "{rest:?}"
-    );
+    assert_eq!(rest.iter().filter(|l| l.ends_with("stopping")).count(), 2, "{rest:?}");
 }
 
 #[test]
@@ -267,18 +192,10 @@ fn launcher_exec_starts_ranks_on_named_hosts() {
         "echo $MW_RANK@$MW_HOST $MW_LOCAL_RANK/$MW_LOCAL_SIZE",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
-        sorted_lines(&stdout(&out)),
-        ["[0] 0@a 0/2", "[1] 1@b 0/2", "[2] 2@a 1/2", "[3] 3@b 1/2"]
-    );
+    assert_eq!(sorted_lines(&stdout(&out)), ["[0] 0@a 0/2", "[1] 1@b 0/2", "[2] 2@a 1/2", "[3] 3@b 1/2"]);
     assert_eq!(
         sorted_lines(&stderr(&out)),
-        [
-            "[0] launched on a",
-            "[1] launched on b",
-            "[2] launched on a",
-            "[3] launched on b"
-        ]
+        ["[0] launched on a", "[1] launched on b", "[2] launched on a", "[3] launched on b"]
     );
 }
 

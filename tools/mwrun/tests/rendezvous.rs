@@ -21,10 +21,7 @@ fn rank_body() {
             let mut boot = Bootstrap::from_env().expect("join the job");
             let info = boot.info().clone();
             let blobs = boot.allgather(&info.rank.to_le_bytes()).expect("allgather");
-            let ranks: Vec<u32> = blobs
-                .iter()
-                .map(|b| u32::from_le_bytes(b[..].try_into().unwrap()))
-                .collect();
+            let ranks: Vec<u32> = blobs.iter().map(|b| u32::from_le_bytes(b[..].try_into().unwrap())).collect();
             assert_eq!(ranks, (0..info.size).collect::<Vec<_>>());
             boot.barrier().expect("barrier");
             println!(
@@ -51,13 +48,7 @@ fn run_ranks(options: &[&str], role: &str) -> Output {
         .args(options)
         .args(["-x", &format!("{ROLE}={role}")])
         .arg(me)
-        .args([
-            "--exact",
-            "rank_body",
-            "--nocapture",
-            "--test-threads=1",
-            "-q",
-        ])
+        .args(["--exact", "rank_body", "--nocapture", "--test-threads=1", "-q"])
         .output()
         .unwrap()
 }
@@ -75,14 +66,8 @@ fn ok_lines(out: &Output) -> Vec<String> {
 #[test]
 fn four_ranks_allgather_through_mwrun() {
     let out = run_ranks(&["-n", "4"], "allgather");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let expected: Vec<String> = (0..4)
-        .map(|r| format!("[{r}] allgather ok: rank {r} of 4, local {r} of 4"))
-        .collect();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let expected: Vec<String> = (0..4).map(|r| format!("[{r}] allgather ok: rank {r} of 4, local {r} of 4")).collect();
     assert_eq!(ok_lines(&out), expected);
 }
 
@@ -105,14 +90,9 @@ fn ranks_on_other_hosts_reach_mwrun_through_the_bootstrap_address() {
         "127.0.0.1",
     ];
     let out = run_ranks(&options, "allgather");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let expected: Vec<String> = (0..4)
-        .map(|r| format!("[{r}] allgather ok: rank {r} of 4, local {} of 2", r % 2))
-        .collect();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let expected: Vec<String> =
+        (0..4).map(|r| format!("[{r}] allgather ok: rank {r} of 4, local {} of 2", r % 2)).collect();
     assert_eq!(ok_lines(&out), expected);
 }
 
@@ -122,20 +102,11 @@ fn a_rank_that_never_joins_makes_the_others_time_out_clearly() {
         .env("MW_BOOTSTRAP_TIMEOUT", "0.5")
         .args(["-n", "2", "-x", &format!("{ROLE}=one-never-joins")])
         .arg(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "rank_body",
-            "--nocapture",
-            "--test-threads=1",
-            "-q",
-        ])
+        .args(["--exact", "rank_body", "--nocapture", "--test-threads=1", "-q"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(9));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("[0] join failed: ") && stderr.contains("MW_BOOTSTRAP_TIMEOUT"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("[0] join failed: ") && stderr.contains("MW_BOOTSTRAP_TIMEOUT"), "{stderr}");
     assert!(stderr.contains("mwrun: rank 0 (pid "), "{stderr}");
 }

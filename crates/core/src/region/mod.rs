@@ -169,14 +169,7 @@ impl RegionTable {
         if self.regions.contains_key(&key) {
             return false;
         }
-        self.regions.insert(
-            key,
-            RegionEntry {
-                mem,
-                access,
-                log: None,
-            },
-        );
+        self.regions.insert(key, RegionEntry { mem, access, log: None });
         true
     }
 
@@ -205,11 +198,7 @@ impl RegionTable {
     pub fn enable_log(&mut self, key: RegionKey, capacity: usize) -> bool {
         match self.regions.get_mut(&key) {
             Some(entry) => {
-                entry.log = Some(ArrivalLog {
-                    entries: VecDeque::new(),
-                    capacity: capacity.max(1),
-                    overflowed: 0,
-                });
+                entry.log = Some(ArrivalLog { entries: VecDeque::new(), capacity: capacity.max(1), overflowed: 0 });
                 true
             }
             None => false,
@@ -218,20 +207,12 @@ impl RegionTable {
 
     /// Takes the oldest logged arrival of a region.
     pub fn pop_arrival(&mut self, key: RegionKey) -> Option<Arrival> {
-        self.regions
-            .get_mut(&key)?
-            .log
-            .as_mut()?
-            .entries
-            .pop_front()
+        self.regions.get_mut(&key)?.log.as_mut()?.entries.pop_front()
     }
 
     /// How many arrivals were discarded because the log was full.
     pub fn arrivals_lost(&self, key: RegionKey) -> u64 {
-        self.regions
-            .get(&key)
-            .and_then(|e| e.log.as_ref())
-            .map_or(0, |log| log.overflowed)
+        self.regions.get(&key).and_then(|e| e.log.as_ref()).map_or(0, |log| log.overflowed)
     }
 
     /// Points address register `register` at a window of a region.
@@ -249,10 +230,7 @@ impl RegionTable {
 
     /// Where a register points, or `Unsupported` when it is not set.
     pub fn register(&self, register: u16) -> Result<RegisterTarget, Status> {
-        self.registers
-            .get(&register)
-            .copied()
-            .ok_or(Status::Unsupported)
+        self.registers.get(&register).copied().ok_or(Status::Unsupported)
     }
 }
 
@@ -280,25 +258,9 @@ mod tests {
         assert_eq!(entry.check(Access::WRITE, 0, 8), Err(Status::NoPermission));
         assert_eq!(entry.check(Access::READ, 0, 8), Ok((0, 8)));
         assert_eq!(table.get(RegionKey(10)).unwrap_err(), Status::BadKey);
-        table
-            .set_register(
-                3,
-                RegisterTarget {
-                    key: RegionKey(9),
-                    offset: 8,
-                    len: 8,
-                },
-            )
-            .unwrap();
+        table.set_register(3, RegisterTarget { key: RegionKey(9), offset: 8, len: 8 }).unwrap();
         assert_eq!(
-            table.set_register(
-                4,
-                RegisterTarget {
-                    key: RegionKey(9),
-                    offset: 60,
-                    len: 8
-                }
-            ),
+            table.set_register(4, RegisterTarget { key: RegionKey(9), offset: 60, len: 8 }),
             Err(Status::OutOfBounds)
         );
         assert!(table.remove(RegionKey(9)));
@@ -312,12 +274,7 @@ mod tests {
         table.insert(RegionKey(1), buf.raw(), Access::ALL);
         table.enable_log(RegionKey(1), 2);
         for offset in 0..3 {
-            let arrival = Arrival {
-                kind: ArrivalKind::Put,
-                source: 1,
-                offset,
-                len: 1,
-            };
+            let arrival = Arrival { kind: ArrivalKind::Put, source: 1, offset, len: 1 };
             table.get_mut(RegionKey(1)).unwrap().log(arrival);
         }
         assert_eq!(table.arrivals_lost(RegionKey(1)), 1);

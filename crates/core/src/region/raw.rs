@@ -84,12 +84,7 @@ impl RawMem {
     }
 
     /// Calls `f` with the bytes at `offset..offset+len` as a mutable slice.
-    pub fn with_slice_mut<R>(
-        &self,
-        offset: usize,
-        len: usize,
-        f: impl FnOnce(&mut [u8]) -> R,
-    ) -> R {
+    pub fn with_slice_mut<R>(&self, offset: usize, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
         self.assert_in_bounds(offset, len);
         // SAFETY: in bounds and valid per `new`; exclusive for the call because
         // the endpoint lock is held and no other view hands out references.
@@ -159,8 +154,7 @@ impl AlignedBuf {
     }
 
     fn layout(len: usize) -> std::alloc::Layout {
-        std::alloc::Layout::from_size_align(len.max(ALIGN), ALIGN)
-            .expect("region size overflows isize")
+        std::alloc::Layout::from_size_align(len.max(ALIGN), ALIGN).expect("region size overflows isize")
     }
 
     /// A raw view of the whole buffer.

@@ -44,10 +44,7 @@ where
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     for handle in handles {
         while !handle.is_finished() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "job did not finish within 60 s"
-            );
+            assert!(std::time::Instant::now() < deadline, "job did not finish within 60 s");
             std::thread::sleep(Duration::from_millis(5));
         }
         if let Err(panic) = handle.join() {
@@ -59,23 +56,12 @@ where
 /// A config with faults injected on every rank's send path.
 pub fn lossy(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
     let mut cfg = Config::default();
-    cfg.fault = Some(mw_transport::fault::FaultConfig {
-        drop,
-        dup,
-        reorder,
-        seed,
-    });
+    cfg.fault = Some(mw_transport::fault::FaultConfig { drop, dup, reorder, seed });
     cfg.rto_min = Duration::from_micros(300);
     cfg
 }
 
 /// Deterministic test bytes for (rank, len).
 pub fn pattern(seed: u32, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| {
-            (i as u32)
-                .wrapping_mul(2_654_435_761)
-                .wrapping_add(seed * 97) as u8
-        })
-        .collect()
+    (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed * 97) as u8).collect()
 }

@@ -255,15 +255,7 @@ impl AtomicResponse {
 impl fmt::Display for AtomicRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let bits = self.width.bytes() * 8;
-        write!(
-            f,
-            "atomic req={} key={:#x} off={} {}/u{}",
-            self.req,
-            self.key,
-            self.offset,
-            self.op.name(),
-            bits
-        )?;
+        write!(f, "atomic req={} key={:#x} off={} {}/u{}", self.req, self.key, self.offset, self.op.name(), bits)?;
         if self.fetch {
             f.write_str(" fetch")?;
         }

@@ -68,11 +68,7 @@ impl<'a> FifoPush<'a> {
     pub(super) fn parse(msg: &'a [u8]) -> Result<FifoPush<'a>> {
         need(msg, field::PUSH_END)?;
         reserved(msg, field::PUSH_RESERVED)?;
-        Ok(FifoPush {
-            req: get32(msg, field::REQ),
-            key: get64(msg, field::KEY),
-            body: &msg[field::PUSH_END..],
-        })
+        Ok(FifoPush { req: get32(msg, field::REQ), key: get64(msg, field::KEY), body: &msg[field::PUSH_END..] })
     }
 
     #[inline]

@@ -183,12 +183,8 @@ impl<'a> PutIov<'a> {
         let lens_at = field::SEGMENTS + count * field::OFFSET_SIZE;
         let pad_at = lens_at + count * field::LEN_SIZE;
         reserved(msg, pad_at..header_len)?;
-        let segments = IovSegments {
-            inner: Inner::Wire {
-                offsets: &msg[field::SEGMENTS..lens_at],
-                lens: &msg[lens_at..pad_at],
-            },
-        };
+        let segments =
+            IovSegments { inner: Inner::Wire { offsets: &msg[field::SEGMENTS..lens_at], lens: &msg[lens_at..pad_at] } };
         let body = &msg[header_len..];
         if u64::try_from(body.len()).ok() != Some(segments.total_len()) {
             return Err(Error::BadLength);
@@ -217,13 +213,6 @@ impl<'a> PutIov<'a> {
 
 impl fmt::Display for PutIov<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "put-iov req={} key={:#x} segs={} len={}",
-            self.req,
-            self.key,
-            self.segments.len(),
-            self.body.len()
-        )
+        write!(f, "put-iov req={} key={:#x} segs={} len={}", self.req, self.key, self.segments.len(), self.body.len())
     }
 }

@@ -271,9 +271,7 @@ impl<'a> OpRepr<'a> {
             OpCode::AtomicResponse => AtomicResponse::parse(msg).map(OpRepr::AtomicResponse),
             OpCode::PutSignal => PutSignal::parse(msg).map(OpRepr::PutSignal),
             OpCode::PutStrided => PutStrided::parse(msg).map(OpRepr::PutStrided),
-            OpCode::GetStridedRequest => {
-                GetStridedRequest::parse(msg).map(OpRepr::GetStridedRequest)
-            }
+            OpCode::GetStridedRequest => GetStridedRequest::parse(msg).map(OpRepr::GetStridedRequest),
             OpCode::PutIov => PutIov::parse(msg).map(OpRepr::PutIov),
             OpCode::PutMasked => PutMasked::parse(msg).map(OpRepr::PutMasked),
             OpCode::RegisterPut => RegisterPut::parse(msg).map(OpRepr::RegisterPut),

@@ -46,11 +46,7 @@ impl<'a> RegisterPut<'a> {
     pub(super) fn parse(msg: &'a [u8]) -> Result<RegisterPut<'a>> {
         need(msg, field::END)?;
         reserved(msg, field::RESERVED)?;
-        Ok(RegisterPut {
-            req: get32(msg, field::REQ),
-            register: get16(msg, field::REGISTER),
-            body: &msg[field::END..],
-        })
+        Ok(RegisterPut { req: get32(msg, field::REQ), register: get16(msg, field::REGISTER), body: &msg[field::END..] })
     }
 
     #[inline]

@@ -196,27 +196,13 @@ impl<'a> GetResponse<'a> {
 
 impl fmt::Display for Put<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "put req={} key={:#x} off={} len={}",
-            self.req,
-            self.key,
-            self.offset,
-            self.body.len()
-        )
+        write!(f, "put req={} key={:#x} off={} len={}", self.req, self.key, self.offset, self.body.len())
     }
 }
 
 impl fmt::Display for PutInline<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "put-inline req={} key={:#x} off={} len={}",
-            self.req,
-            self.key,
-            self.offset,
-            self.body.len()
-        )
+        write!(f, "put-inline req={} key={:#x} off={} len={}", self.req, self.key, self.offset, self.body.len())
     }
 }
 

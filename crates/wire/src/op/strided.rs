@@ -110,8 +110,7 @@ fn parse_fields(msg: &[u8]) -> Result<Fields> {
         count: get32(msg, field::COUNT),
         stride: get64(msg, field::STRIDE),
     };
-    let extent =
-        strided_extent(fields.elem_size, fields.count, fields.stride).ok_or(Error::Malformed)?;
+    let extent = strided_extent(fields.elem_size, fields.count, fields.stride).ok_or(Error::Malformed)?;
     fields.offset.checked_add(extent).ok_or(Error::Malformed)?;
     Ok(fields)
 }

@@ -108,11 +108,7 @@ impl<'a> Eager<'a> {
     pub(super) fn parse(msg: &'a [u8]) -> Result<Eager<'a>> {
         need(msg, field::EAGER_END)?;
         reserved(msg, field::RESERVED_1_4)?;
-        Ok(Eager {
-            context: get32(msg, field::CONTEXT),
-            tag: get64(msg, field::TAG),
-            body: &msg[field::EAGER_END..],
-        })
+        Ok(Eager { context: get32(msg, field::CONTEXT), tag: get64(msg, field::TAG), body: &msg[field::EAGER_END..] })
     }
 
     #[inline]
@@ -161,10 +157,7 @@ impl RndvDone {
     pub(super) fn parse(msg: &[u8]) -> Result<RndvDone> {
         exact(msg, field::DONE_END)?;
         reserved(msg, field::DONE_RESERVED)?;
-        Ok(RndvDone {
-            sender_req: get32(msg, field::DONE_REQ),
-            status: Status::from_u8(msg[field::STATUS])?,
-        })
+        Ok(RndvDone { sender_req: get32(msg, field::DONE_REQ), status: Status::from_u8(msg[field::STATUS])? })
     }
 
     #[inline]

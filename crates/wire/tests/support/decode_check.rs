@@ -13,8 +13,7 @@ pub fn check(data: &[u8]) {
         header.emit_into(&mut again);
         again[HEADER_LEN..].copy_from_slice(&data[HEADER_LEN..]);
         assert_eq!(again, data, "header re-emits differently");
-        let (reparsed, payload2) =
-            HeaderRepr::parse_packet(&again).expect("re-emitted packet parses");
+        let (reparsed, payload2) = HeaderRepr::parse_packet(&again).expect("re-emitted packet parses");
         assert_eq!(reparsed, header);
         assert_eq!(payload2, payload);
         let _ = header.to_string();

@@ -6,10 +6,7 @@ use super::*;
 fn inline_limit() {
     let put = |n: usize| PutInline { req: 1, key: 2, offset: 3, body: &DATA[..n] };
     assert!(OpRepr::parse(&message(&OpRepr::PutInline(put(INLINE_MAX)))).is_ok());
-    assert_eq!(
-        OpRepr::parse(&message(&OpRepr::PutInline(put(INLINE_MAX + 1)))),
-        Err(Error::BadLength)
-    );
+    assert_eq!(OpRepr::parse(&message(&OpRepr::PutInline(put(INLINE_MAX + 1)))), Err(Error::BadLength));
     assert!(OpRepr::parse(&message(&OpRepr::PutInline(put(0)))).is_ok());
 }
 
@@ -19,14 +16,8 @@ fn masked_mask_bits_and_block_size() {
         OpRepr::PutMasked(PutMasked { req: 1, key: 2, offset: 0, block, mask, body: &DATA[..n] })
     };
     assert!(OpRepr::parse(&message(&masked(MaskedBlock::B64, 0xffff, 64))).is_ok());
-    assert_eq!(
-        OpRepr::parse(&message(&masked(MaskedBlock::B64, 0x1_0000, 64))),
-        Err(Error::Malformed)
-    );
-    assert_eq!(
-        OpRepr::parse(&message(&masked(MaskedBlock::B64, 1 << 63, 64))),
-        Err(Error::Malformed)
-    );
+    assert_eq!(OpRepr::parse(&message(&masked(MaskedBlock::B64, 0x1_0000, 64))), Err(Error::Malformed));
+    assert_eq!(OpRepr::parse(&message(&masked(MaskedBlock::B64, 1 << 63, 64))), Err(Error::Malformed));
     assert!(OpRepr::parse(&message(&masked(MaskedBlock::B256, u64::MAX, 256))).is_ok());
     assert_eq!(OpRepr::parse(&message(&masked(MaskedBlock::B64, 1, 63))), Err(Error::BadLength));
     assert_eq!(OpRepr::parse(&message(&masked(MaskedBlock::B256, 1, 64))), Err(Error::BadLength));
@@ -39,39 +30,18 @@ fn masked_mask_bits_and_block_size() {
 #[test]
 fn strided_lengths_and_overflow() {
     let strided = |elem_size, count, stride, offset, n: usize| {
-        OpRepr::PutStrided(PutStrided {
-            req: 1,
-            key: 2,
-            offset,
-            elem_size,
-            count,
-            stride,
-            body: &DATA[..n],
-        })
+        OpRepr::PutStrided(PutStrided { req: 1, key: 2, offset, elem_size, count, stride, body: &DATA[..n] })
     };
     assert!(OpRepr::parse(&message(&strided(4, 5, 8, 0, 20))).is_ok());
     assert_eq!(OpRepr::parse(&message(&strided(4, 5, 8, 0, 19))), Err(Error::BadLength));
     assert_eq!(OpRepr::parse(&message(&strided(4, 5, 8, 0, 21))), Err(Error::BadLength));
     assert!(OpRepr::parse(&message(&strided(0, 0, 0, u64::MAX, 0))).is_ok());
     // elem_size × count far beyond the body, and a product that wraps a u32.
-    assert_eq!(
-        OpRepr::parse(&message(&strided(u32::MAX, u32::MAX, 1 << 32, 0, 1))),
-        Err(Error::BadLength)
-    );
-    assert_eq!(
-        OpRepr::parse(&message(&strided(1 << 16, 1 << 16, 1 << 16, 0, 0))),
-        Err(Error::BadLength)
-    );
+    assert_eq!(OpRepr::parse(&message(&strided(u32::MAX, u32::MAX, 1 << 32, 0, 1))), Err(Error::BadLength));
+    assert_eq!(OpRepr::parse(&message(&strided(1 << 16, 1 << 16, 1 << 16, 0, 0))), Err(Error::BadLength));
     // The extent overflows a u64, or offset + extent does.
     let get = |count, stride, offset| {
-        OpRepr::GetStridedRequest(GetStridedRequest {
-            req: 1,
-            key: 2,
-            offset,
-            elem_size: 8,
-            count,
-            stride,
-        })
+        OpRepr::GetStridedRequest(GetStridedRequest { req: 1, key: 2, offset, elem_size: 8, count, stride })
     };
     assert_eq!(OpRepr::parse(&message(&get(3, u64::MAX / 2, 0))), Err(Error::Malformed));
     assert_eq!(OpRepr::parse(&message(&get(2, u64::MAX - 7, 0))), Err(Error::Malformed));
@@ -81,22 +51,13 @@ fn strided_lengths_and_overflow() {
     assert_eq!(strided_extent(8, 0, 100), Some(0));
     assert_eq!(strided_extent(8, 3, 100), Some(208));
     assert_eq!(strided_extent(u32::MAX, u32::MAX, u64::MAX), None);
-    assert_eq!(
-        GetStridedRequest { req: 0, key: 0, offset: 0, elem_size: 3, count: 7, stride: 3 }
-            .packed_len(),
-        21
-    );
+    assert_eq!(GetStridedRequest { req: 0, key: 0, offset: 0, elem_size: 3, count: 7, stride: 3 }.packed_len(), 21);
 }
 
 #[test]
 fn iov_sum_and_count() {
     let iov = |pairs: &'static [(u64, u32)], n: usize| {
-        OpRepr::PutIov(PutIov {
-            req: 1,
-            key: 2,
-            segments: IovSegments::from_pairs(pairs),
-            body: &DATA[..n],
-        })
+        OpRepr::PutIov(PutIov { req: 1, key: 2, segments: IovSegments::from_pairs(pairs), body: &DATA[..n] })
     };
     assert!(OpRepr::parse(&message(&iov(&PAIRS, 16))).is_ok());
     assert_eq!(OpRepr::parse(&message(&iov(&PAIRS, 15))), Err(Error::BadLength));
@@ -107,12 +68,8 @@ fn iov_sum_and_count() {
     assert_eq!(OpRepr::parse(&message(&iov(&HUGE, 1))), Err(Error::BadLength));
     // The most segments allowed, and one more.
     let pairs: Vec<(u64, u32)> = (0..=IOV_MAX as u64).map(|i| (i * 8, 0)).collect();
-    let max = OpRepr::PutIov(PutIov {
-        req: 1,
-        key: 2,
-        segments: IovSegments::from_pairs(&pairs[..IOV_MAX]),
-        body: &[],
-    });
+    let max =
+        OpRepr::PutIov(PutIov { req: 1, key: 2, segments: IovSegments::from_pairs(&pairs[..IOV_MAX]), body: &[] });
     assert_eq!(max.header_len(), MAX_HEADER_LEN);
     assert!(OpRepr::parse(&message(&max)).is_ok());
     let mut over = message(&max);
@@ -123,40 +80,19 @@ fn iov_sum_and_count() {
 #[test]
 fn atomic_field_rules() {
     let at = |op, width, fetch, operand, compare| {
-        OpRepr::AtomicRequest(AtomicRequest {
-            req: 1,
-            key: 2,
-            offset: 0,
-            op,
-            width,
-            fetch,
-            operand,
-            compare,
-        })
+        OpRepr::AtomicRequest(AtomicRequest { req: 1, key: 2, offset: 0, op, width, fetch, operand, compare })
     };
     let parse = |r: OpRepr<'_>| OpRepr::parse(&message(&r)).map(|_| ());
     assert_eq!(parse(at(AtomicOp::Add, AtomicWidth::U32, false, u64::from(u32::MAX), 0)), Ok(()));
-    assert_eq!(
-        parse(at(AtomicOp::Add, AtomicWidth::U32, false, 1 << 32, 0)),
-        Err(Error::Malformed)
-    );
-    assert_eq!(
-        parse(at(AtomicOp::CompareSwap, AtomicWidth::U32, true, 1, 1 << 32)),
-        Err(Error::Malformed)
-    );
-    assert_eq!(
-        parse(at(AtomicOp::Swap, AtomicWidth::U64, true, u64::MAX, 1)),
-        Err(Error::Malformed)
-    );
+    assert_eq!(parse(at(AtomicOp::Add, AtomicWidth::U32, false, 1 << 32, 0)), Err(Error::Malformed));
+    assert_eq!(parse(at(AtomicOp::CompareSwap, AtomicWidth::U32, true, 1, 1 << 32)), Err(Error::Malformed));
+    assert_eq!(parse(at(AtomicOp::Swap, AtomicWidth::U64, true, u64::MAX, 1)), Err(Error::Malformed));
     assert_eq!(parse(at(AtomicOp::Load, AtomicWidth::U64, false, 0, 0)), Err(Error::Malformed));
     assert_eq!(parse(at(AtomicOp::Load, AtomicWidth::U64, true, 1, 0)), Err(Error::Malformed));
     let mut msg = message(&at(AtomicOp::Xor, AtomicWidth::U64, false, 5, 0));
-    for (byte, value, want) in [
-        (1, 0, Error::UnknownType),
-        (1, 9, Error::UnknownType),
-        (2, 2, Error::UnknownType),
-        (3, 2, Error::Malformed),
-    ] {
+    for (byte, value, want) in
+        [(1, 0, Error::UnknownType), (1, 9, Error::UnknownType), (2, 2, Error::UnknownType), (3, 2, Error::Malformed)]
+    {
         let saved = msg[byte];
         msg[byte] = value;
         assert_eq!(OpRepr::parse(&msg), Err(want), "byte {byte} = {value}");
@@ -186,18 +122,11 @@ fn unknown_values_and_reserved_bytes() {
     let mut signal = message(&samples()[9]);
     signal[1] = 0;
     assert_eq!(OpRepr::parse(&signal), Err(Error::UnknownType));
-    let mut rts = message(&OpRepr::RndvRts(RndvRts {
-        context: 0,
-        tag: 0,
-        total_len: 0,
-        sender_req: 0,
-        key: 0,
-        offset: 0,
-    }));
+    let mut rts =
+        message(&OpRepr::RndvRts(RndvRts { context: 0, tag: 0, total_len: 0, sender_req: 0, key: 0, offset: 0 }));
     rts[30] = 1;
     assert_eq!(OpRepr::parse(&rts), Err(Error::Malformed));
-    let err =
-        message(&OpRepr::GetResponse(GetResponse { req: 1, status: Status::BadKey, body: &[] }));
+    let err = message(&OpRepr::GetResponse(GetResponse { req: 1, status: Status::BadKey, body: &[] }));
     let mut with_body = err.clone();
     with_body.push(0);
     assert_eq!(OpRepr::parse(&with_body), Err(Error::Malformed));
@@ -214,8 +143,7 @@ fn am_args() {
     assert_eq!(args.len(), AM_MAX_ARGS);
     assert!(AmArgs::from_slice(&[0; AM_MAX_ARGS + 1]).is_none());
     assert_eq!(AmArgs::from_slice(&[]).unwrap(), AmArgs::default());
-    let req =
-        OpRepr::AmRequest(AmRequest { req: 1, handler: 2, want_reply: true, args, body: b"x" });
+    let req = OpRepr::AmRequest(AmRequest { req: 1, handler: 2, want_reply: true, args, body: b"x" });
     assert_eq!(req.header_len(), 8 + 8 * AM_MAX_ARGS);
     let msg = message(&req);
     assert_eq!(msg[1], 0x88);
@@ -224,17 +152,10 @@ fn am_args() {
     assert_eq!(OpRepr::parse(&bad), Err(Error::BadLength), "nine args");
     bad[1] = 0x48;
     assert_eq!(OpRepr::parse(&bad), Err(Error::Malformed), "unknown flag");
-    let reply = message(&OpRepr::AmReply(AmReply {
-        req: 1,
-        status: Status::NoHandler,
-        args: AmArgs::EMPTY,
-        body: &[],
-    }));
+    let reply =
+        message(&OpRepr::AmReply(AmReply { req: 1, status: Status::NoHandler, args: AmArgs::EMPTY, body: &[] }));
     let mut bad = reply.clone();
     bad[1] = 9;
     assert_eq!(OpRepr::parse(&bad), Err(Error::BadLength));
-    assert_eq!(
-        req.to_string(),
-        "am req=1 handler=2 want-reply args=[0x0,0x1,0x2,0x3,0x4,0x5,0x6,0x7] len=1"
-    );
+    assert_eq!(req.to_string(), "am req=1 handler=2 want-reply args=[0x0,0x1,0x2,0x3,0x4,0x5,0x6,0x7] len=1");
 }

@@ -63,26 +63,9 @@ fn samples() -> Vec<OpRepr<'static>> {
             stride: 16,
             body: &DATA[..20],
         }),
-        OpRepr::GetStridedRequest(GetStridedRequest {
-            req: 3,
-            key: 4,
-            offset: 0,
-            elem_size: 8,
-            count: 9,
-            stride: 64,
-        }),
-        OpRepr::PutIov(PutIov {
-            req: 5,
-            key: 6,
-            segments: IovSegments::from_pairs(&PAIRS),
-            body: &DATA[..16],
-        }),
-        OpRepr::PutIov(PutIov {
-            req: 5,
-            key: 6,
-            segments: IovSegments::from_pairs(&PAIRS[..2]),
-            body: &DATA[..10],
-        }),
+        OpRepr::GetStridedRequest(GetStridedRequest { req: 3, key: 4, offset: 0, elem_size: 8, count: 9, stride: 64 }),
+        OpRepr::PutIov(PutIov { req: 5, key: 6, segments: IovSegments::from_pairs(&PAIRS), body: &DATA[..16] }),
+        OpRepr::PutIov(PutIov { req: 5, key: 6, segments: IovSegments::from_pairs(&PAIRS[..2]), body: &DATA[..10] }),
         OpRepr::PutMasked(PutMasked {
             req: 8,
             key: 9,
@@ -108,13 +91,7 @@ fn samples() -> Vec<OpRepr<'static>> {
             args: AmArgs::from_slice(&[1, 2, 3]).unwrap(),
             body: &DATA[..5],
         }),
-        OpRepr::AmRequest(AmRequest {
-            req: 0,
-            handler: 1,
-            want_reply: false,
-            args: AmArgs::EMPTY,
-            body: &[],
-        }),
+        OpRepr::AmRequest(AmRequest { req: 0, handler: 1, want_reply: false, args: AmArgs::EMPTY, body: &[] }),
         OpRepr::AmReply(AmReply {
             req: 6,
             status: Status::Ok,
@@ -122,14 +99,7 @@ fn samples() -> Vec<OpRepr<'static>> {
             body: &DATA[..3],
         }),
         OpRepr::Eager(Eager { context: 1, tag: 0xdead, body: &DATA[..40] }),
-        OpRepr::RndvRts(RndvRts {
-            context: 1,
-            tag: 2,
-            total_len: 1 << 30,
-            sender_req: 12,
-            key: 13,
-            offset: 14,
-        }),
+        OpRepr::RndvRts(RndvRts { context: 1, tag: 2, total_len: 1 << 30, sender_req: 12, key: 13, offset: 14 }),
         OpRepr::RndvDone(RndvDone { sender_req: 12, status: Status::Truncated }),
         OpRepr::FifoPush(FifoPush { req: 3, key: 21, body: &DATA[..31] }),
         OpRepr::Credit(Credit { class: 2, amount: 1000 }),
@@ -228,8 +198,7 @@ fn short_or_long_body_rejected_where_length_is_known() {
                 | OpCode::PutStrided
                 | OpCode::PutIov
                 | OpCode::PutMasked
-        ) || (repr.opcode() == OpCode::PutInline
-            && repr.body().len() == INLINE_MAX);
+        ) || (repr.opcode() == OpCode::PutInline && repr.body().len() == INLINE_MAX);
         let error_response = matches!(repr, OpRepr::GetResponse(r) if !r.status.is_ok());
         if fixed_body {
             assert_eq!(OpRepr::parse(&long), Err(Error::BadLength), "{repr} + 1 byte");
@@ -243,12 +212,7 @@ fn short_or_long_body_rejected_where_length_is_known() {
 
 #[test]
 fn fixture_put() {
-    let repr = OpRepr::Put(Put {
-        req: 0x0102_0304,
-        key: 0x1122_3344_5566_7788,
-        offset: 0x40,
-        body: b"abcdefgh",
-    });
+    let repr = OpRepr::Put(Put { req: 0x0102_0304, key: 0x1122_3344_5566_7788, offset: 0x40, body: b"abcdefgh" });
     assert_eq!(repr.header_len(), 24);
     #[rustfmt::skip]
     let want: [u8; 32] = [
@@ -311,21 +275,13 @@ fn fixture_atomic_request() {
     ];
     assert_eq!(message(&repr), want);
     assert_eq!(OpRepr::parse(&want), Ok(repr));
-    assert_eq!(
-        repr.to_string(),
-        "atomic req=153 key=0xab off=24 cswap/u32 fetch operand=0xdeadbeef compare=0xbadf00d"
-    );
+    assert_eq!(repr.to_string(), "atomic req=153 key=0xab off=24 cswap/u32 fetch operand=0xdeadbeef compare=0xbadf00d");
 }
 
 #[test]
 fn fixture_put_iov_layout() {
     let pairs = [(0x10u64, 3u32), (0x20, 1), (0x30, 0)];
-    let repr = OpRepr::PutIov(PutIov {
-        req: 1,
-        key: 2,
-        segments: IovSegments::from_pairs(&pairs),
-        body: b"abcd",
-    });
+    let repr = OpRepr::PutIov(PutIov { req: 1, key: 2, segments: IovSegments::from_pairs(&pairs), body: b"abcd" });
     // 16 + 3 × 8 offsets + 3 × 4 lens = 52, padded to 56.
     assert_eq!(repr.header_len(), 56);
     let msg = message(&repr);
