@@ -39,22 +39,8 @@ impl RendezvousClient {
         let deadline = Instant::now() + timeout;
         let stream = connect_with_retry(addr, timeout, deadline)?;
         let _ = stream.set_nodelay(true);
-        let mut client = RendezvousClient {
-            stream,
-            size,
-            timeout,
-            next_round: 0,
-            poisoned: false,
-        };
-        client.send(
-            Step::Join,
-            &ClientMsg::Hello {
-                version: VERSION,
-                rank,
-                size,
-                job_key,
-            },
-        )?;
+        let mut client = RendezvousClient { stream, size, timeout, next_round: 0, poisoned: false };
+        client.send(Step::Join, &ClientMsg::Hello { version: VERSION, rank, size, job_key })?;
         match client.recv(Step::Join, deadline)? {
             ServerMsg::Welcome { version, .. } if version != VERSION => Err(client.poison(BootstrapError::Protocol(
                 format!("the server speaks rendezvous protocol version {version}, this rank speaks {VERSION}"),
@@ -72,17 +58,9 @@ impl RendezvousClient {
     pub(crate) fn allgather(&mut self, blob: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
         let round = self.next_round;
         let step = Step::Allgather { round };
-        let deadline = self.start(
-            step,
-            &ClientMsg::Allgather {
-                round,
-                blob: blob.to_vec(),
-            },
-        )?;
+        let deadline = self.start(step, &ClientMsg::Allgather { round, blob: blob.to_vec() })?;
         match self.recv(step, deadline)? {
-            ServerMsg::AllgatherDone { round: r, blobs }
-                if r == round && blobs.len() == self.size as usize =>
-            {
+            ServerMsg::AllgatherDone { round: r, blobs } if r == round && blobs.len() == self.size as usize => {
                 self.next_round += 1;
                 Ok(blobs)
             }
@@ -106,12 +84,7 @@ impl RendezvousClient {
     /// Tells the server this rank aborts and waits for it to have told the
     /// others (its acknowledgement is the job's failure). Best effort.
     pub(crate) fn abort(&mut self, reason: &str) {
-        let Ok(deadline) = self.start(
-            Step::Abort,
-            &ClientMsg::Abort {
-                reason: reason.to_owned(),
-            },
-        ) else {
+        let Ok(deadline) = self.start(Step::Abort, &ClientMsg::Abort { reason: reason.to_owned() }) else {
             return;
         };
         let _ = self.recv(Step::Abort, deadline);
@@ -169,14 +142,9 @@ impl RendezvousClient {
     fn recv_inner(&mut self, step: Step, deadline: Instant) -> Result<ServerMsg, BootstrapError> {
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
-            return Err(BootstrapError::Timeout {
-                step,
-                after: self.timeout,
-            });
+            return Err(BootstrapError::Timeout { step, after: self.timeout });
         }
-        self.stream
-            .set_read_timeout(Some(remaining))
-            .map_err(|e| self.io_error(step, e))?;
+        self.stream.set_read_timeout(Some(remaining)).map_err(|e| self.io_error(step, e))?;
         let payload = match read_frame(&mut self.stream) {
             Ok(Some(payload)) => payload,
             Ok(None) => return Err(BootstrapError::ServerClosed { step }),
@@ -185,18 +153,15 @@ impl RendezvousClient {
         match ServerMsg::decode(&payload) {
             Ok(ServerMsg::Failure(failure)) => Err(failure.into()),
             Ok(msg) => Ok(msg),
-            Err(e) => Err(BootstrapError::Protocol(format!(
-                "bad message from the server during {step}: {e}"
-            ))),
+            Err(e) => Err(BootstrapError::Protocol(format!("bad message from the server during {step}: {e}"))),
         }
     }
 
     fn io_error(&self, step: Step, e: io::Error) -> BootstrapError {
         match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => BootstrapError::Timeout {
-                step,
-                after: self.timeout,
-            },
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                BootstrapError::Timeout { step, after: self.timeout }
+            }
             io::ErrorKind::UnexpectedEof
             | io::ErrorKind::ConnectionReset
             | io::ErrorKind::ConnectionAborted
@@ -206,9 +171,7 @@ impl RendezvousClient {
     }
 
     fn unexpected(&mut self, step: Step, msg: &ServerMsg) -> BootstrapError {
-        self.poison(BootstrapError::Protocol(format!(
-            "unexpected answer during {step}: {msg:?}"
-        )))
+        self.poison(BootstrapError::Protocol(format!("unexpected answer during {step}: {msg:?}")))
     }
 
     fn poison(&mut self, err: BootstrapError) -> BootstrapError {
@@ -220,26 +183,14 @@ impl RendezvousClient {
 /// Connects to `addr`, retrying with exponential backoff while nothing
 /// listens there yet (ranks start in any order). A name that does not
 /// resolve fails at once: waiting will not fix a typo.
-fn connect_with_retry(
-    addr: &str,
-    timeout: Duration,
-    deadline: Instant,
-) -> Result<TcpStream, BootstrapError> {
-    let targets: Vec<SocketAddr> = addr
-        .to_socket_addrs()
-        .map_err(|source| BootstrapError::Resolve {
-            addr: addr.to_owned(),
-            source,
-        })?
-        .collect();
+fn connect_with_retry(addr: &str, timeout: Duration, deadline: Instant) -> Result<TcpStream, BootstrapError> {
+    let targets: Vec<SocketAddr> =
+        addr.to_socket_addrs().map_err(|source| BootstrapError::Resolve { addr: addr.to_owned(), source })?.collect();
     let mut backoff = Duration::from_millis(5);
     loop {
-        let mut last_error =
-            io::Error::new(io::ErrorKind::NotFound, "the name resolves to no address");
+        let mut last_error = io::Error::new(io::ErrorKind::NotFound, "the name resolves to no address");
         for target in &targets {
-            let remaining = deadline
-                .saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1));
+            let remaining = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
             match TcpStream::connect_timeout(target, remaining.min(Duration::from_secs(2))) {
                 Ok(stream) => return Ok(stream),
                 Err(e) => last_error = e,
@@ -247,11 +198,7 @@ fn connect_with_retry(
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
-            return Err(BootstrapError::Connect {
-                addr: addr.to_owned(),
-                after: timeout,
-                source: last_error,
-            });
+            return Err(BootstrapError::Connect { addr: addr.to_owned(), after: timeout, source: last_error });
         }
         thread::sleep(backoff.min(remaining));
         backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -262,16 +209,10 @@ impl From<Failure> for BootstrapError {
     fn from(f: Failure) -> BootstrapError {
         let rank = f.rank.unwrap_or(u32::MAX);
         match f.kind {
-            FailureKind::Rejected => BootstrapError::Rejected {
-                rank,
-                reason: f.detail,
-            },
+            FailureKind::Rejected => BootstrapError::Rejected { rank, reason: f.detail },
             FailureKind::RankLost => BootstrapError::RankLost { rank },
             FailureKind::RankLeft => BootstrapError::RankLeft { rank },
-            FailureKind::Aborted => BootstrapError::Aborted {
-                rank,
-                reason: f.detail,
-            },
+            FailureKind::Aborted => BootstrapError::Aborted { rank, reason: f.detail },
             FailureKind::Mismatch => BootstrapError::Mismatch(f.detail),
             FailureKind::Protocol => BootstrapError::Protocol(f.detail),
         }

@@ -45,10 +45,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Launch {
     /// Nothing says otherwise: a job of one.
-    Single {
-        job_key: Option<[u8; 16]>,
-        host: Option<String>,
-    },
+    Single { job_key: Option<[u8; 16]>, host: Option<String> },
     /// Ranks meet at a TCP rendezvous server.
     Rendezvous(RendezvousPlan),
 }
@@ -92,14 +89,8 @@ pub(crate) fn detect(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Launch, 
         // Extension point: PMI-2 (Slurm `srun --mpi=pmi2`) and PMI-1 (Hydra)
         // become launch modes here, before the job-of-one fallback.
         for (evidence, launcher) in [
-            (
-                "PMI_FD",
-                "a PMI launcher (MPICH mpiexec/Hydra or Slurm srun --mpi=pmi2)",
-            ),
-            (
-                "PMI_RANK",
-                "a PMI launcher (MPICH mpiexec/Hydra or Slurm srun --mpi=pmi2)",
-            ),
+            ("PMI_FD", "a PMI launcher (MPICH mpiexec/Hydra or Slurm srun --mpi=pmi2)"),
+            ("PMI_RANK", "a PMI launcher (MPICH mpiexec/Hydra or Slurm srun --mpi=pmi2)"),
         ] {
             if get(evidence).is_some() {
                 return Err(BootstrapError::UnsupportedLauncher { launcher, evidence });
@@ -108,132 +99,64 @@ pub(crate) fn detect(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Launch, 
         return Ok(Launch::Single { job_key, host });
     }
 
-    let missing = |var, because: &str| BootstrapError::MissingEnv {
-        var,
-        because: because.to_owned(),
-    };
-    let rank = rank.ok_or_else(|| {
-        missing(
-            RANK,
-            "MW_SIZE or MW_BOOTSTRAP is, so this looks like a launched job",
-        )
-    })?;
-    let size = size.ok_or_else(|| {
-        missing(
-            SIZE,
-            "MW_RANK or MW_BOOTSTRAP is, so this looks like a launched job",
-        )
-    })?;
+    let missing = |var, because: &str| BootstrapError::MissingEnv { var, because: because.to_owned() };
+    let rank = rank.ok_or_else(|| missing(RANK, "MW_SIZE or MW_BOOTSTRAP is, so this looks like a launched job"))?;
+    let size = size.ok_or_else(|| missing(SIZE, "MW_RANK or MW_BOOTSTRAP is, so this looks like a launched job"))?;
     let rank = parse_u32(RANK, &rank)?;
     let size = parse_u32(SIZE, &size)?;
     if size == 0 {
-        return Err(invalid(
-            SIZE,
-            size.to_string(),
-            "a job has at least one rank",
-        ));
+        return Err(invalid(SIZE, size.to_string(), "a job has at least one rank"));
     }
     if rank >= size {
-        return Err(invalid(
-            RANK,
-            rank.to_string(),
-            &format!("must be less than MW_SIZE={size}"),
-        ));
+        return Err(invalid(RANK, rank.to_string(), &format!("must be less than MW_SIZE={size}")));
     }
     let local = parse_local(&get, size)?;
-    let timeout = get(TIMEOUT)
-        .map(|v| parse_timeout(&v))
-        .transpose()?
-        .unwrap_or(DEFAULT_TIMEOUT);
+    let timeout = get(TIMEOUT).map(|v| parse_timeout(&v)).transpose()?.unwrap_or(DEFAULT_TIMEOUT);
 
     let Some(addr) = addr else {
         if size == 1 {
             return Ok(Launch::Single { job_key, host });
         }
-        return Err(missing(
-            BOOTSTRAP,
-            &format!("MW_SIZE={size}: ranks need a rendezvous address to find each other"),
-        ));
+        return Err(missing(BOOTSTRAP, &format!("MW_SIZE={size}: ranks need a rendezvous address to find each other")));
     };
     let addr = addr.trim().to_owned();
-    if !addr
-        .rsplit_once(':')
-        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
-    {
+    if !addr.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) {
         return Err(invalid(BOOTSTRAP, addr, "must be host:port"));
     }
-    Ok(Launch::Rendezvous(RendezvousPlan {
-        addr,
-        rank,
-        size,
-        job_key,
-        local,
-        host,
-        timeout,
-    }))
+    Ok(Launch::Rendezvous(RendezvousPlan { addr, rank, size, job_key, local, host, timeout }))
 }
 
 fn invalid(var: &'static str, value: String, reason: &str) -> BootstrapError {
-    BootstrapError::InvalidEnv {
-        var,
-        value,
-        reason: reason.to_owned(),
-    }
+    BootstrapError::InvalidEnv { var, value, reason: reason.to_owned() }
 }
 
 fn parse_u32(var: &'static str, value: &str) -> Result<u32, BootstrapError> {
-    value
-        .trim()
-        .parse()
-        .map_err(|_| invalid(var, value.to_owned(), "must be a non-negative integer"))
+    value.trim().parse().map_err(|_| invalid(var, value.to_owned(), "must be a non-negative integer"))
 }
 
-fn parse_local(
-    get: &dyn Fn(&str) -> Option<String>,
-    size: u32,
-) -> Result<Option<(u32, u32)>, BootstrapError> {
+fn parse_local(get: &dyn Fn(&str) -> Option<String>, size: u32) -> Result<Option<(u32, u32)>, BootstrapError> {
     let (rank, local_size) = match (get(LOCAL_RANK), get(LOCAL_SIZE)) {
         (None, None) => return Ok(None),
         (Some(_), None) => {
-            return Err(BootstrapError::MissingEnv {
-                var: LOCAL_SIZE,
-                because: "MW_LOCAL_RANK is".into(),
-            })
+            return Err(BootstrapError::MissingEnv { var: LOCAL_SIZE, because: "MW_LOCAL_RANK is".into() })
         }
         (None, Some(_)) => {
-            return Err(BootstrapError::MissingEnv {
-                var: LOCAL_RANK,
-                because: "MW_LOCAL_SIZE is".into(),
-            })
+            return Err(BootstrapError::MissingEnv { var: LOCAL_RANK, because: "MW_LOCAL_SIZE is".into() })
         }
         (Some(r), Some(s)) => (parse_u32(LOCAL_RANK, &r)?, parse_u32(LOCAL_SIZE, &s)?),
     };
     if local_size == 0 || local_size > size {
-        return Err(invalid(
-            LOCAL_SIZE,
-            local_size.to_string(),
-            &format!("must be in 1..=MW_SIZE={size}"),
-        ));
+        return Err(invalid(LOCAL_SIZE, local_size.to_string(), &format!("must be in 1..=MW_SIZE={size}")));
     }
     if rank >= local_size {
-        return Err(invalid(
-            LOCAL_RANK,
-            rank.to_string(),
-            &format!("must be less than MW_LOCAL_SIZE={local_size}"),
-        ));
+        return Err(invalid(LOCAL_RANK, rank.to_string(), &format!("must be less than MW_LOCAL_SIZE={local_size}")));
     }
     Ok(Some((rank, local_size)))
 }
 
 /// Parses decimal seconds (`60`, `0.5`) into a positive duration.
 pub(crate) fn parse_timeout(value: &str) -> Result<Duration, BootstrapError> {
-    let bad = || {
-        invalid(
-            TIMEOUT,
-            value.to_owned(),
-            "must be a positive number of seconds, e.g. 60 or 0.5",
-        )
-    };
+    let bad = || invalid(TIMEOUT, value.to_owned(), "must be a positive number of seconds, e.g. 60 or 0.5");
     let secs: f64 = value.trim().parse().map_err(|_| bad())?;
     if secs.is_nan() || secs <= 0.0 {
         return Err(bad());
@@ -247,10 +170,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn detect_with(vars: &[(&str, &str)]) -> Result<Launch, BootstrapError> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         detect(&|name| map.get(name).cloned())
     }
 
@@ -262,20 +182,8 @@ mod tests {
 
     #[test]
     fn nothing_set_is_a_job_of_one() {
-        assert_eq!(
-            detect_with(&[]).unwrap(),
-            Launch::Single {
-                job_key: None,
-                host: None
-            }
-        );
-        assert_eq!(
-            detect_with(&[(RANK, "")]).unwrap(),
-            Launch::Single {
-                job_key: None,
-                host: None
-            }
-        );
+        assert_eq!(detect_with(&[]).unwrap(), Launch::Single { job_key: None, host: None });
+        assert_eq!(detect_with(&[(RANK, "")]).unwrap(), Launch::Single { job_key: None, host: None });
     }
 
     #[test]
@@ -291,26 +199,17 @@ mod tests {
             (TIMEOUT, "2.5"),
         ])
         .unwrap();
-        let Launch::Rendezvous(plan) = launch else {
-            panic!("{launch:?}")
-        };
-        assert_eq!(
-            (plan.rank, plan.size, plan.addr.as_str()),
-            (2, 4, "127.0.0.1:4000")
-        );
+        let Launch::Rendezvous(plan) = launch else { panic!("{launch:?}") };
+        assert_eq!((plan.rank, plan.size, plan.addr.as_str()), (2, 4, "127.0.0.1:4000"));
         assert_eq!(plan.job_key, Some(core::array::from_fn(|i| i as u8)));
-        assert_eq!(
-            (plan.local, plan.host.as_deref()),
-            (Some((0, 2)), Some("a"))
-        );
+        assert_eq!((plan.local, plan.host.as_deref()), (Some((0, 2)), Some("a")));
         assert_eq!(plan.timeout, Duration::from_millis(2500));
         assert!(!plan.serves());
     }
 
     #[test]
     fn plain_env_mode_rank_zero_serves() {
-        let Launch::Rendezvous(plan) =
-            detect_with(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "node1:5000")]).unwrap()
+        let Launch::Rendezvous(plan) = detect_with(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "node1:5000")]).unwrap()
         else {
             panic!()
         };
@@ -320,10 +219,7 @@ mod tests {
 
     #[test]
     fn size_one_without_address_is_a_job_of_one() {
-        assert!(matches!(
-            detect_with(&[(RANK, "0"), (SIZE, "1")]).unwrap(),
-            Launch::Single { .. }
-        ));
+        assert!(matches!(detect_with(&[(RANK, "0"), (SIZE, "1")]).unwrap(), Launch::Single { .. }));
     }
 
     #[test]
@@ -333,65 +229,26 @@ mod tests {
             "MW_SIZE is not set, but MW_RANK or MW_BOOTSTRAP is, so this looks like a launched job"
         );
         assert!(err(&[(SIZE, "2"), (BOOTSTRAP, "h:1")]).starts_with("MW_RANK is not set"));
-        assert_eq!(
-            err(&[(RANK, "x"), (SIZE, "2")]),
-            "MW_RANK=\"x\": must be a non-negative integer"
-        );
-        assert_eq!(
-            err(&[(RANK, "2"), (SIZE, "2")]),
-            "MW_RANK=\"2\": must be less than MW_SIZE=2"
-        );
-        assert_eq!(
-            err(&[(RANK, "0"), (SIZE, "0")]),
-            "MW_SIZE=\"0\": a job has at least one rank"
-        );
-        assert!(
-            err(&[(RANK, "0"), (SIZE, "2")]).starts_with("MW_BOOTSTRAP is not set, but MW_SIZE=2")
-        );
+        assert_eq!(err(&[(RANK, "x"), (SIZE, "2")]), "MW_RANK=\"x\": must be a non-negative integer");
+        assert_eq!(err(&[(RANK, "2"), (SIZE, "2")]), "MW_RANK=\"2\": must be less than MW_SIZE=2");
+        assert_eq!(err(&[(RANK, "0"), (SIZE, "0")]), "MW_SIZE=\"0\": a job has at least one rank");
+        assert!(err(&[(RANK, "0"), (SIZE, "2")]).starts_with("MW_BOOTSTRAP is not set, but MW_SIZE=2"));
         assert_eq!(
             err(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "nohost")]),
             "MW_BOOTSTRAP=\"nohost\": must be host:port"
         );
         assert!(err(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "h:99999")]).contains("host:port"));
-        assert!(err(&[(JOB_KEY, "beef")])
-            .starts_with("MW_JOB_KEY=\"beef\": must be exactly 32 hex digits"));
-        assert!(err(&[
-            (RANK, "0"),
-            (SIZE, "2"),
-            (BOOTSTRAP, "h:1"),
-            (TIMEOUT, "-1")
-        ])
-        .starts_with("MW_BOOTSTRAP_TIMEOUT"));
-        assert!(err(&[
-            (RANK, "0"),
-            (SIZE, "2"),
-            (BOOTSTRAP, "h:1"),
-            (TIMEOUT, "soon")
-        ])
-        .contains("seconds"));
-        assert!(err(&[
-            (RANK, "0"),
-            (SIZE, "2"),
-            (BOOTSTRAP, "h:1"),
-            (LOCAL_RANK, "0")
-        ])
-        .starts_with("MW_LOCAL_SIZE is not set"));
-        assert!(err(&[
-            (RANK, "0"),
-            (SIZE, "2"),
-            (BOOTSTRAP, "h:1"),
-            (LOCAL_RANK, "2"),
-            (LOCAL_SIZE, "2")
-        ])
-        .starts_with("MW_LOCAL_RANK=\"2\""));
-        assert!(err(&[
-            (RANK, "0"),
-            (SIZE, "2"),
-            (BOOTSTRAP, "h:1"),
-            (LOCAL_RANK, "0"),
-            (LOCAL_SIZE, "3")
-        ])
-        .starts_with("MW_LOCAL_SIZE=\"3\""));
+        assert!(err(&[(JOB_KEY, "beef")]).starts_with("MW_JOB_KEY=\"beef\": must be exactly 32 hex digits"));
+        assert!(
+            err(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "h:1"), (TIMEOUT, "-1")]).starts_with("MW_BOOTSTRAP_TIMEOUT")
+        );
+        assert!(err(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "h:1"), (TIMEOUT, "soon")]).contains("seconds"));
+        assert!(err(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "h:1"), (LOCAL_RANK, "0")])
+            .starts_with("MW_LOCAL_SIZE is not set"));
+        assert!(err(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "h:1"), (LOCAL_RANK, "2"), (LOCAL_SIZE, "2")])
+            .starts_with("MW_LOCAL_RANK=\"2\""));
+        assert!(err(&[(RANK, "0"), (SIZE, "2"), (BOOTSTRAP, "h:1"), (LOCAL_RANK, "0"), (LOCAL_SIZE, "3")])
+            .starts_with("MW_LOCAL_SIZE=\"3\""));
     }
 
     #[test]

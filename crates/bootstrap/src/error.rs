@@ -44,17 +44,9 @@ impl BootstrapError {
     /// inside join, which the user knows as joining, not as a collective.
     pub(crate) fn during_join(self) -> BootstrapError {
         match self {
-            BootstrapError::Timeout { after, .. } => BootstrapError::Timeout {
-                step: Step::Join,
-                after,
-            },
-            BootstrapError::ServerClosed { .. } => {
-                BootstrapError::ServerClosed { step: Step::Join }
-            }
-            BootstrapError::Io { source, .. } => BootstrapError::Io {
-                step: Step::Join,
-                source,
-            },
+            BootstrapError::Timeout { after, .. } => BootstrapError::Timeout { step: Step::Join, after },
+            BootstrapError::ServerClosed { .. } => BootstrapError::ServerClosed { step: Step::Join },
+            BootstrapError::Io { source, .. } => BootstrapError::Io { step: Step::Join, source },
             other => other,
         }
     }

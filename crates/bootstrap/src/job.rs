@@ -28,14 +28,7 @@ pub struct JobInfo {
 impl JobInfo {
     /// The job of one: rank 0 of 1, alone on its host.
     pub fn single(job_key: [u8; 16], host: String) -> JobInfo {
-        JobInfo {
-            rank: 0,
-            size: 1,
-            job_key,
-            local_rank: 0,
-            local_size: 1,
-            host,
-        }
+        JobInfo { rank: 0, size: 1, job_key, local_rank: 0, local_size: 1, host }
     }
 }
 
@@ -99,10 +92,7 @@ pub(crate) fn kernel_hostname() -> String {
 /// in rank order: ranks sharing a host are numbered by global rank.
 pub(crate) fn local_placement(hosts: &[&[u8]], rank: u32) -> (u32, u32) {
     let mine = hosts[rank as usize];
-    let local_rank = hosts[..rank as usize]
-        .iter()
-        .filter(|h| **h == mine)
-        .count() as u32;
+    let local_rank = hosts[..rank as usize].iter().filter(|h| **h == mine).count() as u32;
     let local_size = hosts.iter().filter(|h| **h == mine).count() as u32;
     (local_rank, local_size)
 }

@@ -83,11 +83,7 @@ enum Backend {
     /// A job of one: collectives complete locally.
     Single,
     /// The TCP rendezvous, served by mwrun or by `hosted` (rank 0 in env mode).
-    Rendezvous {
-        client: RendezvousClient,
-        hosted: Option<RendezvousHandle>,
-        timeout: Duration,
-    },
+    Rendezvous { client: RendezvousClient, hosted: Option<RendezvousHandle>, timeout: Duration },
     /// After `abort`: nothing left to say goodbye to.
     Closed,
 }
@@ -101,19 +97,14 @@ impl Bootstrap {
 
     /// [`from_env`](Bootstrap::from_env) with variables read through
     /// `lookup` instead of the process environment.
-    pub fn from_lookup(
-        lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<Bootstrap, BootstrapError> {
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Bootstrap, BootstrapError> {
         match env::detect(&lookup)? {
             Launch::Single { job_key, host } => {
                 let job_key = match job_key {
                     Some(key) => key,
                     None => random_job_key()?,
                 };
-                Ok(Bootstrap::single(
-                    job_key,
-                    host.unwrap_or_else(job::kernel_hostname),
-                ))
+                Ok(Bootstrap::single(job_key, host.unwrap_or_else(job::kernel_hostname)))
             }
             Launch::Rendezvous(plan) => Bootstrap::join(plan),
         }
@@ -121,53 +112,27 @@ impl Bootstrap {
 
     /// A job of one, with the given key, on `host`.
     pub fn single(job_key: [u8; 16], host: String) -> Bootstrap {
-        Bootstrap {
-            info: JobInfo::single(job_key, host),
-            backend: Backend::Single,
-        }
+        Bootstrap { info: JobInfo::single(job_key, host), backend: Backend::Single }
     }
 
     fn join(plan: RendezvousPlan) -> Result<Bootstrap, BootstrapError> {
         let hosted = if plan.serves() {
-            let server = RendezvousServer::bind(&plan.addr, plan.size, random_job_key()?)?
-                .allow_keyless_join(true);
-            let handle = server.spawn().map_err(|source| BootstrapError::Bind {
-                addr: plan.addr.clone(),
-                source,
-            })?;
+            let server = RendezvousServer::bind(&plan.addr, plan.size, random_job_key()?)?.allow_keyless_join(true);
+            let handle = server.spawn().map_err(|source| BootstrapError::Bind { addr: plan.addr.clone(), source })?;
             Some(handle)
         } else {
             None
         };
-        let (client, job_key) =
-            RendezvousClient::join(&plan.addr, plan.rank, plan.size, plan.job_key, plan.timeout)?;
+        let (client, job_key) = RendezvousClient::join(&plan.addr, plan.rank, plan.size, plan.job_key, plan.timeout)?;
         let host = plan.host.unwrap_or_else(job::kernel_hostname);
-        let info = JobInfo {
-            rank: plan.rank,
-            size: plan.size,
-            job_key,
-            local_rank: 0,
-            local_size: 1,
-            host,
-        };
-        let mut boot = Bootstrap {
-            info,
-            backend: Backend::Rendezvous {
-                client,
-                hosted,
-                timeout: plan.timeout,
-            },
-        };
+        let info = JobInfo { rank: plan.rank, size: plan.size, job_key, local_rank: 0, local_size: 1, host };
+        let mut boot = Bootstrap { info, backend: Backend::Rendezvous { client, hosted, timeout: plan.timeout } };
         // Every rank exchanges host names, whether or not the launcher set the
         // local placement, so all ranks make the same collective calls.
         let my_host = boot.info.host.clone();
-        let hosts = boot
-            .allgather(my_host.as_bytes())
-            .map_err(BootstrapError::during_join)?;
+        let hosts = boot.allgather(my_host.as_bytes()).map_err(BootstrapError::during_join)?;
         let hosts: Vec<&[u8]> = hosts.iter().map(Vec::as_slice).collect();
-        let (local_rank, local_size) = plan
-            .local
-            .unwrap_or_else(|| job::local_placement(&hosts, plan.rank));
+        let (local_rank, local_size) = plan.local.unwrap_or_else(|| job::local_placement(&hosts, plan.rank));
         boot.info.local_rank = local_rank;
         boot.info.local_size = local_size;
         Ok(boot)
@@ -213,12 +178,7 @@ impl Bootstrap {
 
 impl Drop for Bootstrap {
     fn drop(&mut self) {
-        if let Backend::Rendezvous {
-            client,
-            hosted,
-            timeout,
-        } = &mut self.backend
-        {
+        if let Backend::Rendezvous { client, hosted, timeout } = &mut self.backend {
             let healthy = client.is_healthy();
             client.leave();
             // Rank 0 in env mode is the server: keep serving until the others

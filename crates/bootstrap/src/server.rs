@@ -68,21 +68,10 @@ pub struct RendezvousHandle {
 impl RendezvousServer {
     /// Listens on `addr` (`host:port`; port 0 picks a free one) for a job of
     /// `size` ranks with key `job_key`.
-    pub fn bind(
-        addr: &str,
-        size: u32,
-        job_key: [u8; 16],
-    ) -> Result<RendezvousServer, BootstrapError> {
-        let listener = TcpListener::bind(addr).map_err(|source| BootstrapError::Bind {
-            addr: addr.to_owned(),
-            source,
-        })?;
-        Ok(RendezvousServer {
-            listener,
-            size,
-            job_key,
-            allow_keyless_join: false,
-        })
+    pub fn bind(addr: &str, size: u32, job_key: [u8; 16]) -> Result<RendezvousServer, BootstrapError> {
+        let listener =
+            TcpListener::bind(addr).map_err(|source| BootstrapError::Bind { addr: addr.to_owned(), source })?;
+        Ok(RendezvousServer { listener, size, job_key, allow_keyless_join: false })
     }
 
     /// Also admits ranks that present no key and hands them this server's
@@ -95,26 +84,18 @@ impl RendezvousServer {
 
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener
-            .local_addr()
-            .expect("a bound listener has a local address")
+        self.listener.local_addr().expect("a bound listener has a local address")
     }
 
     /// Serves on a background thread until every rank has left or vanished.
     pub fn spawn(self) -> io::Result<RendezvousHandle> {
         let local_addr = self.local_addr();
         let (tx, done) = mpsc::channel();
-        thread::Builder::new()
-            .name("mw-rendezvous".into())
-            .spawn(move || {
-                // The handle may be gone already; nobody wants the summary then.
-                let _ = tx.send(self.run());
-            })?;
-        Ok(RendezvousHandle {
-            local_addr,
-            done,
-            summary: None,
-        })
+        thread::Builder::new().name("mw-rendezvous".into()).spawn(move || {
+            // The handle may be gone already; nobody wants the summary then.
+            let _ = tx.send(self.run());
+        })?;
+        Ok(RendezvousHandle { local_addr, done, summary: None })
     }
 
     /// Serves on this thread until every rank has left or vanished. Ranks
@@ -146,10 +127,7 @@ impl RendezvousServer {
         let _ = TcpStream::connect_timeout(&wake_addr(local_addr), Duration::from_secs(1));
         drop(acceptor);
         coordinator.close_all();
-        ServerSummary {
-            rounds_completed: coordinator.next_round,
-            failure: coordinator.failure.map(Into::into),
-        }
+        ServerSummary { rounds_completed: coordinator.next_round, failure: coordinator.failure.map(Into::into) }
     }
 }
 
@@ -171,12 +149,8 @@ impl RendezvousHandle {
 
 fn wake_addr(listening: SocketAddr) -> SocketAddr {
     match listening.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => {
-            SocketAddr::new(Ipv4Addr::LOCALHOST.into(), listening.port())
-        }
-        IpAddr::V6(ip) if ip.is_unspecified() => {
-            SocketAddr::new(Ipv6Addr::LOCALHOST.into(), listening.port())
-        }
+        IpAddr::V4(ip) if ip.is_unspecified() => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), listening.port()),
+        IpAddr::V6(ip) if ip.is_unspecified() => SocketAddr::new(Ipv6Addr::LOCALHOST.into(), listening.port()),
         _ => listening,
     }
 }
@@ -185,22 +159,10 @@ type ConnId = u64;
 
 /// What the accept and reader threads tell the coordinator.
 enum Event {
-    Accepted {
-        conn: ConnId,
-        stream: TcpStream,
-        peer: SocketAddr,
-    },
-    Message {
-        conn: ConnId,
-        msg: ClientMsg,
-    },
-    Malformed {
-        conn: ConnId,
-        reason: String,
-    },
-    Closed {
-        conn: ConnId,
-    },
+    Accepted { conn: ConnId, stream: TcpStream, peer: SocketAddr },
+    Message { conn: ConnId, msg: ClientMsg },
+    Malformed { conn: ConnId, reason: String },
+    Closed { conn: ConnId },
 }
 
 fn accept_loop(listener: &TcpListener, stop: &AtomicBool, events: &mpsc::Sender<Event>) {
@@ -244,12 +206,7 @@ fn read_loop(conn: ConnId, mut stream: TcpStream, events: &mpsc::Sender<Event>) 
                         return;
                     }
                 }
-                Err(e) => {
-                    break Event::Malformed {
-                        conn,
-                        reason: e.to_string(),
-                    }
-                }
+                Err(e) => break Event::Malformed { conn, reason: e.to_string() },
             },
             Ok(None) | Err(_) => break Event::Closed { conn },
         }
@@ -328,9 +285,7 @@ impl Coordinator {
     }
 
     fn all_ranks_gone(&self) -> bool {
-        self.slots
-            .iter()
-            .all(|s| matches!(s, Slot::Left | Slot::Lost))
+        self.slots.iter().all(|s| matches!(s, Slot::Left | Slot::Lost))
     }
 
     fn handle(&mut self, event: Event) {
@@ -338,23 +293,14 @@ impl Coordinator {
             Event::Accepted { conn, stream, peer } => {
                 let _ = stream.set_nodelay(true);
                 let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-                self.conns.insert(
-                    conn,
-                    Conn {
-                        stream,
-                        peer,
-                        rank: None,
-                    },
-                );
+                self.conns.insert(conn, Conn { stream, peer, rank: None });
             }
             Event::Message { conn, msg } => {
                 if self.conns.contains_key(&conn) {
                     self.handle_message(conn, msg);
                 }
             }
-            Event::Malformed { conn, reason } => {
-                self.refuse(conn, FailureKind::Protocol, None, reason)
-            }
+            Event::Malformed { conn, reason } => self.refuse(conn, FailureKind::Protocol, None, reason),
             Event::Closed { conn } => self.close(conn),
         }
         while let Some(conn) = self.dead.pop() {
@@ -365,15 +311,9 @@ impl Coordinator {
     fn handle_message(&mut self, conn: ConnId, msg: ClientMsg) {
         let rank = self.conns[&conn].rank;
         match (msg, rank) {
-            (
-                ClientMsg::Hello {
-                    version,
-                    rank: claimed,
-                    size,
-                    job_key,
-                },
-                None,
-            ) => self.handle_hello(conn, version, claimed, size, job_key),
+            (ClientMsg::Hello { version, rank: claimed, size, job_key }, None) => {
+                self.handle_hello(conn, version, claimed, size, job_key)
+            }
             (ClientMsg::Allgather { round, blob }, Some(rank)) => {
                 self.handle_collective(conn, rank, round, RoundKind::Allgather, blob)
             }
@@ -382,43 +322,20 @@ impl Coordinator {
             }
             (ClientMsg::Abort { reason }, Some(rank)) => self.handle_abort(conn, rank, reason),
             (ClientMsg::Goodbye, Some(rank)) => self.handle_goodbye(rank),
-            (ClientMsg::Hello { .. }, Some(_)) => self.refuse(
-                conn,
-                FailureKind::Protocol,
-                rank,
-                "a second hello on one connection".into(),
-            ),
-            (_, None) => self.refuse(
-                conn,
-                FailureKind::Protocol,
-                None,
-                "a request before the hello".into(),
-            ),
+            (ClientMsg::Hello { .. }, Some(_)) => {
+                self.refuse(conn, FailureKind::Protocol, rank, "a second hello on one connection".into())
+            }
+            (_, None) => self.refuse(conn, FailureKind::Protocol, None, "a request before the hello".into()),
         }
     }
 
-    fn handle_hello(
-        &mut self,
-        conn: ConnId,
-        version: u16,
-        rank: u32,
-        size: u32,
-        job_key: Option<[u8; 16]>,
-    ) {
+    fn handle_hello(&mut self, conn: ConnId, version: u16, rank: u32, size: u32, job_key: Option<[u8; 16]>) {
         let refusal = if version != VERSION {
-            Some(format!(
-                "it speaks rendezvous protocol version {version}, this server speaks {VERSION}"
-            ))
+            Some(format!("it speaks rendezvous protocol version {version}, this server speaks {VERSION}"))
         } else if size != self.size {
-            Some(format!(
-                "it says the job has {size} ranks, but this rendezvous serves {}",
-                self.size
-            ))
+            Some(format!("it says the job has {size} ranks, but this rendezvous serves {}", self.size))
         } else if rank >= self.size {
-            Some(format!(
-                "rank {rank} is out of range for a job of {} ranks",
-                self.size
-            ))
+            Some(format!("rank {rank} is out of range for a job of {} ranks", self.size))
         } else if job_key.is_some_and(|key| key != self.job_key) {
             Some("its job key does not match (a rank of another job?)".to_owned())
         } else if job_key.is_none() && !self.allow_keyless_join {
@@ -426,10 +343,7 @@ impl Coordinator {
         } else {
             match self.slots[rank as usize] {
                 Slot::Waiting => None,
-                Slot::Joined(other) => Some(format!(
-                    "rank {rank} already joined from {}",
-                    self.conns[&other].peer
-                )),
+                Slot::Joined(other) => Some(format!("rank {rank} already joined from {}", self.conns[&other].peer)),
                 Slot::Left | Slot::Lost => Some(format!("rank {rank} already joined and left")),
             }
         };
@@ -443,27 +357,14 @@ impl Coordinator {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.rank = Some(rank);
         }
-        self.send(
-            conn,
-            &ServerMsg::Welcome {
-                version: VERSION,
-                job_key: self.job_key,
-            },
-        );
+        self.send(conn, &ServerMsg::Welcome { version: VERSION, job_key: self.job_key });
         if let Some(failure) = &self.failure {
             let msg = ServerMsg::Failure(failure.clone());
             self.send(conn, &msg);
         }
     }
 
-    fn handle_collective(
-        &mut self,
-        conn: ConnId,
-        rank: u32,
-        round: u64,
-        kind: RoundKind,
-        blob: Vec<u8>,
-    ) {
+    fn handle_collective(&mut self, conn: ConnId, rank: u32, round: u64, kind: RoundKind, blob: Vec<u8>) {
         if let Some(failure) = &self.failure {
             let msg = ServerMsg::Failure(failure.clone());
             self.send(conn, &msg);
@@ -471,52 +372,29 @@ impl Coordinator {
         }
         if let Some(left) = self.slots.iter().position(|s| *s == Slot::Left) {
             let detail = format!("rank {left} left before collective #{round}");
-            self.fail_job(Failure {
-                kind: FailureKind::RankLeft,
-                rank: Some(left as u32),
-                detail,
-            });
+            self.fail_job(Failure { kind: FailureKind::RankLeft, rank: Some(left as u32), detail });
             return;
         }
         if round != self.next_round {
-            let detail = format!(
-                "rank {rank} sent collective #{round}, but the job is at #{}",
-                self.next_round
-            );
-            self.fail_job(Failure {
-                kind: FailureKind::Protocol,
-                rank: Some(rank),
-                detail,
-            });
+            let detail = format!("rank {rank} sent collective #{round}, but the job is at #{}", self.next_round);
+            self.fail_job(Failure { kind: FailureKind::Protocol, rank: Some(rank), detail });
             return;
         }
         let size = self.size as usize;
-        let current = self.round.get_or_insert_with(|| Round {
-            kind,
-            first_rank: rank,
-            blobs: vec![None; size],
-            arrived: 0,
-        });
+        let current =
+            self.round.get_or_insert_with(|| Round { kind, first_rank: rank, blobs: vec![None; size], arrived: 0 });
         if current.kind != kind {
             let detail = format!(
                 "collective #{round}: rank {} called {} but rank {rank} called {kind}",
                 current.first_rank, current.kind
             );
-            self.fail_job(Failure {
-                kind: FailureKind::Mismatch,
-                rank: Some(rank),
-                detail,
-            });
+            self.fail_job(Failure { kind: FailureKind::Mismatch, rank: Some(rank), detail });
             return;
         }
         let contribution = &mut current.blobs[rank as usize];
         if contribution.is_some() {
             let detail = format!("rank {rank} contributed twice to collective #{round}");
-            self.fail_job(Failure {
-                kind: FailureKind::Protocol,
-                rank: Some(rank),
-                detail,
-            });
+            self.fail_job(Failure { kind: FailureKind::Protocol, rank: Some(rank), detail });
             return;
         }
         *contribution = Some(blob);
@@ -526,11 +404,7 @@ impl Coordinator {
             let reply = match done.kind {
                 RoundKind::Allgather => ServerMsg::AllgatherDone {
                     round,
-                    blobs: done
-                        .blobs
-                        .into_iter()
-                        .map(Option::unwrap_or_default)
-                        .collect(),
+                    blobs: done.blobs.into_iter().map(Option::unwrap_or_default).collect(),
                 },
                 RoundKind::Barrier => ServerMsg::BarrierDone { round },
             };
@@ -545,11 +419,7 @@ impl Coordinator {
         // may exit and take this server with it.
         self.slots[rank as usize] = Slot::Left;
         if self.failure.is_none() {
-            self.fail_job(Failure {
-                kind: FailureKind::Aborted,
-                rank: Some(rank),
-                detail: reason,
-            });
+            self.fail_job(Failure { kind: FailureKind::Aborted, rank: Some(rank), detail: reason });
         }
         let ack = ServerMsg::Failure(self.failure.clone().expect("just set"));
         self.send(conn, &ack);
@@ -558,15 +428,8 @@ impl Coordinator {
     fn handle_goodbye(&mut self, rank: u32) {
         self.slots[rank as usize] = Slot::Left;
         if self.round.is_some() {
-            let detail = format!(
-                "rank {rank} left while collective #{} was under way",
-                self.next_round
-            );
-            self.fail_job(Failure {
-                kind: FailureKind::RankLeft,
-                rank: Some(rank),
-                detail,
-            });
+            let detail = format!("rank {rank} left while collective #{} was under way", self.next_round);
+            self.fail_job(Failure { kind: FailureKind::RankLeft, rank: Some(rank), detail });
         }
     }
 
@@ -583,17 +446,8 @@ impl Coordinator {
 
     fn broadcast(&mut self, msg: &ServerMsg) {
         let frame = msg.encode();
-        let joined: Vec<ConnId> = self
-            .slots
-            .iter()
-            .filter_map(|s| {
-                if let Slot::Joined(c) = s {
-                    Some(*c)
-                } else {
-                    None
-                }
-            })
-            .collect();
+        let joined: Vec<ConnId> =
+            self.slots.iter().filter_map(|s| if let Slot::Joined(c) = s { Some(*c) } else { None }).collect();
         for conn in joined {
             self.send_frame(conn, &frame);
         }
@@ -628,15 +482,8 @@ impl Coordinator {
         let Some(rank) = c.rank else { return };
         if self.slots[rank as usize] == Slot::Joined(conn) {
             self.slots[rank as usize] = Slot::Lost;
-            let detail = format!(
-                "rank {rank} ({}) closed its connection without a goodbye",
-                c.peer
-            );
-            self.fail_job(Failure {
-                kind: FailureKind::RankLost,
-                rank: Some(rank),
-                detail,
-            });
+            let detail = format!("rank {rank} ({}) closed its connection without a goodbye", c.peer);
+            self.fail_job(Failure { kind: FailureKind::RankLost, rank: Some(rank), detail });
         }
     }
 

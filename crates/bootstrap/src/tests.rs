@@ -15,10 +15,7 @@ const SHORT: Duration = Duration::from_millis(300);
 const LONG: Duration = Duration::from_secs(10);
 
 fn vars(pairs: &[(&str, String)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> = pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
+    let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
     move |name| map.get(name).cloned()
 }
 
@@ -40,22 +37,13 @@ fn server(size: u32) -> (String, crate::RendezvousHandle) {
     (addr, server.spawn().unwrap())
 }
 
-fn join(
-    addr: &str,
-    rank: u32,
-    size: u32,
-    timeout: Duration,
-) -> Result<RendezvousClient, BootstrapError> {
+fn join(addr: &str, rank: u32, size: u32, timeout: Duration) -> Result<RendezvousClient, BootstrapError> {
     RendezvousClient::join(addr, rank, size, Some(KEY), timeout).map(|(client, _)| client)
 }
 
 /// A port nothing listens on (just released; racy only in theory).
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 #[test]
@@ -71,10 +59,7 @@ fn ranks_allgather_and_barrier_in_rank_order() {
                 // MW_HOST puts even ranks on host0 and odd ones on host1.
                 assert_eq!((info.local_rank, info.local_size), (rank / 2, 2));
                 let blobs = boot.allgather(&vec![rank as u8; rank as usize]).unwrap();
-                assert_eq!(
-                    blobs,
-                    (0..4u8).map(|r| vec![r; r as usize]).collect::<Vec<_>>()
-                );
+                assert_eq!(blobs, (0..4u8).map(|r| vec![r; r as usize]).collect::<Vec<_>>());
                 boot.barrier().unwrap();
                 let again = boot.allgather(format!("addr-{rank}").as_bytes()).unwrap();
                 assert_eq!(again[3], b"addr-3");
@@ -84,9 +69,7 @@ fn ranks_allgather_and_barrier_in_rank_order() {
     for r in ranks {
         r.join().unwrap();
     }
-    let summary = handle
-        .wait_timeout(LONG)
-        .expect("the server ends when every rank has left");
+    let summary = handle.wait_timeout(LONG).expect("the server ends when every rank has left");
     // Join's host exchange, two allgathers and a barrier.
     assert_eq!(summary.rounds_completed, 4);
     assert!(summary.failure.is_none(), "{:?}", summary.failure);
@@ -99,11 +82,8 @@ fn plain_env_mode_rank_zero_serves_and_hands_out_the_key() {
     let ranks: Vec<_> = (0..3u32)
         .rev()
         .map(|rank| {
-            let lookup = vars(&[
-                (env::RANK, rank.to_string()),
-                (env::SIZE, "3".into()),
-                (env::BOOTSTRAP, addr.clone()),
-            ]);
+            let lookup =
+                vars(&[(env::RANK, rank.to_string()), (env::SIZE, "3".into()), (env::BOOTSTRAP, addr.clone())]);
             let handle = thread::spawn(move || {
                 let mut boot = Bootstrap::from_lookup(lookup).unwrap();
                 assert_eq!(boot.info().local_size, 3, "same kernel host name for all");
@@ -117,20 +97,14 @@ fn plain_env_mode_rank_zero_serves_and_hands_out_the_key() {
         .collect();
     for r in ranks {
         let keys = r.join().unwrap();
-        assert!(
-            keys.iter().all(|k| *k == keys[0]),
-            "every rank got the same key"
-        );
+        assert!(keys.iter().all(|k| *k == keys[0]), "every rank got the same key");
     }
 }
 
 #[test]
 fn a_job_of_one_needs_no_server() {
     let mut boot = Bootstrap::from_lookup(vars(&[])).unwrap();
-    assert_eq!(
-        (boot.info().rank, boot.info().size, boot.info().local_size),
-        (0, 1, 1)
-    );
+    assert_eq!((boot.info().rank, boot.info().size, boot.info().local_size), (0, 1, 1));
     assert_eq!(boot.allgather(b"me").unwrap(), vec![b"me".to_vec()]);
     boot.barrier().unwrap();
     let fixed = Bootstrap::from_lookup(vars(&[(env::JOB_KEY, job_key_to_hex(&KEY))])).unwrap();
@@ -139,12 +113,8 @@ fn a_job_of_one_needs_no_server() {
 
 #[test]
 fn env_errors_surface_from_from_lookup() {
-    let err = Bootstrap::from_lookup(vars(&[(env::RANK, "0".into()), (env::SIZE, "two".into())]))
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "MW_SIZE=\"two\": must be a non-negative integer"
-    );
+    let err = Bootstrap::from_lookup(vars(&[(env::RANK, "0".into()), (env::SIZE, "two".into())])).unwrap_err();
+    assert_eq!(err.to_string(), "MW_SIZE=\"two\": must be a non-negative integer");
 }
 
 #[test]
@@ -157,16 +127,11 @@ fn bad_introductions_are_rejected_by_name() {
     };
     assert!(reason(join(&addr, 0, 2, LONG)).contains("rank 0 already joined"));
     assert!(reason(join(&addr, 5, 2, LONG)).contains("rank 5 is out of range for a job of 2 ranks"));
-    assert!(reason(join(&addr, 1, 3, LONG))
-        .contains("the job has 3 ranks, but this rendezvous serves 2"));
+    assert!(reason(join(&addr, 1, 3, LONG)).contains("the job has 3 ranks, but this rendezvous serves 2"));
     let stranger = RendezvousClient::join(&addr, 1, 2, Some([0; 16]), LONG).map(|_| ());
-    assert!(
-        matches!(stranger, Err(BootstrapError::Rejected { reason, .. }) if reason.contains("job key"))
-    );
+    assert!(matches!(stranger, Err(BootstrapError::Rejected { reason, .. }) if reason.contains("job key")));
     let keyless = RendezvousClient::join(&addr, 1, 2, None, LONG).map(|_| ());
-    assert!(
-        matches!(keyless, Err(BootstrapError::Rejected { reason, .. }) if reason.contains("no job key"))
-    );
+    assert!(matches!(keyless, Err(BootstrapError::Rejected { reason, .. }) if reason.contains("no job key")));
     // The rejections did not hurt the job: rank 1 can still join and meet rank 0.
     let mut rank1 = join(&addr, 1, 2, LONG).unwrap();
     let mut rank0 = _rank0;
@@ -181,16 +146,7 @@ fn a_missing_rank_times_out_with_a_clear_error() {
     let mut rank0 = join(&addr, 0, 2, SHORT).unwrap();
     let start = Instant::now();
     let err = rank0.barrier().unwrap_err();
-    assert!(
-        matches!(
-            err,
-            BootstrapError::Timeout {
-                step: Step::Barrier { round: 0 },
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert!(matches!(err, BootstrapError::Timeout { step: Step::Barrier { round: 0 }, .. }), "{err:?}");
     assert!(start.elapsed() < SHORT * 5);
     assert!(err.to_string().contains("MW_BOOTSTRAP_TIMEOUT"), "{err}");
     assert!(matches!(rank0.barrier(), Err(BootstrapError::Poisoned)));
@@ -203,9 +159,7 @@ fn no_server_is_a_connect_error_after_the_timeout() {
     let err = join(&addr, 1, 2, SHORT).map(|_| ()).unwrap_err();
     assert!(matches!(err, BootstrapError::Connect { .. }), "{err:?}");
     assert!(start.elapsed() >= SHORT && start.elapsed() < SHORT * 5);
-    assert!(err
-        .to_string()
-        .starts_with(&format!("cannot reach the rendezvous server at {addr}")));
+    assert!(err.to_string().starts_with(&format!("cannot reach the rendezvous server at {addr}")));
 }
 
 #[test]
@@ -218,10 +172,7 @@ fn a_rank_that_vanishes_fails_the_others_at_once() {
     thread::sleep(Duration::from_millis(50));
     drop(rank1); // no goodbye: like a process killed by a signal
     let (start, result) = waiter.join().unwrap();
-    assert!(
-        matches!(result, Err(BootstrapError::RankLost { rank: 1 })),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(BootstrapError::RankLost { rank: 1 })), "{result:?}");
     assert!(start.elapsed() < LONG / 2);
 }
 
@@ -249,10 +200,7 @@ fn mismatched_collectives_fail_every_rank() {
     for err in [err0, err1] {
         let text = err.to_string();
         assert!(matches!(err, BootstrapError::Mismatch(_)), "{err:?}");
-        assert!(
-            text.contains("rank 0 called barrier but rank 1 called allgather"),
-            "{text}"
-        );
+        assert!(text.contains("rank 0 called barrier but rank 1 called allgather"), "{text}");
     }
 }
 
@@ -263,16 +211,10 @@ fn a_collective_after_a_rank_left_fails() {
     let mut rank1 = join(&addr, 1, 2, LONG).unwrap();
     rank1.leave();
     let err = rank0.barrier().unwrap_err();
-    assert!(
-        matches!(err, BootstrapError::RankLeft { rank: 1 }),
-        "{err:?}"
-    );
+    assert!(matches!(err, BootstrapError::RankLeft { rank: 1 }), "{err:?}");
     rank0.leave();
     let summary = handle.wait_timeout(LONG).unwrap();
-    assert!(matches!(
-        summary.failure,
-        Some(BootstrapError::RankLeft { rank: 1 })
-    ));
+    assert!(matches!(summary.failure, Some(BootstrapError::RankLeft { rank: 1 })));
 }
 
 #[test]

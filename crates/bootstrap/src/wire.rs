@@ -28,12 +28,7 @@ const NO_RANK: u32 = u32::MAX;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ClientMsg {
     /// First message: who I am, and the job key if I was given one.
-    Hello {
-        version: u16,
-        rank: u32,
-        size: u32,
-        job_key: Option<[u8; 16]>,
-    },
+    Hello { version: u16, rank: u32, size: u32, job_key: Option<[u8; 16]> },
     /// My contribution to collective `round`, an allgather.
     Allgather { round: u64, blob: Vec<u8> },
     /// My arrival at collective `round`, a barrier.
@@ -118,17 +113,8 @@ impl ClientMsg {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut w = FrameWriter::new();
         match self {
-            ClientMsg::Hello {
-                version,
-                rank,
-                size,
-                job_key,
-            } => {
-                w.u8(tag::HELLO)
-                    .raw(&MAGIC)
-                    .u16(*version)
-                    .u32(*rank)
-                    .u32(*size);
+            ClientMsg::Hello { version, rank, size, job_key } => {
+                w.u8(tag::HELLO).raw(&MAGIC).u16(*version).u32(*rank).u32(*size);
                 match job_key {
                     Some(key) => w.u8(1).raw(key),
                     None => w.u8(0),
@@ -160,12 +146,7 @@ impl ClientMsg {
                 if version != VERSION {
                     // Later fields may be laid out differently: stop here and
                     // let the server refuse the version by name.
-                    return Ok(ClientMsg::Hello {
-                        version,
-                        rank: 0,
-                        size: 0,
-                        job_key: None,
-                    });
+                    return Ok(ClientMsg::Hello { version, rank: 0, size: 0, job_key: None });
                 }
                 let rank = r.u32()?;
                 let size = r.u32()?;
@@ -174,21 +155,11 @@ impl ClientMsg {
                     1 => Some(r.array()?),
                     _ => return Err(DecodeError("bad job key flag")),
                 };
-                ClientMsg::Hello {
-                    version,
-                    rank,
-                    size,
-                    job_key,
-                }
+                ClientMsg::Hello { version, rank, size, job_key }
             }
-            tag::ALLGATHER => ClientMsg::Allgather {
-                round: r.u64()?,
-                blob: r.bytes()?.to_vec(),
-            },
+            tag::ALLGATHER => ClientMsg::Allgather { round: r.u64()?, blob: r.bytes()?.to_vec() },
             tag::BARRIER => ClientMsg::Barrier { round: r.u64()? },
-            tag::ABORT => ClientMsg::Abort {
-                reason: r.string()?,
-            },
+            tag::ABORT => ClientMsg::Abort { reason: r.string()? },
             tag::GOODBYE => ClientMsg::Goodbye,
             _ => return Err(DecodeError("unknown client message tag")),
         };
@@ -206,9 +177,7 @@ impl ServerMsg {
                 w.u8(tag::WELCOME).raw(&MAGIC).u16(*version).raw(job_key);
             }
             ServerMsg::AllgatherDone { round, blobs } => {
-                w.u8(tag::ALLGATHER_DONE)
-                    .u64(*round)
-                    .u32(blobs.len() as u32);
+                w.u8(tag::ALLGATHER_DONE).u64(*round).u32(blobs.len() as u32);
                 for blob in blobs {
                     w.bytes(blob);
                 }
@@ -217,10 +186,7 @@ impl ServerMsg {
                 w.u8(tag::BARRIER_DONE).u64(*round);
             }
             ServerMsg::Failure(f) => {
-                w.u8(tag::FAILURE)
-                    .u8(f.kind as u8)
-                    .u32(f.rank.unwrap_or(NO_RANK))
-                    .bytes(f.detail.as_bytes());
+                w.u8(tag::FAILURE).u8(f.kind as u8).u32(f.rank.unwrap_or(NO_RANK)).bytes(f.detail.as_bytes());
             }
         }
         w.finish()
@@ -234,15 +200,9 @@ impl ServerMsg {
                 r.magic()?;
                 let version = r.u16()?;
                 if version != VERSION {
-                    return Ok(ServerMsg::Welcome {
-                        version,
-                        job_key: [0; 16],
-                    });
+                    return Ok(ServerMsg::Welcome { version, job_key: [0; 16] });
                 }
-                ServerMsg::Welcome {
-                    version,
-                    job_key: r.array()?,
-                }
+                ServerMsg::Welcome { version, job_key: r.array()? }
             }
             tag::ALLGATHER_DONE => {
                 let round = r.u64()?;
@@ -260,14 +220,9 @@ impl ServerMsg {
             }
             tag::BARRIER_DONE => ServerMsg::BarrierDone { round: r.u64()? },
             tag::FAILURE => {
-                let kind =
-                    FailureKind::from_u8(r.u8()?).ok_or(DecodeError("unknown failure kind"))?;
+                let kind = FailureKind::from_u8(r.u8()?).ok_or(DecodeError("unknown failure kind"))?;
                 let rank = Some(r.u32()?).filter(|&rank| rank != NO_RANK);
-                ServerMsg::Failure(Failure {
-                    kind,
-                    rank,
-                    detail: r.string()?,
-                })
+                ServerMsg::Failure(Failure { kind, rank, detail: r.string()? })
             }
             _ => return Err(DecodeError("unknown server message tag")),
         };
@@ -299,10 +254,7 @@ pub(crate) fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
     }
     let len = u32::from_le_bytes(len) as usize;
     if len > MAX_FRAME_LEN {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("frame of {len} bytes exceeds the limit"),
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame of {len} bytes exceeds the limit")));
     }
     let mut payload = vec![0u8; len];
     r.read_exact(&mut payload)?;
@@ -408,30 +360,12 @@ mod tests {
     #[test]
     fn client_messages_round_trip() {
         let msgs = [
-            ClientMsg::Hello {
-                version: VERSION,
-                rank: 3,
-                size: 8,
-                job_key: Some([7; 16]),
-            },
-            ClientMsg::Hello {
-                version: VERSION,
-                rank: 0,
-                size: 1,
-                job_key: None,
-            },
-            ClientMsg::Allgather {
-                round: 9,
-                blob: b"10.0.0.1:4000".to_vec(),
-            },
-            ClientMsg::Allgather {
-                round: 0,
-                blob: vec![],
-            },
+            ClientMsg::Hello { version: VERSION, rank: 3, size: 8, job_key: Some([7; 16]) },
+            ClientMsg::Hello { version: VERSION, rank: 0, size: 1, job_key: None },
+            ClientMsg::Allgather { round: 9, blob: b"10.0.0.1:4000".to_vec() },
+            ClientMsg::Allgather { round: 0, blob: vec![] },
             ClientMsg::Barrier { round: u64::MAX },
-            ClientMsg::Abort {
-                reason: "out of memory".into(),
-            },
+            ClientMsg::Abort { reason: "out of memory".into() },
             ClientMsg::Goodbye,
         ];
         for msg in msgs {
@@ -442,25 +376,11 @@ mod tests {
     #[test]
     fn server_messages_round_trip() {
         let msgs = [
-            ServerMsg::Welcome {
-                version: VERSION,
-                job_key: [1; 16],
-            },
-            ServerMsg::AllgatherDone {
-                round: 2,
-                blobs: vec![b"a".to_vec(), vec![], b"ccc".to_vec()],
-            },
+            ServerMsg::Welcome { version: VERSION, job_key: [1; 16] },
+            ServerMsg::AllgatherDone { round: 2, blobs: vec![b"a".to_vec(), vec![], b"ccc".to_vec()] },
             ServerMsg::BarrierDone { round: 5 },
-            ServerMsg::Failure(Failure {
-                kind: FailureKind::RankLost,
-                rank: Some(4),
-                detail: "gone".into(),
-            }),
-            ServerMsg::Failure(Failure {
-                kind: FailureKind::Protocol,
-                rank: None,
-                detail: String::new(),
-            }),
+            ServerMsg::Failure(Failure { kind: FailureKind::RankLost, rank: Some(4), detail: "gone".into() }),
+            ServerMsg::Failure(Failure { kind: FailureKind::Protocol, rank: None, detail: String::new() }),
         ];
         for msg in msgs {
             assert_eq!(ServerMsg::decode(payload(&msg.encode())).unwrap(), msg);
@@ -469,33 +389,17 @@ mod tests {
 
     #[test]
     fn hello_fixture_bytes() {
-        let frame = ClientMsg::Hello {
-            version: 1,
-            rank: 2,
-            size: 4,
-            job_key: None,
-        }
-        .encode();
-        let expected = [
-            16, 0, 0, 0, 0x01, b'M', b'W', b'B', b'S', 1, 0, 2, 0, 0, 0, 4, 0, 0, 0, 0,
-        ];
+        let frame = ClientMsg::Hello { version: 1, rank: 2, size: 4, job_key: None }.encode();
+        let expected = [16, 0, 0, 0, 0x01, b'M', b'W', b'B', b'S', 1, 0, 2, 0, 0, 0, 4, 0, 0, 0, 0];
         assert_eq!(frame, expected);
     }
 
     #[test]
     fn another_version_decodes_far_enough_to_be_refused() {
-        let mut frame = ClientMsg::Hello {
-            version: VERSION,
-            rank: 1,
-            size: 2,
-            job_key: None,
-        }
-        .encode();
+        let mut frame = ClientMsg::Hello { version: VERSION, rank: 1, size: 2, job_key: None }.encode();
         frame[9] = 99; // version low byte
         frame.truncate(11); // a future layout may differ after the version
-        let ClientMsg::Hello { version, .. } = ClientMsg::decode(&frame[4..]).unwrap() else {
-            panic!()
-        };
+        let ClientMsg::Hello { version, .. } = ClientMsg::decode(&frame[4..]).unwrap() else { panic!() };
         assert_eq!(version, 99);
     }
 
@@ -505,41 +409,17 @@ mod tests {
         assert!(ClientMsg::decode(&[0x7f]).is_err());
         assert!(ClientMsg::decode(&[tag::HELLO, b'H', b'T', b'T', b'P']).is_err());
         assert!(ClientMsg::decode(&[tag::GOODBYE, 0]).is_err());
-        assert!(ServerMsg::decode(&[
-            tag::ALLGATHER_DONE,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            255,
-            255,
-            255,
-            255
-        ])
-        .is_err());
+        assert!(ServerMsg::decode(&[tag::ALLGATHER_DONE, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255]).is_err());
         assert!(ServerMsg::decode(&[tag::FAILURE, 42, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
     }
 
     #[test]
     fn oversized_and_truncated_frames_are_refused() {
         let huge = ((MAX_FRAME_LEN + 1) as u32).to_le_bytes();
-        assert_eq!(
-            read_frame(&mut &huge[..]).unwrap_err().kind(),
-            io::ErrorKind::InvalidData
-        );
+        assert_eq!(read_frame(&mut &huge[..]).unwrap_err().kind(), io::ErrorKind::InvalidData);
         assert!(read_frame(&mut &[][..]).unwrap().is_none());
-        assert_eq!(
-            read_frame(&mut &[5, 0][..]).unwrap_err().kind(),
-            io::ErrorKind::UnexpectedEof
-        );
-        assert_eq!(
-            read_frame(&mut &[5, 0, 0, 0, 1][..]).unwrap_err().kind(),
-            io::ErrorKind::UnexpectedEof
-        );
+        assert_eq!(read_frame(&mut &[5, 0][..]).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(read_frame(&mut &[5, 0, 0, 0, 1][..]).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
     }
 
     proptest! {

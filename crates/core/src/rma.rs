@@ -61,6 +61,9 @@ impl Cmp {
     }
 }
 
+/// Builds the operation for the final chunk of a put (e.g. the put_signal).
+type LastChunkOp<'f> = dyn Fn(u64, &[u8]) -> OpRepr<'static> + 'f;
+
 impl Endpoint {
     /// Allocates a request toward `rank` after waiting for room in its send
     /// queue, then lets `issue` send the operation's messages.
@@ -108,7 +111,7 @@ impl Endpoint {
         offset: u64,
         data: &[u8],
         id: RequestId,
-        last: Option<&dyn Fn(u64, &[u8]) -> OpRepr<'static>>,
+        last: Option<&LastChunkOp<'_>>,
     ) -> Result<()> {
         let chunk = self.chunk_bytes();
         let count = data.len().div_ceil(chunk).max(1);
@@ -269,6 +272,7 @@ impl Endpoint {
         })
     }
 
+    #[allow(clippy::too_many_arguments)] // rank, key, offset, op, width, operand, compare
     fn atomic_fetch(
         &self,
         rank: u32,

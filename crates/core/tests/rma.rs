@@ -285,8 +285,7 @@ fn scoped_registration_of_user_memory() {
 
 #[test]
 fn progress_thread_serves_a_computing_rank() {
-    let mut cfg = Config::default();
-    cfg.progress = mw_core::ProgressMode::Thread;
+    let cfg = Config { progress: mw_core::ProgressMode::Thread, ..Config::default() };
     run_job(2, cfg, |ep| {
         let region = ep.alloc_symmetric(64, Access::ALL).unwrap();
         let key = region.key();

@@ -133,19 +133,13 @@ impl Config {
         {
             return Err(ConfigError::MaxDatagram);
         }
-        if self.min_window == 0
-            || self.min_window > self.initial_window
-            || self.initial_window > self.max_window
-        {
+        if self.min_window == 0 || self.min_window > self.initial_window || self.initial_window > self.max_window {
             return Err(ConfigError::Window);
         }
         if self.recv_window == 0 || self.recv_window > 1 << 20 {
             return Err(ConfigError::RecvWindow);
         }
-        if self.rto_min.is_zero()
-            || self.rto_min > self.rto_initial
-            || self.rto_initial > self.rto_max
-        {
+        if self.rto_min.is_zero() || self.rto_min > self.rto_initial || self.rto_initial > self.rto_max {
             return Err(ConfigError::Rto);
         }
         if self.ack_every == 0 {
@@ -169,21 +163,7 @@ mod tests {
         let c = Config::default();
         assert_eq!(c.validate(), Ok(()));
         assert_eq!(c.segment_size(), 1424);
-        assert_eq!(
-            Config {
-                ack_every: 0,
-                ..Config::default()
-            }
-            .validate(),
-            Err(ConfigError::AckEvery)
-        );
-        assert_eq!(
-            Config {
-                max_datagram: 48,
-                ..Config::default()
-            }
-            .validate(),
-            Err(ConfigError::MaxDatagram)
-        );
+        assert_eq!(Config { ack_every: 0, ..Config::default() }.validate(), Err(ConfigError::AckEvery));
+        assert_eq!(Config { max_datagram: 48, ..Config::default() }.validate(), Err(ConfigError::MaxDatagram));
     }
 }

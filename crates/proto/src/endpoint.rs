@@ -71,18 +71,11 @@ impl Endpoint {
             panic!("invalid memwire protocol config: {e}");
         }
         assert!(my_epoch != 0, "epoch 0 means 'unknown' on the wire");
-        assert!(
-            my_rank < n_ranks,
-            "rank {my_rank} outside a job of {n_ranks}"
-        );
+        assert!(my_rank < n_ranks, "rank {my_rank} outside a job of {n_ranks}");
         let peers = (0..n_ranks).map(|rank| Peer::new(&config, rank)).collect();
         Endpoint {
             config,
-            ids: Ids {
-                job: job_id,
-                rank: my_rank,
-                epoch: my_epoch,
-            },
+            ids: Ids { job: job_id, rank: my_rank, epoch: my_epoch },
             n_ranks,
             peers,
             ready: VecDeque::new(),
@@ -115,12 +108,7 @@ impl Endpoint {
     /// in-order delivery to `peer`. The bytes are copied. Any length, zero
     /// included; it is cut into Data packets of `Config::segment_size` bytes.
     /// The caller bounds memory with [`queued_bytes`](Self::queued_bytes).
-    pub fn submit(
-        &mut self,
-        now: Instant,
-        peer: u32,
-        parts: &[&[u8]],
-    ) -> Result<MsgId, SubmitError> {
+    pub fn submit(&mut self, now: Instant, peer: u32, parts: &[&[u8]]) -> Result<MsgId, SubmitError> {
         let index = self.peer_index(peer).ok_or(SubmitError::BadRank)?;
         if self.peers[index].dead {
             return Err(SubmitError::PeerDead);
@@ -190,9 +178,7 @@ impl Endpoint {
         if repr.dst_rank != self.ids.rank {
             return Err(DropReason::WrongTarget);
         }
-        let index = self
-            .peer_index(repr.src_rank)
-            .ok_or(DropReason::UnknownPeer)?;
+        let index = self.peer_index(repr.src_rank).ok_or(DropReason::UnknownPeer)?;
         let src = repr.src_rank;
         if repr.dst_epoch != 0 && repr.dst_epoch != self.ids.epoch {
             // Meant for an earlier incarnation of us: tell the sender we are
@@ -209,7 +195,14 @@ impl Endpoint {
             return Err(DropReason::StaleEpoch); // a late packet of the peer's previous life
         }
         if p.epoch == 0 {
-            p.epoch = repr.src_epoch;
+            if p.dead && repr.dst_epoch == 0 {
+                // Declared dead before we ever heard from it, and it has never
+                // heard from us either: a new incarnation (an old one that had
+                // received our data would address our epoch). Talk to it anew.
+                self.restart(index, repr.src_epoch);
+            } else {
+                p.epoch = repr.src_epoch;
+            }
         } else if p.epoch != repr.src_epoch {
             self.restart(index, repr.src_epoch);
         }
@@ -223,14 +216,7 @@ impl Endpoint {
         match repr.packet_type {
             PacketType::Data => {
                 let deliver_from = &mut |message: &[u8]| deliver(src, message);
-                match p.recv.on_data(
-                    now,
-                    &self.config,
-                    repr.seq,
-                    repr.flags,
-                    payload,
-                    deliver_from,
-                ) {
+                match p.recv.on_data(now, &self.config, repr.seq, repr.flags, payload, deliver_from) {
                     Ok(received) => self.stats.messages_delivered += u64::from(received.delivered),
                     Err(reason) => result = Err(reason),
                 }
@@ -246,10 +232,7 @@ impl Endpoint {
             PacketType::Probe => p.recv.request_ack_now(),
             PacketType::Raw => {
                 self.stats.raw_received += 1;
-                self.events.push_back(Event::Raw {
-                    peer: src,
-                    data: payload.to_vec(),
-                });
+                self.events.push_back(Event::Raw { peer: src, data: payload.to_vec() });
             }
             PacketType::Reset => {} // the epoch check above did its work
         }
@@ -265,19 +248,13 @@ impl Endpoint {
     fn on_ack(&mut self, now: Instant, index: usize, repr: &HeaderRepr, watermark: u32) {
         let nack = repr.packet_type == PacketType::Nack;
         let p = &mut self.peers[index];
-        if p.send
-            .on_ack(now, repr.ack, repr.sack, nack, watermark, &mut p.rtt)
-        {
+        if p.send.on_ack(now, repr.ack, repr.sack, nack, watermark, &mut p.rtt) {
             p.ack_probe_sent = false;
         }
     }
 
     fn push_acked(&mut self, peer: u32, upto: MsgId) {
-        if let Some(Event::Acked {
-            peer: last,
-            upto: prev,
-        }) = self.events.back_mut()
-        {
+        if let Some(Event::Acked { peer: last, upto: prev }) = self.events.back_mut() {
             if *last == peer {
                 *prev = upto;
                 return;
@@ -293,10 +270,7 @@ impl Endpoint {
         let failed_upto = if p.dead { None } else { p.send.failed_upto() };
         p.reset(&self.config, Some(epoch));
         self.stats.peers_restarted += 1;
-        self.events.push_back(Event::PeerRestarted {
-            peer: index as u32,
-            failed_upto,
-        });
+        self.events.push_back(Event::PeerRestarted { peer: index as u32, failed_upto });
     }
 
     /// Silence while waiting: fail everything pending toward the peer.
@@ -306,8 +280,7 @@ impl Endpoint {
         p.reset(&self.config, None);
         p.dead = true;
         self.stats.peers_dead += 1;
-        self.events
-            .push_back(Event::PeerDead { peer: index as u32 });
+        self.events.push_back(Event::PeerDead { peer: index as u32 });
     }
 
     /// Writes the next datagram to send into `buf` and says where it goes;
@@ -319,14 +292,10 @@ impl Endpoint {
     /// If `buf` is shorter than `Config::max_datagram`.
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        assert!(
-            buf.len() >= self.config.max_datagram,
-            "transmit buffer smaller than max_datagram"
-        );
+        assert!(buf.len() >= self.config.max_datagram, "transmit buffer smaller than max_datagram");
         while let Some(&peer) = self.ready.front() {
             let index = peer as usize;
-            let Some(len) = self.peers[index].poll_transmit(now, self.ids, buf, &mut self.stats)
-            else {
+            let Some(len) = self.peers[index].poll_transmit(now, self.ids, buf, &mut self.stats) else {
                 self.ready.pop_front();
                 self.peers[index].in_ready = false;
                 continue;
@@ -343,9 +312,8 @@ impl Endpoint {
     }
 
     /// The earliest instant at which [`handle_timeout`](Self::handle_timeout)
-    /// has work (a delayed ack, an RTO, a dead-peer deadline, a keepalive).
-    /// It may occasionally be earlier than needed; calling `handle_timeout`
-    /// then does nothing harmful.
+    /// has work (a delayed ack, an RTO, a dead-peer deadline, a keepalive);
+    /// `None` when no timer is armed.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.next()
@@ -353,8 +321,7 @@ impl Endpoint {
 
     /// Runs every timer due at `now`. Follow with `poll_transmit` and `poll_event`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some((peer, kind)) = self.timers.pop_due(now, &mut self.peers, |p| &mut p.timers)
-        {
+        while let Some((peer, kind)) = self.timers.pop_due(now, &mut self.peers, |p| &mut p.timers) {
             let index = peer as usize;
             let p = &mut self.peers[index];
             match kind {
@@ -371,6 +338,7 @@ impl Endpoint {
             self.mark_ready(index);
             self.refresh(now, index);
         }
+        self.timers.tidy(&mut self.peers, |p| &mut p.timers);
     }
 
     /// Next event for the layer above, if any.
@@ -448,15 +416,13 @@ impl Endpoint {
     /// Messages to `peer` submitted and not yet reported by [`Event::Acked`]
     /// (0 for an invalid rank).
     pub fn unacked_messages(&self, peer: u32) -> usize {
-        self.peer_index(peer)
-            .map_or(0, |i| self.peers[i].send.unreported() as usize)
+        self.peer_index(peer).map_or(0, |i| self.peers[i].send.unreported() as usize)
     }
 
     /// Bytes submitted to `peer` and not yet sent once (0 for an invalid
     /// rank). Bound it to bound the endpoint's memory.
     pub fn queued_bytes(&self, peer: u32) -> usize {
-        self.peer_index(peer)
-            .map_or(0, |i| self.peers[i].send.queued_bytes())
+        self.peer_index(peer).map_or(0, |i| self.peers[i].send.queued_bytes())
     }
 
     /// Nothing queued, unacknowledged (or acked but not yet reported), or
@@ -484,9 +450,7 @@ impl Endpoint {
             (true, None) => Some(now),
             (true, since) => since,
         };
-        let dead_at = p
-            .busy_since
-            .map(|since| since.max(p.last_heard.unwrap_or(since)) + config.peer_dead_after);
+        let dead_at = p.busy_since.map(|since| since.max(p.last_heard.unwrap_or(since)) + config.peer_dead_after);
         let keepalive = match config.keepalive {
             Some(_) if p.dead || p.epoch == 0 => None,
             // An unanswered keepalive is repeated every RTO until the dead verdict.
@@ -500,5 +464,6 @@ impl Endpoint {
         due[TimerKind::Dead as usize] = dead_at;
         due[TimerKind::Keepalive as usize] = keepalive;
         self.timers.set_all(&mut p.timers, index as u32, due);
+        self.timers.tidy(&mut self.peers, |p| &mut p.timers);
     }
 }

@@ -73,12 +73,7 @@ impl Sub<Instant> for Instant {
 
 impl fmt::Debug for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}.{:09}s",
-            self.0 / 1_000_000_000,
-            self.0 % 1_000_000_000
-        )
+        write!(f, "{}.{:09}s", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
     }
 }
 
@@ -95,9 +90,6 @@ mod tests {
         assert_eq!(a - b, Duration::ZERO);
         assert_eq!(Instant::MAX + Duration::from_secs(1), Instant::MAX);
         assert_eq!(a - Duration::from_secs(1), Instant::ZERO);
-        assert_eq!(
-            format!("{:?}", Instant::from_nanos(1_500_000_000)),
-            "1.500000000s"
-        );
+        assert_eq!(format!("{:?}", Instant::from_nanos(1_500_000_000)), "1.500000000s");
     }
 }

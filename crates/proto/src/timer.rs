@@ -32,12 +32,8 @@ pub(crate) enum TimerKind {
 
 impl TimerKind {
     const COUNT: usize = 4;
-    const ALL: [TimerKind; TimerKind::COUNT] = [
-        TimerKind::AckDelay,
-        TimerKind::Rto,
-        TimerKind::Dead,
-        TimerKind::Keepalive,
-    ];
+    const ALL: [TimerKind; TimerKind::COUNT] =
+        [TimerKind::AckDelay, TimerKind::Rto, TimerKind::Dead, TimerKind::Keepalive];
 }
 
 /// One peer's deadlines, indexed by [`TimerKind`].
@@ -57,13 +53,7 @@ pub(crate) struct TimerQueue {
 
 impl TimerQueue {
     /// Arms (or disarms, with `None`) `kind` of `peer` at `at`.
-    pub(crate) fn set(
-        &mut self,
-        timers: &mut PeerTimers,
-        peer: u32,
-        kind: TimerKind,
-        at: Option<Instant>,
-    ) {
+    pub(crate) fn set(&mut self, timers: &mut PeerTimers, peer: u32, kind: TimerKind, at: Option<Instant>) {
         let k = kind as usize;
         timers.due[k] = at;
         if let Some(at) = at {
@@ -75,19 +65,35 @@ impl TimerQueue {
     }
 
     /// Sets every kind of `peer` at once from `due` (indexed like [`TimerKind`]).
-    pub(crate) fn set_all(
-        &mut self,
-        timers: &mut PeerTimers,
-        peer: u32,
-        due: [Option<Instant>; 4],
-    ) {
+    pub(crate) fn set_all(&mut self, timers: &mut PeerTimers, peer: u32, due: [Option<Instant>; 4]) {
         for kind in TimerKind::ALL {
             self.set(timers, peer, kind, due[kind as usize]);
         }
     }
 
-    /// The earliest queued instant. May be earlier than any real deadline
-    /// (a stale entry); popping it then fires nothing.
+    /// Makes the top of the heap exact: drops superseded or disarmed entries
+    /// and moves entries whose deadline went later. Afterwards [`next`](Self::next)
+    /// is the true earliest deadline. O(log n) per entry removed.
+    pub(crate) fn tidy<T>(&mut self, peers: &mut [T], timers_of: fn(&mut T) -> &mut PeerTimers) {
+        while let Some(&Reverse((at, peer, kind))) = self.heap.peek() {
+            let timers = timers_of(&mut peers[peer as usize]);
+            let k = kind as usize;
+            if timers.queued[k] == Some(at) && timers.due[k] == Some(at) {
+                return;
+            }
+            self.heap.pop();
+            if timers.queued[k] != Some(at) {
+                continue;
+            }
+            timers.queued[k] = None;
+            if let Some(due) = timers.due[k] {
+                timers.queued[k] = Some(due);
+                self.heap.push(Reverse((due, peer, kind)));
+            }
+        }
+    }
+
+    /// The earliest queued instant; exact after [`tidy`](Self::tidy).
     pub(crate) fn next(&self) -> Option<Instant> {
         self.heap.peek().map(|Reverse((at, _, _))| *at)
     }
@@ -149,11 +155,10 @@ mod tests {
         q.set(&mut peers[1], 1, TimerKind::AckDelay, Some(t(20)));
         q.set(&mut peers[1], 1, TimerKind::AckDelay, Some(t(5)));
         assert_eq!(q.next(), Some(t(5)));
-        let id = |p: &mut PeerTimers| p;
-        assert_eq!(
-            q.pop_due(t(9), &mut peers, id),
-            Some((1, TimerKind::AckDelay))
-        );
+        fn id(p: &mut PeerTimers) -> &mut PeerTimers {
+            p
+        }
+        assert_eq!(q.pop_due(t(9), &mut peers, id), Some((1, TimerKind::AckDelay)));
         // The stale 20 µs entry and the moved RTO entry fire nothing early.
         assert_eq!(q.pop_due(t(25), &mut peers, id), None);
         assert_eq!(q.next(), Some(t(30)));

@@ -85,10 +85,7 @@ fn content_matches(key: u64, data: &[u8]) -> bool {
 
 /// The content seed of message `index` of a log.
 pub fn content_key(log: LogKey, index: usize) -> u64 {
-    let mut x = (u64::from(log.0) << 48)
-        ^ (u64::from(log.1) << 32)
-        ^ (u64::from(log.2) << 16)
-        ^ index as u64;
+    let mut x = (u64::from(log.0) << 48) ^ (u64::from(log.1) << 32) ^ (u64::from(log.2) << 16) ^ index as u64;
     splitmix64(&mut x)
 }
 
@@ -101,14 +98,7 @@ impl Checker {
 
     /// A message was submitted on `log` and got `id`; `dst_inc` is the
     /// receiver's current incarnation (a new log starts delivering there at 0).
-    pub fn on_submit(
-        &mut self,
-        now: Instant,
-        log: LogKey,
-        dst_inc: u32,
-        id: MsgId,
-        msg: SentMsg,
-    ) -> usize {
+    pub fn on_submit(&mut self, now: Instant, log: LogKey, dst_inc: u32, id: MsgId, msg: SentMsg) -> usize {
         let entry = self.logs.entry(log).or_default();
         let index = entry.sent.len();
         entry.sent.push(msg);
@@ -116,10 +106,7 @@ impl Checker {
             entry.recv_next.entry(dst_inc).or_insert(0);
         }
         if id.0 != index as u64 {
-            self.fail(
-                now,
-                format!("log {log:?}: submit returned {id:?}, expected consecutive id {index}"),
-            );
+            self.fail(now, format!("log {log:?}: submit returned {id:?}, expected consecutive id {index}"));
         }
         index
     }
@@ -132,27 +119,23 @@ impl Checker {
     /// Node `dst` (incarnation `dst_inc`) delivered `data` from the sender of `log`.
     pub fn on_deliver(&mut self, now: Instant, log: LogKey, dst_inc: u32, data: &[u8]) {
         let Some(entry) = self.logs.get_mut(&log) else {
-            return self.fail(
-                now,
-                format!("log {log:?}: delivery of a message never submitted"),
-            );
+            return self.fail(now, format!("log {log:?}: delivery of a message never submitted"));
         };
         let Some(&next) = entry.recv_next.get(&dst_inc) else {
-            return self.fail(now, format!("log {log:?}: receiver incarnation {dst_inc} delivered before its connection began"));
+            return self.fail(
+                now,
+                format!("log {log:?}: receiver incarnation {dst_inc} delivered before its connection began"),
+            );
         };
         let submitted = entry.sent.len();
         let Some(msg) = entry.sent.get_mut(next) else {
-            return self.fail(now, format!("log {log:?}: delivered message #{next}, only {submitted} submitted (duplicate?)"));
+            return self
+                .fail(now, format!("log {log:?}: delivered message #{next}, only {submitted} submitted (duplicate?)"));
         };
         if msg.len != data.len() || !content_matches(msg.key, data) {
             let len = msg.len;
-            return self.fail(
-                now,
-                format!(
-                    "log {log:?}: message #{next} corrupted: {} bytes, expected {len}",
-                    data.len()
-                ),
-            );
+            return self
+                .fail(now, format!("log {log:?}: message #{next} corrupted: {} bytes, expected {len}", data.len()));
         }
         if msg.delivered {
             return self.fail(now, format!("log {log:?}: message #{next} delivered twice"));
@@ -163,11 +146,7 @@ impl Checker {
         self.delivered += 1;
         self.delivered_bytes += data.len() as u64;
         if wants_reply {
-            self.replies_due.push(ReplyDue {
-                from: log.2,
-                to: log.0,
-                answers: (log, next),
-            });
+            self.replies_due.push(ReplyDue { from: log.2, to: log.0, answers: (log, next) });
         }
     }
 
@@ -194,20 +173,14 @@ impl Checker {
                 let entry = self.logs.entry(log).or_default();
                 if let Some(f) = failed_upto {
                     if entry.acked.is_some_and(|a| a >= f.0) {
-                        return self.fail(
-                            now,
-                            format!("log {log:?}: restart fails {f:?}, already acked"),
-                        );
+                        return self.fail(now, format!("log {log:?}: restart fails {f:?}, already acked"));
                     }
                     entry.failed_upto = Some(f.0);
                 }
                 let base = failed_upto.map_or(entry.sent.len(), |f| f.0 as usize + 1);
                 if base != entry.sent.len() {
                     let n = entry.sent.len();
-                    return self.fail(
-                        now,
-                        format!("log {log:?}: restart failed up to {failed_upto:?} of {n}"),
-                    );
+                    return self.fail(now, format!("log {log:?}: restart failed up to {failed_upto:?} of {n}"));
                 }
                 entry.recv_next.insert(peer_inc, base);
             }
@@ -217,46 +190,26 @@ impl Checker {
 
     fn on_acked(&mut self, now: Instant, log: LogKey, upto: u64) {
         let Some(entry) = self.logs.get(&log) else {
-            return self.fail(
-                now,
-                format!("log {log:?}: Acked({upto}) for nothing submitted"),
-            );
+            return self.fail(now, format!("log {log:?}: Acked({upto}) for nothing submitted"));
         };
         let from = entry.acked.map_or(0, |a| a + 1);
         if upto < from {
-            return self.fail(
-                now,
-                format!("log {log:?}: Acked({upto}) after Acked({})", from - 1),
-            );
+            return self.fail(now, format!("log {log:?}: Acked({upto}) after Acked({})", from - 1));
         }
         let from = from.max(entry.failed_upto.map_or(0, |f| f + 1));
         if upto as usize >= entry.sent.len() {
-            return self.fail(
-                now,
-                format!(
-                    "log {log:?}: Acked({upto}) beyond {} submitted",
-                    entry.sent.len()
-                ),
-            );
+            return self.fail(now, format!("log {log:?}: Acked({upto}) beyond {} submitted", entry.sent.len()));
         }
         if entry.failed_upto.is_some_and(|f| upto <= f) {
-            return self.fail(
-                now,
-                format!("log {log:?}: Acked({upto}) of a failed message"),
-            );
+            return self.fail(now, format!("log {log:?}: Acked({upto}) of a failed message"));
         }
         for id in from..=upto {
             let msg = &entry.sent[id as usize];
             if !msg.delivered {
-                return self.fail(
-                    now,
-                    format!("log {log:?}: Acked({upto}) but #{id} not delivered"),
-                );
+                return self.fail(now, format!("log {log:?}: Acked({upto}) but #{id} not delivered"));
             }
             if msg.wants_reply {
-                let reply_delivered = msg
-                    .reply
-                    .and_then(|(k, i)| self.logs.get(&k).map(|l| l.sent[i].delivered));
+                let reply_delivered = msg.reply.and_then(|(k, i)| self.logs.get(&k).map(|l| l.sent[i].delivered));
                 if reply_delivered != Some(true) {
                     return self.fail(
                         now,

@@ -105,11 +105,7 @@ impl<'a> Driver<'a> {
             let epoch = new_epoch(&mut rng, &epochs);
             epochs.push(epoch);
             let ep = Endpoint::new(sc.config.clone(), JOB_ID, rank, epoch, n);
-            nodes.push(Node {
-                ep: Some(ep),
-                inc: 0,
-                epochs: vec![epoch],
-            });
+            nodes.push(Node { ep: Some(ep), inc: 0, epochs: vec![epoch] });
         }
         let mut d = Driver {
             sc,
@@ -151,9 +147,7 @@ impl<'a> Driver<'a> {
                     let offset = self.rng.unit() * w.spread.as_nanos() as f64;
                     PlanItem {
                         at: start + Duration::from_nanos(offset as u64),
-                        len: w
-                            .fixed_size
-                            .unwrap_or_else(|| pick_size(&mut self.rng, seg, w.max_size)),
+                        len: w.fixed_size.unwrap_or_else(|| pick_size(&mut self.rng, seg, w.max_size)),
                         wants_reply: self.rng.chance(w.reply_chance),
                     }
                 })
@@ -198,18 +192,11 @@ impl<'a> Driver<'a> {
                 return;
             }
             let Some(next) = self.next_time() else {
-                let what = if self.completed_at.is_some() {
-                    "an endpoint is not quiescent"
-                } else {
-                    "work remains"
-                };
+                let what = if self.completed_at.is_some() { "an endpoint is not quiescent" } else { "work remains" };
                 return self.error(format!("stall: {what} but nothing is scheduled"));
             };
             if next > budget {
-                return self.error(format!(
-                    "stall: virtual-time budget {:?} exhausted",
-                    self.sc.budget
-                ));
+                return self.error(format!("stall: virtual-time budget {:?} exhausted", self.sc.budget));
             }
             if next <= now {
                 same_instant += 1;
@@ -233,32 +220,19 @@ impl<'a> Driver<'a> {
                 println!("{now:?} *** node {x} crashes");
             }
             for a in 0..self.n {
-                if a != x
-                    && self.nodes[a as usize]
-                        .ep
-                        .as_ref()
-                        .is_some_and(|ep| ep.unacked_messages(x) > 0)
-                {
+                if a != x && self.nodes[a as usize].ep.as_ref().is_some_and(|ep| ep.unacked_messages(x) > 0) {
                     self.wait_start.insert((a, x), now);
                 }
             }
         }
-        if let (Some(t), Some(after), false) =
-            (self.crashed_at, crash.restart_after, self.restarted)
-        {
+        if let (Some(t), Some(after), false) = (self.crashed_at, crash.restart_after, self.restarted) {
             if now >= t + after {
                 self.restarted = true;
                 let node = &mut self.nodes[x as usize];
                 let epoch = new_epoch(&mut self.rng, &node.epochs);
                 node.epochs.push(epoch);
                 node.inc += 1;
-                node.ep = Some(Endpoint::new(
-                    self.sc.config.clone(),
-                    JOB_ID,
-                    x,
-                    epoch,
-                    self.n,
-                ));
+                node.ep = Some(Endpoint::new(self.sc.config.clone(), JOB_ID, x, epoch, self.n));
                 if self.sc.trace {
                     println!("{now:?} *** node {x} restarts with epoch {epoch:#x}");
                 }
@@ -276,13 +250,7 @@ impl<'a> Driver<'a> {
             self.net.stats.delivered += 1;
             let header = HeaderRepr::parse_packet(&bytes).ok().map(|(h, _)| h);
             let src_inc = header
-                .and_then(|h| {
-                    self.nodes
-                        .get(h.src_rank as usize)?
-                        .epochs
-                        .iter()
-                        .position(|&e| e == h.src_epoch)
-                })
+                .and_then(|h| self.nodes.get(h.src_rank as usize)?.epochs.iter().position(|&e| e == h.src_epoch))
                 .map_or(u32::MAX, |i| i as u32);
             let dst_inc = self.nodes[dst as usize].inc;
             let ep = self.nodes[dst as usize].ep.as_mut().expect("checked up");
@@ -293,10 +261,7 @@ impl<'a> Driver<'a> {
             if self.sc.trace {
                 match header {
                     Some(h) => println!("{now:?} recv {h} -> {result:?}"),
-                    None => println!(
-                        "{now:?} recv {src}->{dst} {} bytes of garbage -> {result:?}",
-                        bytes.len()
-                    ),
+                    None => println!("{now:?} recv {src}->{dst} {} bytes of garbage -> {result:?}", bytes.len()),
                 }
             }
             self.drain_events(now, dst);
@@ -317,27 +282,19 @@ impl<'a> Driver<'a> {
     }
 
     fn drain_events(&mut self, now: Instant, node: u32) {
-        while let Some(event) = self.nodes[node as usize]
-            .ep
-            .as_mut()
-            .and_then(Endpoint::poll_event)
-        {
+        while let Some(event) = self.nodes[node as usize].ep.as_mut().and_then(Endpoint::poll_event) {
             if self.sc.trace {
                 println!("{now:?} node {node} event {event:?}");
             }
             let peer = match event {
-                Event::Acked { peer, .. }
-                | Event::PeerDead { peer }
-                | Event::PeerRestarted { peer, .. } => peer,
+                Event::Acked { peer, .. } | Event::PeerDead { peer } | Event::PeerRestarted { peer, .. } => peer,
                 other => return self.error(format!("node {node}: unexpected event {other:?}")),
             };
             match event {
                 Event::PeerDead { .. } => self.on_dead(now, node, peer),
                 Event::PeerRestarted { .. } => {
                     if self.nodes[peer as usize].inc == 0 {
-                        self.error(format!(
-                            "node {node}: PeerRestarted for {peer}, which never restarted"
-                        ));
+                        self.error(format!("node {node}: PeerRestarted for {peer}, which never restarted"));
                     }
                     self.wait_start.remove(&(node, peer));
                 }
@@ -353,30 +310,18 @@ impl<'a> Driver<'a> {
         self.dead_events.push((node, peer, now));
         let crashed = self.sc.crash.as_ref().is_some_and(|c| c.node == peer);
         let (Some(t), true) = (self.crashed_at, crashed) else {
-            return self.error(format!(
-                "false alarm: node {node} declared live peer {peer} dead"
-            ));
+            return self.error(format!("false alarm: node {node} declared live peer {peer} dead"));
         };
         let Some(&start) = self.wait_start.get(&(node, peer)) else {
-            return self.error(format!(
-                "node {node} declared {peer} dead while not waiting on it since its crash"
-            ));
+            return self.error(format!("node {node} declared {peer} dead while not waiting on it since its crash"));
         };
         let latency = self.sc.link.delay + self.sc.link.jitter + self.sc.link.reorder_delay;
         let bound = start.max(t + latency) + self.sc.config.peer_dead_after + DEAD_SLACK;
         if now > bound {
-            self.error(format!(
-                "node {node} declared {peer} dead at {now:?}, later than {bound:?}"
-            ));
+            self.error(format!("node {node} declared {peer} dead at {now:?}, later than {bound:?}"));
         }
-        if self.nodes[node as usize]
-            .ep
-            .as_ref()
-            .is_some_and(|ep| ep.unacked_messages(peer) != 0)
-        {
-            self.error(format!(
-                "node {node}: messages toward dead {peer} still pending"
-            ));
+        if self.nodes[node as usize].ep.as_ref().is_some_and(|ep| ep.unacked_messages(peer) != 0) {
+            self.error(format!("node {node}: messages toward dead {peer} still pending"));
         }
     }
 
@@ -395,24 +340,11 @@ impl<'a> Driver<'a> {
         fill_content(key, &mut self.content);
         let cut1 = self.rng.range(0, len as u64) as usize;
         let cut2 = self.rng.range(cut1 as u64, len as u64) as usize;
-        let parts = [
-            &self.content[..cut1],
-            &self.content[cut1..cut2],
-            &self.content[cut2..],
-        ];
-        let ep = self.nodes[src as usize]
-            .ep
-            .as_mut()
-            .expect("submit from a live node");
+        let parts = [&self.content[..cut1], &self.content[cut1..cut2], &self.content[cut2..]];
+        let ep = self.nodes[src as usize].ep.as_mut().expect("submit from a live node");
         let id = ep.submit(now, dst, &parts)?;
         let dst_inc = self.nodes[dst as usize].inc;
-        let msg = SentMsg {
-            len,
-            key,
-            wants_reply,
-            reply: None,
-            delivered: false,
-        };
+        let msg = SentMsg { len, key, wants_reply, reply: None, delivered: false };
         let index = self.checker.on_submit(now, log, dst_inc, id, msg);
         if self.crashed_at.is_some() && !self.up(dst) {
             self.wait_start.entry((src, dst)).or_insert(now);
@@ -438,12 +370,7 @@ impl<'a> Driver<'a> {
     }
 
     fn submit_due(&mut self, now: Instant) {
-        let permanent_crash = self
-            .sc
-            .crash
-            .as_ref()
-            .filter(|c| c.restart_after.is_none())
-            .map(|c| c.node);
+        let permanent_crash = self.sc.crash.as_ref().filter(|c| c.restart_after.is_none()).map(|c| c.node);
         for src in 0..self.n {
             for dst in 0..self.n {
                 let slot = (src * self.n + dst) as usize;
@@ -458,9 +385,7 @@ impl<'a> Driver<'a> {
                         Ok(_) => {
                             self.plans[slot].pop_front();
                         }
-                        Err(SubmitError::PeerDead) if permanent_crash == Some(dst) => {
-                            self.plans[slot].clear()
-                        }
+                        Err(SubmitError::PeerDead) if permanent_crash == Some(dst) => self.plans[slot].clear(),
                         Err(SubmitError::PeerDead) if self.sc.crash.is_some() => break,
                         Err(e) => {
                             self.error(format!("submit {src}->{dst} failed: {e}"));
@@ -475,10 +400,7 @@ impl<'a> Driver<'a> {
     fn transmit_all(&mut self, now: Instant) {
         for src in 0..self.n {
             let mut count = 0;
-            while let Some(t) = self.nodes[src as usize]
-                .ep
-                .as_mut()
-                .and_then(|ep| ep.poll_transmit(now, &mut self.buf))
+            while let Some(t) = self.nodes[src as usize].ep.as_mut().and_then(|ep| ep.poll_transmit(now, &mut self.buf))
             {
                 count += 1;
                 if count > MAX_BURST {
@@ -524,16 +446,11 @@ impl<'a> Driver<'a> {
                 e.wrong_job += 1;
             }
             4 => {
-                bad[20..24]
-                    .copy_from_slice(&(dst + 1 + self.rng.range(0, 10) as u32).to_le_bytes());
+                bad[20..24].copy_from_slice(&(dst + 1 + self.rng.range(0, 10) as u32).to_le_bytes());
                 e.wrong_target += 1;
             }
             5 => {
-                let who = if self.rng.chance(0.5) {
-                    dst
-                } else {
-                    self.n + self.rng.range(0, 100) as u32
-                };
+                let who = if self.rng.chance(0.5) { dst } else { self.n + self.rng.range(0, 100) as u32 };
                 bad[16..20].copy_from_slice(&who.to_le_bytes());
                 e.unknown_peer += 1;
             }
@@ -548,34 +465,21 @@ impl<'a> Driver<'a> {
     }
 
     fn all_resolved(&self) -> bool {
-        let pending_plan = self
-            .plans
-            .iter()
-            .enumerate()
-            .any(|(slot, p)| !p.is_empty() && self.up(slot as u32 / self.n));
+        let pending_plan =
+            self.plans.iter().enumerate().any(|(slot, p)| !p.is_empty() && self.up(slot as u32 / self.n));
         if pending_plan || !self.checker.replies_due.is_empty() {
             return false;
         }
-        if self
-            .sc
-            .crash
-            .as_ref()
-            .is_some_and(|c| c.restart_after.is_some())
-            && !self.restarted
-        {
+        if self.sc.crash.as_ref().is_some_and(|c| c.restart_after.is_some()) && !self.restarted {
             return false;
         }
         self.checker.logs().all(|log @ (src, inc, _)| {
-            !self.up(src)
-                || self.nodes[src as usize].inc != inc
-                || self.checker.unresolved(log) == 0
+            !self.up(src) || self.nodes[src as usize].inc != inc || self.checker.unresolved(log) == 0
         })
     }
 
     fn all_quiescent(&self) -> bool {
-        self.nodes
-            .iter()
-            .all(|n| n.ep.as_ref().map_or(true, Endpoint::is_quiescent))
+        self.nodes.iter().all(|n| n.ep.as_ref().is_none_or(Endpoint::is_quiescent))
     }
 
     fn next_time(&self) -> Option<Instant> {
@@ -606,34 +510,20 @@ impl<'a> Driver<'a> {
 
     fn dump(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "  at {:?}; network {:?}, {} in flight",
-            self.net.now(),
-            self.net.stats,
-            self.net.in_flight()
-        );
+        let _ =
+            writeln!(s, "  at {:?}; network {:?}, {} in flight", self.net.now(), self.net.stats, self.net.in_flight());
         for (rank, node) in self.nodes.iter().enumerate() {
             let Some(ep) = &node.ep else {
                 let _ = writeln!(s, "  node {rank}: down");
                 continue;
             };
-            let _ = writeln!(
-                s,
-                "  node {rank} (inc {}, epoch {:#x}): {:?}",
-                node.inc,
-                ep.epoch(),
-                ep.stats()
-            );
+            let _ = writeln!(s, "  node {rank} (inc {}, epoch {:#x}): {:?}", node.inc, ep.epoch(), ep.stats());
             for peer in 0..self.n {
                 if let Some(ps) = ep.peer_stats(peer) {
                     let log = self.log(rank as u32, peer);
                     let unresolved = self.checker.unresolved(log);
                     let plan = self.plans[rank * self.n as usize + peer as usize].len();
-                    let _ = writeln!(
-                        s,
-                        "    -> {peer}: unresolved {unresolved}, planned {plan}, {ps:?}"
-                    );
+                    let _ = writeln!(s, "    -> {peer}: unresolved {unresolved}, planned {plan}, {ps:?}");
                 }
             }
         }
@@ -645,34 +535,18 @@ impl<'a> Driver<'a> {
         if errors.is_empty() {
             self.final_checks(&mut errors);
         }
-        let failed = self
-            .checker
-            .logs()
-            .map(|log| self.checker.failed(log))
-            .sum();
+        let failed = self.checker.logs().map(|log| self.checker.failed(log)).sum();
         Report {
             family: self.sc.family.clone(),
             seed: self.sc.seed,
-            dump: if errors.is_empty() {
-                String::new()
-            } else {
-                self.dump()
-            },
+            dump: if errors.is_empty() { String::new() } else { self.dump() },
             errors,
             completed_at: self.completed_at,
             ended_at: self.net.now(),
             delivered: self.checker.delivered,
             delivered_bytes: self.checker.delivered_bytes,
             failed,
-            stats: self
-                .nodes
-                .iter()
-                .map(|n| {
-                    n.ep.as_ref()
-                        .map(|ep| ep.stats().clone())
-                        .unwrap_or_default()
-                })
-                .collect(),
+            stats: self.nodes.iter().map(|n| n.ep.as_ref().map(|ep| ep.stats().clone()).unwrap_or_default()).collect(),
             net: self.net.stats.clone(),
             dead_events: self.dead_events.clone(),
         }
@@ -693,10 +567,7 @@ impl<'a> Driver<'a> {
                 stale_epoch: d.stale_epoch,
             };
             if got != self.expected[rank] {
-                errors.push(format!(
-                    "node {rank}: drop counters {got:?}, injected {:?}",
-                    self.expected[rank]
-                ));
+                errors.push(format!("node {rank}: drop counters {got:?}, injected {:?}", self.expected[rank]));
             }
         }
     }

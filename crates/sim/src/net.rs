@@ -147,9 +147,7 @@ impl Network {
             let mut at = depart + link.delay;
             at += Duration::from_nanos((rng.unit() * link.jitter.as_nanos() as f64) as u64);
             if rng.chance(link.reorder) {
-                at += Duration::from_nanos(
-                    (rng.unit() * link.reorder_delay.as_nanos() as f64) as u64,
-                );
+                at += Duration::from_nanos((rng.unit() * link.reorder_delay.as_nanos() as f64) as u64);
             }
             self.inject(at, src, dst, bytes.to_vec());
         }
@@ -158,13 +156,7 @@ impl Network {
     /// Puts a datagram on the wire to arrive at `dst` at `at`, bypassing link faults.
     pub fn inject(&mut self, at: Instant, src: u32, dst: u32, bytes: Vec<u8>) {
         self.order += 1;
-        self.flights.push(Reverse(Flight {
-            at: at.max(self.now),
-            order: self.order,
-            src,
-            dst,
-            bytes,
-        }));
+        self.flights.push(Reverse(Flight { at: at.max(self.now), order: self.order, src, dst, bytes }));
     }
 
     /// When the next datagram arrives.

@@ -26,14 +26,7 @@ impl Rng {
     /// A generator whose whole output is determined by `seed`.
     pub fn new(seed: u64) -> Rng {
         let mut x = seed;
-        Rng {
-            s: [
-                splitmix64(&mut x),
-                splitmix64(&mut x),
-                splitmix64(&mut x),
-                splitmix64(&mut x),
-            ],
-        }
+        Rng { s: [splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x)] }
     }
 
     /// Next 64 random bits.

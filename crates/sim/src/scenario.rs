@@ -162,9 +162,11 @@ pub const FAMILIES: &[&str] = &[
 ];
 
 fn small_config(rng: &mut Rng) -> Config {
-    let mut c = Config::default();
-    c.max_datagram = rng.pick(&[200, 600, 1472, 1472, 1472, 9000]);
-    c.ack_every = rng.pick(&[1, 2, 8, 8, 16]);
+    let mut c = Config {
+        max_datagram: rng.pick(&[200, 600, 1472, 1472, 1472, 9000]),
+        ack_every: rng.pick(&[1, 2, 8, 8, 16]),
+        ..Config::default()
+    };
     if rng.chance(0.3) {
         // Start near the top of the sequence space so runs wrap around.
         c.initial_seq = u32::MAX - rng.range(0, 300) as u32;
@@ -290,10 +292,7 @@ impl Scenario {
 /// tracing every datagram; `None` when the variables are not set.
 pub fn replay_from_env() -> Option<Report> {
     let family = std::env::var("MW_SIM_SCENARIO").ok()?;
-    let seed: u64 = std::env::var("MW_SIM_SEED")
-        .ok()?
-        .parse()
-        .expect("MW_SIM_SEED must be an integer");
+    let seed: u64 = std::env::var("MW_SIM_SEED").ok()?.parse().expect("MW_SIM_SEED must be an integer");
     let mut sc = Scenario::family(&family, seed)
         .unwrap_or_else(|| panic!("unknown MW_SIM_SCENARIO {family:?}; families: {FAMILIES:?}"));
     sc.trace = std::env::var("MW_SIM_TRACE").map_or(true, |v| v != "0");
@@ -315,11 +314,7 @@ pub fn run_family(family: &str, seeds: std::ops::Range<u64>) -> Vec<Report> {
         reports.push(report);
     }
     let failed = reports.iter().filter(|r| !r.ok()).count();
-    assert!(
-        failed == 0,
-        "{failed} of {} {family} scenarios failed:\n{failures}",
-        reports.len()
-    );
+    assert!(failed == 0, "{failed} of {} {family} scenarios failed:\n{failures}", reports.len());
     reports
 }
 

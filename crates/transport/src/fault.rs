@@ -93,11 +93,7 @@ impl FaultConfig {
     /// As [`from_env`](Self::from_env), reading variables through `lookup`
     /// (lets tests and launchers parse without touching the process env).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, FaultConfigError> {
-        let get = |var: &'static str| {
-            lookup(var)
-                .filter(|v| !v.trim().is_empty())
-                .map(|v| (var, v))
-        };
+        let get = |var: &'static str| lookup(var).filter(|v| !v.trim().is_empty()).map(|v| (var, v));
         let probability = |var| get(var).map_or(Ok(0.0), |(var, v)| parse_probability(var, &v));
         let cfg = Self {
             drop: probability(ENV_DROP)?,
@@ -116,25 +112,16 @@ impl FaultConfig {
 
     /// Checks ranges and the sum, for configurations built in code.
     pub fn validate(&self) -> Result<(), FaultConfigError> {
-        for (var, p) in [
-            ("FaultConfig::drop", self.drop),
-            ("FaultConfig::dup", self.dup),
-            ("FaultConfig::reorder", self.reorder),
-        ] {
+        for (var, p) in
+            [("FaultConfig::drop", self.drop), ("FaultConfig::dup", self.dup), ("FaultConfig::reorder", self.reorder)]
+        {
             if !(0.0..=1.0).contains(&p) {
-                return Err(FaultConfigError::OutOfRange {
-                    var,
-                    value: p.to_string(),
-                });
+                return Err(FaultConfigError::OutOfRange { var, value: p.to_string() });
             }
         }
         // A little slack so that e.g. 0.7 + 0.2 + 0.1 is not refused for rounding.
         if self.drop + self.dup + self.reorder > 1.0 + 1e-9 {
-            return Err(FaultConfigError::SumExceedsOne {
-                drop: self.drop,
-                dup: self.dup,
-                reorder: self.reorder,
-            });
+            return Err(FaultConfigError::SumExceedsOne { drop: self.drop, dup: self.dup, reorder: self.reorder });
         }
         Ok(())
     }
@@ -147,20 +134,14 @@ fn parse_probability(var: &'static str, raw: &str) -> Result<f64, FaultConfigErr
         Some(percent) => (percent.trim_end(), 100.0),
         None => (text, 1.0),
     };
-    let not_a_probability = || FaultConfigError::NotAProbability {
-        var,
-        value: raw.to_owned(),
-    };
+    let not_a_probability = || FaultConfigError::NotAProbability { var, value: raw.to_owned() };
     let value = number.parse::<f64>().map_err(|_| not_a_probability())?;
     if !value.is_finite() {
         return Err(not_a_probability());
     }
     let p = value / scale;
     if !(0.0..=1.0).contains(&p) {
-        return Err(FaultConfigError::OutOfRange {
-            var,
-            value: raw.to_owned(),
-        });
+        return Err(FaultConfigError::OutOfRange { var, value: raw.to_owned() });
     }
     Ok(p)
 }
@@ -171,10 +152,7 @@ fn parse_seed(var: &'static str, raw: &str) -> Result<u64, FaultConfigError> {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => text.parse::<u64>(),
     };
-    parsed.map_err(|_| FaultConfigError::BadSeed {
-        var,
-        value: raw.to_owned(),
-    })
+    parsed.map_err(|_| FaultConfigError::BadSeed { var, value: raw.to_owned() })
 }
 
 /// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, passes BigCrush, and any

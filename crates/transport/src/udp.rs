@@ -102,17 +102,14 @@ impl UdpConfig {
     /// assumed to run the same configuration), `payload_mtu` otherwise.
     pub fn payload_mtu_for(&self, dst: IpAddr) -> usize {
         if dst.to_canonical().is_loopback() {
-            LOOPBACK_PAYLOAD_MTU
-                .min(self.max_datagram)
-                .max(self.payload_mtu)
+            LOOPBACK_PAYLOAD_MTU.min(self.max_datagram).max(self.payload_mtu)
         } else {
             self.payload_mtu
         }
     }
 
     fn validate(&self) -> io::Result<()> {
-        let invalid =
-            |what: &str| Err(io::Error::new(io::ErrorKind::InvalidInput, what.to_owned()));
+        let invalid = |what: &str| Err(io::Error::new(io::ErrorKind::InvalidInput, what.to_owned()));
         if !(1..=MAX_UDP6_PAYLOAD).contains(&self.payload_mtu) {
             return invalid("UdpConfig::payload_mtu must be in 1..=65527");
         }
@@ -158,11 +155,7 @@ impl UdpTransport {
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "bound address is not IP"))?;
         let fd = socket.as_raw_fd();
         let buffers = sys::set_buffer_sizes(fd, cfg.socket_buffer_bytes);
-        let gso_max_segments = if cfg.gso && sys::probe_gso(fd) {
-            GSO_MAX_SEGMENTS
-        } else {
-            1
-        };
+        let gso_max_segments = if cfg.gso && sys::probe_gso(fd) { GSO_MAX_SEGMENTS } else { 1 };
         let gro = cfg.gro && sys::enable_gro(fd);
         tracing::debug!(
             %local_addr,
@@ -175,10 +168,7 @@ impl UdpTransport {
         Ok(Self {
             socket,
             local_addr,
-            gso: GsoPolicy {
-                max_segments: gso_max_segments,
-                payload_mtu: cfg.payload_mtu,
-            },
+            gso: GsoPolicy { max_segments: gso_max_segments, payload_mtu: cfg.payload_mtu },
             gro,
             buffers,
             send_scratch: sys::SendScratch::new(SEND_CHUNK),
@@ -282,10 +272,7 @@ impl UdpTransport {
         loop {
             plan_groups(chunk, &policy, &mut self.groups);
             let used_gso = self.groups.iter().any(|g| g.gso_size.is_some());
-            match self
-                .send_scratch
-                .send(self.socket.as_raw_fd(), chunk, &self.groups)
-            {
+            match self.send_scratch.send(self.socket.as_raw_fd(), chunk, &self.groups) {
                 Ok(0) => return Ok(0),
                 Ok(accepted) => return Ok(self.groups[accepted - 1].end),
                 Err(e) if used_gso && e.raw_os_error() == Some(libc::EIO) => {
@@ -311,11 +298,7 @@ impl UdpTransport {
     /// now in `batch` (0 when nothing was queued; never blocks). Datagrams
     /// left by `recv_one`'s GRO splitting come first, keeping arrival order.
     pub fn recv_batch(&mut self, batch: &mut RecvBatch) -> io::Result<usize> {
-        batch.fill(
-            self.socket.as_raw_fd(),
-            self.stash.as_mut(),
-            &mut self.truncated,
-        )
+        batch.fill(self.socket.as_raw_fd(), self.stash.as_mut(), &mut self.truncated)
     }
 
     /// Receives one datagram into `buf` if one is queued: `Some((len, from))`,
@@ -384,26 +367,11 @@ mod tests {
     #[test]
     fn loopback_destinations_get_the_large_mtu() {
         let cfg = UdpConfig::default();
-        assert_eq!(
-            cfg.payload_mtu_for("127.0.0.1".parse().unwrap()),
-            LOOPBACK_PAYLOAD_MTU
-        );
-        assert_eq!(
-            cfg.payload_mtu_for("::1".parse().unwrap()),
-            LOOPBACK_PAYLOAD_MTU
-        );
-        assert_eq!(
-            cfg.payload_mtu_for("::ffff:127.0.0.1".parse().unwrap()),
-            LOOPBACK_PAYLOAD_MTU
-        );
-        assert_eq!(
-            cfg.payload_mtu_for("10.0.0.1".parse().unwrap()),
-            DEFAULT_PAYLOAD_MTU
-        );
-        let small = UdpConfig {
-            max_datagram: 9000,
-            ..UdpConfig::default()
-        };
+        assert_eq!(cfg.payload_mtu_for("127.0.0.1".parse().unwrap()), LOOPBACK_PAYLOAD_MTU);
+        assert_eq!(cfg.payload_mtu_for("::1".parse().unwrap()), LOOPBACK_PAYLOAD_MTU);
+        assert_eq!(cfg.payload_mtu_for("::ffff:127.0.0.1".parse().unwrap()), LOOPBACK_PAYLOAD_MTU);
+        assert_eq!(cfg.payload_mtu_for("10.0.0.1".parse().unwrap()), DEFAULT_PAYLOAD_MTU);
+        let small = UdpConfig { max_datagram: 9000, ..UdpConfig::default() };
         assert_eq!(small.payload_mtu_for("127.0.0.1".parse().unwrap()), 9000);
     }
 
@@ -411,18 +379,9 @@ mod tests {
     fn nonsense_configs_are_rejected() {
         let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
         for cfg in [
-            UdpConfig {
-                recv_batch: 0,
-                ..UdpConfig::default()
-            },
-            UdpConfig {
-                payload_mtu: 70_000,
-                ..UdpConfig::default()
-            },
-            UdpConfig {
-                max_datagram: 0,
-                ..UdpConfig::default()
-            },
+            UdpConfig { recv_batch: 0, ..UdpConfig::default() },
+            UdpConfig { payload_mtu: 70_000, ..UdpConfig::default() },
+            UdpConfig { max_datagram: 0, ..UdpConfig::default() },
         ] {
             let err = UdpTransport::bind(addr, &cfg).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{cfg:?}");

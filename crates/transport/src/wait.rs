@@ -95,19 +95,13 @@ impl WaitPolicy {
     /// Never spin or yield: block as soon as polling finds nothing. Lowest
     /// CPU use, highest latency; for progress threads of mostly-idle ranks.
     pub const fn block_at_once() -> Self {
-        Self {
-            spin: Duration::ZERO,
-            yield_for: Duration::ZERO,
-        }
+        Self { spin: Duration::ZERO, yield_for: Duration::ZERO }
     }
 }
 
 impl Default for WaitPolicy {
     fn default() -> Self {
-        Self {
-            spin: Self::DEFAULT_SPIN,
-            yield_for: Self::DEFAULT_YIELD,
-        }
+        Self { spin: Self::DEFAULT_SPIN, yield_for: Self::DEFAULT_YIELD }
     }
 }
 
@@ -138,11 +132,7 @@ pub struct Waiter {
 impl Waiter {
     /// A waiter that starts idle stretches by spinning.
     pub fn new(policy: WaitPolicy) -> Self {
-        Self {
-            policy,
-            idle_since: None,
-            poll_fds: sys::PollFds::default(),
-        }
+        Self { policy, idle_since: None, poll_fds: sys::PollFds::default() }
     }
 
     /// The policy in force.
@@ -177,12 +167,7 @@ impl Waiter {
     }
 
     #[cold]
-    fn block(
-        &mut self,
-        fds: &[RawFd],
-        now: Instant,
-        deadline: Option<Instant>,
-    ) -> io::Result<Idle> {
+    fn block(&mut self, fds: &[RawFd], now: Instant, deadline: Option<Instant>) -> io::Result<Idle> {
         if fds.is_empty() && deadline.is_none() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use mw_transport::fault::{ENV_DROP, ENV_DUP, ENV_REORDER, ENV_SEED};
 use mw_transport::{
-    FaultAction, FaultConfig, FaultConfigError, FaultInjector, UdpConfig, UdpTransport, WaitPolicy,
-    Waiter,
+    FaultAction, FaultConfig, FaultConfigError, FaultInjector, UdpConfig, UdpTransport, WaitPolicy, Waiter,
 };
 use std::os::fd::AsRawFd;
 
@@ -18,12 +17,7 @@ fn dst() -> SocketAddr {
 }
 
 fn config(drop: f64, dup: f64, reorder: f64, seed: u64) -> FaultConfig {
-    FaultConfig {
-        drop,
-        dup,
-        reorder,
-        seed,
-    }
+    FaultConfig { drop, dup, reorder, seed }
 }
 
 /// Pushes datagrams 0..n (one byte each) through `inj` and returns what was
@@ -71,18 +65,13 @@ fn statistics_match_the_configured_probabilities() {
         }
         let stats = inj.stats();
         assert_eq!(stats.offered, n);
-        for (name, count, p) in [
-            ("drop", stats.dropped, p_drop),
-            ("dup", stats.duplicated, p_dup),
-            ("reorder", stats.reordered, p_reorder),
-        ] {
+        for (name, count, p) in
+            [("drop", stats.dropped, p_drop), ("dup", stats.duplicated, p_dup), ("reorder", stats.reordered, p_reorder)]
+        {
             let expected = n as f64 * p;
             let sigma = (n as f64 * p * (1.0 - p)).sqrt();
             let off = (count as f64 - expected).abs();
-            assert!(
-                off < 5.0 * sigma,
-                "seed {seed}: {name} {count}, expected {expected}±{sigma}"
-            );
+            assert!(off < 5.0 * sigma, "seed {seed}: {name} {count}, expected {expected}±{sigma}");
         }
     }
 }
@@ -126,10 +115,7 @@ fn a_held_datagram_survives_a_full_socket() {
     run(&mut inj, 1);
     assert!(inj.holds_datagram());
     let full = |_: &[u8], _| Err(io::Error::from(io::ErrorKind::WouldBlock));
-    assert_eq!(
-        inj.flush(full).unwrap_err().kind(),
-        io::ErrorKind::WouldBlock
-    );
+    assert_eq!(inj.flush(full).unwrap_err().kind(), io::ErrorKind::WouldBlock);
     assert!(inj.holds_datagram());
     let mut wire = Vec::new();
     assert!(inj
@@ -144,11 +130,7 @@ fn a_held_datagram_survives_a_full_socket() {
 #[test]
 fn a_failed_send_is_reported_and_not_counted_twice() {
     let mut inj = FaultInjector::new(FaultConfig::default()).unwrap();
-    let err = inj
-        .send(b"x", dst(), |_, _| {
-            Err(io::Error::from(io::ErrorKind::WouldBlock))
-        })
-        .unwrap_err();
+    let err = inj.send(b"x", dst(), |_, _| Err(io::Error::from(io::ErrorKind::WouldBlock))).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
     assert_eq!(inj.stats().offered, 1);
 }
@@ -160,8 +142,7 @@ fn injector_drops_over_a_real_socket() {
     let mut rx = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), &cfg).unwrap();
     let mut inj = FaultInjector::new(config(0.5, 0.0, 0.0, 7)).unwrap();
     for i in 0..200u8 {
-        inj.send(&[i], rx.local_addr(), |b, d| tx.send_to(b, d))
-            .unwrap();
+        inj.send(&[i], rx.local_addr(), |b, d| tx.send_to(b, d)).unwrap();
     }
     let expected = 200 - inj.stats().dropped;
     assert!((60..140).contains(&expected), "{expected}");
@@ -180,9 +161,7 @@ fn injector_drops_over_a_real_socket() {
                 }
             }
             None => {
-                if waiter.idle(&[rx.as_raw_fd()], Some(deadline)).unwrap()
-                    == mw_transport::Idle::TimedOut
-                {
+                if waiter.idle(&[rx.as_raw_fd()], Some(deadline)).unwrap() == mw_transport::Idle::TimedOut {
                     break;
                 }
             }
@@ -192,22 +171,15 @@ fn injector_drops_over_a_real_socket() {
 }
 
 fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> = vars
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     move |name| map.get(name).cloned()
 }
 
 #[test]
 fn configuration_parses_from_variables() {
-    let cfg = FaultConfig::from_lookup(lookup(&[
-        (ENV_DROP, "5%"),
-        (ENV_DUP, "0.01"),
-        (ENV_REORDER, ""),
-        (ENV_SEED, "0x2a"),
-    ]))
-    .unwrap();
+    let cfg =
+        FaultConfig::from_lookup(lookup(&[(ENV_DROP, "5%"), (ENV_DUP, "0.01"), (ENV_REORDER, ""), (ENV_SEED, "0x2a")]))
+            .unwrap();
     assert_eq!(cfg, config(0.05, 0.01, 0.0, 42));
     assert!(cfg.is_active());
     let none = FaultConfig::from_lookup(lookup(&[])).unwrap();
@@ -219,10 +191,7 @@ fn error_for(vars: &[(&str, &str)]) -> FaultConfigError {
     let err = FaultConfig::from_lookup(lookup(vars)).unwrap_err();
     let message = err.to_string();
     if !matches!(err, FaultConfigError::SumExceedsOne { .. }) {
-        assert!(
-            message.contains(vars[0].0),
-            "message should name the variable: {message}"
-        );
+        assert!(message.contains(vars[0].0), "message should name the variable: {message}");
     }
     err
 }
@@ -231,20 +200,11 @@ fn error_for(vars: &[(&str, &str)]) -> FaultConfigError {
 fn bad_variables_are_typed_errors_naming_the_variable() {
     use FaultConfigError::*;
     let err = error_for(&[(ENV_DROP, "abc")]);
-    assert!(
-        matches!(err, NotAProbability { var, .. } if var == ENV_DROP),
-        "{err:?}"
-    );
+    assert!(matches!(err, NotAProbability { var, .. } if var == ENV_DROP), "{err:?}");
     let err = error_for(&[(ENV_DUP, "nan")]);
-    assert!(
-        matches!(err, NotAProbability { var, .. } if var == ENV_DUP),
-        "{err:?}"
-    );
+    assert!(matches!(err, NotAProbability { var, .. } if var == ENV_DUP), "{err:?}");
     let err = error_for(&[(ENV_REORDER, "150%")]);
-    assert!(
-        matches!(err, OutOfRange { var, .. } if var == ENV_REORDER),
-        "{err:?}"
-    );
+    assert!(matches!(err, OutOfRange { var, .. } if var == ENV_REORDER), "{err:?}");
     let err = error_for(&[(ENV_DROP, "-0.1")]);
     assert!(matches!(err, OutOfRange { .. }), "{err:?}");
     let err = error_for(&[(ENV_SEED, "seven")]);
@@ -256,9 +216,6 @@ fn bad_variables_are_typed_errors_naming_the_variable() {
 #[test]
 fn configs_built_in_code_are_validated() {
     assert!(FaultInjector::new(config(1.5, 0.0, 0.0, 0)).is_err());
-    assert!(
-        FaultInjector::new(config(0.7, 0.2, 0.1, 0)).is_ok(),
-        "rounding slack"
-    );
+    assert!(FaultInjector::new(config(0.7, 0.2, 0.1, 0)).is_ok(), "rounding slack");
     assert!(FaultInjector::new(config(0.0, f64::NAN, 0.0, 0)).is_err());
 }

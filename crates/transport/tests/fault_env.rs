@@ -10,10 +10,7 @@ fn fault_injection_is_configured_from_the_environment() {
     for var in [ENV_DROP, ENV_DUP, ENV_REORDER, ENV_SEED] {
         std::env::remove_var(var);
     }
-    assert!(
-        FaultInjector::from_env().unwrap().is_none(),
-        "off by default"
-    );
+    assert!(FaultInjector::from_env().unwrap().is_none(), "off by default");
 
     std::env::set_var(ENV_DROP, "5%");
     std::env::set_var(ENV_SEED, "7");

@@ -52,14 +52,7 @@ fn spin_recv_one(rx: &mut UdpTransport, buf: &mut [u8], n: usize) {
 
 #[test]
 fn send_and_receive_do_not_allocate() {
-    for cfg in [
-        UdpConfig::default(),
-        UdpConfig {
-            gso: false,
-            gro: false,
-            ..UdpConfig::default()
-        },
-    ] {
+    for cfg in [UdpConfig::default(), UdpConfig { gso: false, gro: false, ..UdpConfig::default() }] {
         let mut tx = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), &cfg).unwrap();
         let mut rx = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), &cfg).unwrap();
         let dst = rx.local_addr();

@@ -17,11 +17,7 @@ fn bind(cfg: &UdpConfig) -> UdpTransport {
 }
 
 fn no_offload() -> UdpConfig {
-    UdpConfig {
-        gso: false,
-        gro: false,
-        ..UdpConfig::default()
-    }
+    UdpConfig { gso: false, gro: false, ..UdpConfig::default() }
 }
 
 /// A payload whose bytes identify it: `len` bytes counting up from `tag`.
@@ -52,11 +48,7 @@ fn recv_n_one(rx: &mut UdpTransport, n: usize, buf_len: usize) -> Vec<(SocketAdd
 
 /// Receives `n` datagrams with `recv_batch`; also returns the datagram count
 /// of every call that returned something.
-fn recv_n_batch(
-    rx: &mut UdpTransport,
-    batch: &mut RecvBatch,
-    n: usize,
-) -> (Vec<(SocketAddr, Vec<u8>)>, Vec<usize>) {
+fn recv_n_batch(rx: &mut UdpTransport, batch: &mut RecvBatch, n: usize) -> (Vec<(SocketAddr, Vec<u8>)>, Vec<usize>) {
     let mut waiter = Waiter::new(WaitPolicy::block_at_once());
     let deadline = Instant::now() + PATIENCE;
     let mut got = Vec::new();
@@ -85,11 +77,7 @@ fn single_datagram_round_trip() {
 
     b.send_to(b"", a.local_addr()).unwrap();
     let got = recv_n_one(&mut a, 1, 2048);
-    assert_eq!(
-        got,
-        vec![(b.local_addr(), Vec::new())],
-        "empty datagrams are datagrams"
-    );
+    assert_eq!(got, vec![(b.local_addr(), Vec::new())], "empty datagrams are datagrams");
 }
 
 #[test]
@@ -106,11 +94,7 @@ fn receiving_from_an_empty_socket_returns_at_once() {
             assert_eq!(batch.iter().count(), 0);
         }
         // 200 nonblocking syscalls; generous bound for slow CI machines.
-        assert!(
-            start.elapsed() < Duration::from_millis(200),
-            "{:?}",
-            start.elapsed()
-        );
+        assert!(start.elapsed() < Duration::from_millis(200), "{:?}", start.elapsed());
     }
 }
 
@@ -122,20 +106,14 @@ fn batch_of_mixed_sizes_and_destinations_arrives_in_order() {
         let mut rx2 = bind(&cfg);
         let payloads: Vec<Vec<u8>> = (0..150).map(|i| payload(i, 1 + (i * 37) % 1400)).collect();
         let dsts = [rx1.local_addr(), rx2.local_addr()];
-        let msgs: Vec<(SocketAddr, &[u8])> = payloads
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (dsts[(i / 3) % 2], p.as_slice()))
-            .collect();
+        let msgs: Vec<(SocketAddr, &[u8])> =
+            payloads.iter().enumerate().map(|(i, p)| (dsts[(i / 3) % 2], p.as_slice())).collect();
         assert_eq!(tx.send_batch(&msgs).unwrap(), msgs.len());
         assert_eq!(tx.send_batch(&[]).unwrap(), 0);
 
         for (rx, dst) in [(&mut rx1, dsts[0]), (&mut rx2, dsts[1])] {
-            let expected: Vec<_> = msgs
-                .iter()
-                .filter(|(d, _)| *d == dst)
-                .map(|(_, p)| (tx.local_addr(), p.to_vec()))
-                .collect();
+            let expected: Vec<_> =
+                msgs.iter().filter(|(d, _)| *d == dst).map(|(_, p)| (tx.local_addr(), p.to_vec())).collect();
             let mut batch = rx.new_recv_batch();
             let (got, _) = recv_n_batch(rx, &mut batch, expected.len());
             assert_eq!(got, expected, "cfg {cfg:?}");
@@ -146,9 +124,7 @@ fn batch_of_mixed_sizes_and_destinations_arrives_in_order() {
 /// 40 full segments and a short tail to one destination: one GSO send
 /// when available.
 fn gso_run() -> Vec<Vec<u8>> {
-    (0..41)
-        .map(|i| payload(i, if i == 40 { 300 } else { 1000 }))
-        .collect()
+    (0..41).map(|i| payload(i, if i == 40 { 300 } else { 1000 })).collect()
 }
 
 fn send_all(tx: &mut UdpTransport, dst: SocketAddr, payloads: &[Vec<u8>]) {
@@ -160,11 +136,7 @@ fn send_all(tx: &mut UdpTransport, dst: SocketAddr, payloads: &[Vec<u8>]) {
 fn gso_batch_is_split_by_gro_receiver() {
     let mut tx = bind(&UdpConfig::default());
     let mut rx = bind(&UdpConfig::default());
-    eprintln!(
-        "GSO available: {}, GRO available: {}",
-        tx.gso_enabled(),
-        rx.gro_enabled()
-    );
+    eprintln!("GSO available: {}, GRO available: {}", tx.gso_enabled(), rx.gro_enabled());
     let payloads = gso_run();
     send_all(&mut tx, rx.local_addr(), &payloads);
 
@@ -172,16 +144,10 @@ fn gso_batch_is_split_by_gro_receiver() {
     // the kernel delivered a coalesced buffer that we split.
     let mut batch = RecvBatch::new(1, rx.recv_slot_len());
     let (got, per_call) = recv_n_batch(&mut rx, &mut batch, payloads.len());
-    let expected: Vec<_> = payloads
-        .iter()
-        .map(|p| (tx.local_addr(), p.clone()))
-        .collect();
+    let expected: Vec<_> = payloads.iter().map(|p| (tx.local_addr(), p.clone())).collect();
     assert_eq!(got, expected);
     if tx.gso_enabled() && rx.gro_enabled() {
-        assert!(
-            per_call.iter().any(|&n| n > 1),
-            "no coalesced receive: {per_call:?}"
-        );
+        assert!(per_call.iter().any(|&n| n > 1), "no coalesced receive: {per_call:?}");
     }
 }
 
@@ -195,10 +161,7 @@ fn gso_batch_reaches_a_receiver_without_gro_as_single_datagrams() {
     let mut batch = RecvBatch::new(1, rx.recv_slot_len());
     let (got, per_call) = recv_n_batch(&mut rx, &mut batch, payloads.len());
     assert!(per_call.iter().all(|&n| n == 1), "{per_call:?}");
-    let expected: Vec<_> = payloads
-        .iter()
-        .map(|p| (tx.local_addr(), p.clone()))
-        .collect();
+    let expected: Vec<_> = payloads.iter().map(|p| (tx.local_addr(), p.clone())).collect();
     assert_eq!(got, expected);
 }
 
@@ -213,10 +176,7 @@ fn forced_fallback_sends_and_receives_plain_datagrams() {
     let mut batch = RecvBatch::new(1, rx.recv_slot_len());
     let (got, per_call) = recv_n_batch(&mut rx, &mut batch, payloads.len());
     assert!(per_call.iter().all(|&n| n == 1), "{per_call:?}");
-    let expected: Vec<_> = payloads
-        .iter()
-        .map(|p| (tx.local_addr(), p.clone()))
-        .collect();
+    let expected: Vec<_> = payloads.iter().map(|p| (tx.local_addr(), p.clone())).collect();
     assert_eq!(got, expected);
 }
 
@@ -232,10 +192,7 @@ fn recv_one_splits_coalesced_buffers_and_hands_the_rest_to_recv_batch() {
     let mut batch = rx.new_recv_batch();
     let (rest, _) = recv_n_batch(&mut rx, &mut batch, payloads.len() - 3);
     let got: Vec<_> = first.into_iter().chain(rest).collect();
-    let expected: Vec<_> = payloads
-        .iter()
-        .map(|p| (tx.local_addr(), p.clone()))
-        .collect();
+    let expected: Vec<_> = payloads.iter().map(|p| (tx.local_addr(), p.clone())).collect();
     assert_eq!(got, expected);
     assert_eq!(rx.truncated_datagrams(), 0);
 }
@@ -243,10 +200,7 @@ fn recv_one_splits_coalesced_buffers_and_hands_the_rest_to_recv_batch() {
 #[test]
 fn large_datagrams_cross_loopback() {
     let cfg = UdpConfig::default();
-    assert_eq!(
-        cfg.payload_mtu_for("127.0.0.1".parse().unwrap()),
-        LOOPBACK_PAYLOAD_MTU
-    );
+    assert_eq!(cfg.payload_mtu_for("127.0.0.1".parse().unwrap()), LOOPBACK_PAYLOAD_MTU);
     for cfg in [UdpConfig::default(), no_offload()] {
         let mut tx = bind(&cfg);
         let mut rx = bind(&cfg);
@@ -256,11 +210,8 @@ fn large_datagrams_cross_loopback() {
         let got = recv_n_one(&mut rx, 1, 65_536);
         assert_eq!(got[0].1, big);
 
-        let msgs: [(SocketAddr, &[u8]); 3] = [
-            (rx.local_addr(), &big),
-            (rx.local_addr(), &big),
-            (rx.local_addr(), &biggest),
-        ];
+        let msgs: [(SocketAddr, &[u8]); 3] =
+            [(rx.local_addr(), &big), (rx.local_addr(), &big), (rx.local_addr(), &biggest)];
         assert_eq!(tx.send_batch(&msgs).unwrap(), 3);
         let mut batch = rx.new_recv_batch();
         let (got, _) = recv_n_batch(&mut rx, &mut batch, 3);
@@ -300,10 +251,7 @@ fn ipv6_loopback_works() {
     send_all(&mut a, b.local_addr(), &payloads);
     let mut batch = b.new_recv_batch();
     let (got, _) = recv_n_batch(&mut b, &mut batch, payloads.len());
-    let expected: Vec<_> = payloads
-        .iter()
-        .map(|p| (a.local_addr(), p.clone()))
-        .collect();
+    let expected: Vec<_> = payloads.iter().map(|p| (a.local_addr(), p.clone())).collect();
     assert_eq!(got, expected);
 }
 
@@ -326,9 +274,5 @@ fn sending_to_an_unreachable_family_is_an_error_not_a_panic() {
     assert_ne!(err.kind(), io::ErrorKind::WouldBlock);
     let err = tx.send_batch(&[(v6, b"x"), (v6, b"x")]).unwrap_err();
     assert_ne!(err.kind(), io::ErrorKind::WouldBlock);
-    assert_eq!(
-        tx.gso_enabled(),
-        gso_before,
-        "a bad address must not disable GSO"
-    );
+    assert_eq!(tx.gso_enabled(), gso_before, "a bad address must not disable GSO");
 }

@@ -43,31 +43,19 @@ fn waiter_blocks_until_a_datagram_arrives_from_another_thread() {
     sender.join().unwrap();
     let elapsed = start.elapsed();
     assert_eq!(got, b"wake up");
-    assert!(
-        elapsed >= delay,
-        "returned before the datagram was sent: {elapsed:?}"
-    );
-    assert!(
-        elapsed < Duration::from_secs(5),
-        "slow wake-up: {elapsed:?}"
-    );
+    assert!(elapsed >= delay, "returned before the datagram was sent: {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(5), "slow wake-up: {elapsed:?}");
     assert!(woken >= 1, "never blocked");
     // Had it polled for the whole 100 ms it would have made millions of
     // polls; the spin and yield phases (100 µs by default) make a few
     // hundred at most.
-    assert!(
-        polls < 200_000,
-        "kept polling instead of blocking: {polls} polls"
-    );
+    assert!(polls < 200_000, "kept polling instead of blocking: {polls} polls");
 }
 
 #[test]
 fn waiter_returns_timed_out_at_the_deadline() {
     let rx = bind();
-    let mut waiter = Waiter::new(WaitPolicy {
-        spin: Duration::from_micros(50),
-        yield_for: Duration::from_micros(50),
-    });
+    let mut waiter = Waiter::new(WaitPolicy { spin: Duration::from_micros(50), yield_for: Duration::from_micros(50) });
     let start = Instant::now();
     let deadline = start + Duration::from_millis(30);
     let mut outcomes = Vec::new();
@@ -92,10 +80,7 @@ fn waiter_returns_timed_out_at_the_deadline() {
         Idle::Yielded => 1,
         Idle::Woken | Idle::TimedOut => 2,
     };
-    assert!(
-        outcomes.windows(2).all(|w| phase(&w[0]) <= phase(&w[1])),
-        "{outcomes:?}"
-    );
+    assert!(outcomes.windows(2).all(|w| phase(&w[0]) <= phase(&w[1])), "{outcomes:?}");
 }
 
 #[test]
@@ -146,11 +131,7 @@ fn default_policy_yields_before_blocking() {
     assert_eq!(waiter.policy().spin, WaitPolicy::DEFAULT_SPIN);
     let deadline = Instant::now() + Duration::from_secs(1);
     let first = waiter.idle(&[rx.as_raw_fd()], Some(deadline)).unwrap();
-    let expected = if WaitPolicy::DEFAULT_SPIN.is_zero() {
-        Idle::Yielded
-    } else {
-        Idle::Spun
-    };
+    let expected = if WaitPolicy::DEFAULT_SPIN.is_zero() { Idle::Yielded } else { Idle::Spun };
     assert_eq!(first, expected);
 }
 
@@ -186,9 +167,7 @@ fn waiter_watches_several_fds() {
     tx.send_to(b"x", busy.local_addr()).unwrap();
     let mut waiter = Waiter::new(WaitPolicy::block_at_once());
     let deadline = Instant::now() + Duration::from_secs(5);
-    let idle = waiter
-        .idle(&[quiet.as_raw_fd(), busy.as_raw_fd()], Some(deadline))
-        .unwrap();
+    let idle = waiter.idle(&[quiet.as_raw_fd(), busy.as_raw_fd()], Some(deadline)).unwrap();
     assert_eq!(idle, Idle::Woken);
     let mut buf = [0u8; 8];
     assert_eq!(busy.recv_one(&mut buf).unwrap().map(|(n, _)| n), Some(1));

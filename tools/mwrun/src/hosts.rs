@@ -100,7 +100,7 @@ pub fn place(hosts: &[HostSpec], np: u32, map_by: MapBy) -> Vec<Placement> {
     let slots = &slots;
     // One pass over every slot, in the policy's order.
     let pass: Vec<usize> = match map_by {
-        MapBy::Block => (0..hosts.len()).flat_map(|h| std::iter::repeat(h).take(slots[h] as usize)).collect(),
+        MapBy::Block => (0..hosts.len()).flat_map(|h| std::iter::repeat_n(h, slots[h] as usize)).collect(),
         MapBy::RoundRobin => {
             let deepest = slots.iter().copied().max().unwrap_or(1);
             (0..deepest).flat_map(|depth| (0..hosts.len()).filter(move |&h| slots[h] > depth)).collect()

@@ -55,10 +55,11 @@ where
 
 /// A config with faults injected on every rank's send path.
 pub fn lossy(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
-    let mut cfg = Config::default();
-    cfg.fault = Some(mw_transport::fault::FaultConfig { drop, dup, reorder, seed });
-    cfg.rto_min = Duration::from_micros(300);
-    cfg
+    Config {
+        fault: Some(mw_transport::fault::FaultConfig { drop, dup, reorder, seed }),
+        rto_min: Duration::from_micros(300),
+        ..Config::default()
+    }
 }
 
 /// Deterministic test bytes for (rank, len).

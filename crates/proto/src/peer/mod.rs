@@ -90,8 +90,10 @@ impl Peer {
     /// `new_epoch` is given, adopts it and remembers the old one as retired.
     pub(crate) fn reset(&mut self, config: &Config, new_epoch: Option<u32>) {
         if let Some(epoch) = new_epoch {
-            self.retired.rotate_right(1);
-            self.retired[0] = self.epoch;
+            if self.epoch != 0 {
+                self.retired.rotate_right(1);
+                self.retired[0] = self.epoch;
+            }
             self.epoch = epoch;
             self.dead = false;
         }
@@ -114,49 +116,26 @@ impl Peer {
     /// Nothing queued, unacked, or owed toward this peer.
     pub(crate) fn is_quiescent(&self) -> bool {
         self.dead
-            || (self.send.is_quiescent()
-                && !self.recv.ack_owed()
-                && self.reset_owed.is_none()
-                && !self.probe_owed)
+            || (self.send.is_quiescent() && !self.recv.ack_owed() && self.reset_owed.is_none() && !self.probe_owed)
     }
 
     /// Writes the next packet toward this peer into `buf`, returning its
     /// length, or `None` when nothing may be sent now.
-    pub(crate) fn poll_transmit(
-        &mut self,
-        now: Instant,
-        ids: Ids,
-        buf: &mut [u8],
-        stats: &mut Stats,
-    ) -> Option<usize> {
+    pub(crate) fn poll_transmit(&mut self, now: Instant, ids: Ids, buf: &mut [u8], stats: &mut Stats) -> Option<usize> {
         if self.dead {
             return None;
         }
         let watermark = self.send.watermark();
         if let Some(dst_epoch) = self.reset_owed.take() {
             stats.resets_sent += 1;
-            return Some(self.control(
-                ids,
-                PacketType::Reset,
-                Flags::empty(),
-                dst_epoch,
-                watermark,
-                buf,
-            ));
+            return Some(self.control(ids, PacketType::Reset, Flags::empty(), dst_epoch, watermark, buf));
         }
         if self.recv.ack_due() {
             // Piggyback only on a Data packet whose own seq + 1 is the
             // watermark; otherwise the ack goes alone (causal completion).
-            let piggyback = self
-                .send
-                .peek_next_seq()
-                .is_some_and(|seq| seq.wrapping_add(1) == watermark);
+            let piggyback = self.send.peek_next_seq().is_some_and(|seq| seq.wrapping_add(1) == watermark);
             if self.recv.nack_due() || !piggyback {
-                let ptype = if self.recv.nack_due() {
-                    PacketType::Nack
-                } else {
-                    PacketType::Ack
-                };
+                let ptype = if self.recv.nack_due() { PacketType::Nack } else { PacketType::Ack };
                 if ptype == PacketType::Nack {
                     stats.nacks_sent += 1;
                 } else {
@@ -174,18 +153,9 @@ impl Peer {
                 (ack, sack) = self.recv.ack_fields();
                 self.recv.on_ack_sent();
             }
-            let repr = self.header(
-                ids,
-                PacketType::Data,
-                flags,
-                packet.len as u16,
-                packet.seq,
-                ack,
-                sack,
-            );
+            let repr = self.header(ids, PacketType::Data, flags, packet.len as u16, packet.seq, ack, sack);
             repr.emit_into(buf);
-            self.send
-                .copy_payload(&packet, &mut buf[HEADER_LEN..HEADER_LEN + packet.len]);
+            self.send.copy_payload(&packet, &mut buf[HEADER_LEN..HEADER_LEN + packet.len]);
             match packet.retransmit {
                 None => stats.data_sent += 1,
                 Some(true) => stats.retransmits_timeout += 1,
@@ -195,40 +165,18 @@ impl Peer {
         }
         if self.recv.ack_due() {
             stats.acks_sent += 1;
-            return Some(self.control(
-                ids,
-                PacketType::Ack,
-                Flags::ACK,
-                self.epoch,
-                watermark,
-                buf,
-            ));
+            return Some(self.control(ids, PacketType::Ack, Flags::ACK, self.epoch, watermark, buf));
         }
         if self.probe_owed {
             self.probe_owed = false;
             stats.probes_sent += 1;
-            return Some(self.control(
-                ids,
-                PacketType::Probe,
-                Flags::empty(),
-                self.epoch,
-                watermark,
-                buf,
-            ));
+            return Some(self.control(ids, PacketType::Probe, Flags::empty(), self.epoch, watermark, buf));
         }
         None
     }
 
-    fn header(
-        &self,
-        ids: Ids,
-        ptype: PacketType,
-        flags: Flags,
-        len: u16,
-        seq: u32,
-        ack: u32,
-        sack: u64,
-    ) -> HeaderRepr {
+    #[allow(clippy::too_many_arguments)] // every header field is a distinct input; a struct would only rename them
+    fn header(&self, ids: Ids, ptype: PacketType, flags: Flags, len: u16, seq: u32, ack: u32, sack: u64) -> HeaderRepr {
         HeaderRepr {
             packet_type: ptype,
             flags,

@@ -124,26 +124,14 @@ impl RecvState {
         }
         // seed 004, PM/UDP R1: the expected packet is taken (here: reassembled
         // and delivered) and acknowledged, with the ack delayed and coalesced.
-        let mut delivered = u32::from(accept(
-            &mut self.reasm,
-            &mut self.in_msg,
-            flags,
-            payload,
-            deliver,
-        ));
+        let mut delivered = u32::from(accept(&mut self.reasm, &mut self.in_msg, flags, payload, deliver));
         self.rcv_nxt = self.rcv_nxt.wrapping_add(1);
         let filled = self.ooo > 0;
         while self.ooo > 0 && self.has(self.rcv_nxt) {
             let index = self.slot_index(self.rcv_nxt);
             let slot = &mut self.slots[index];
             slot.present = false;
-            delivered += u32::from(accept(
-                &mut self.reasm,
-                &mut self.in_msg,
-                slot.flags,
-                &slot.data,
-                deliver,
-            ));
+            delivered += u32::from(accept(&mut self.reasm, &mut self.in_msg, slot.flags, &slot.data, deliver));
             self.ooo -= 1;
             self.rcv_nxt = self.rcv_nxt.wrapping_add(1);
         }
@@ -158,18 +146,10 @@ impl RecvState {
         } else if self.ack_deadline.is_none() {
             self.ack_deadline = Some(now + config.max_ack_delay);
         }
-        Ok(Received {
-            delivered,
-            advanced: true,
-        })
+        Ok(Received { delivered, advanced: true })
     }
 
-    fn on_out_of_order(
-        &mut self,
-        seq: u32,
-        flags: Flags,
-        payload: &[u8],
-    ) -> Result<Received, DropReason> {
+    fn on_out_of_order(&mut self, seq: u32, flags: Flags, payload: &[u8]) -> Result<Received, DropReason> {
         if self.slots.is_empty() {
             self.slots = vec![Slot::default(); self.window.next_power_of_two() as usize];
         }
@@ -192,11 +172,7 @@ impl RecvState {
         // seed 004, PM/UDP R4: a gap is Nacked, once per hole: only holes at or
         // above `nack_hi` are new. Each sequence number is scanned at most
         // once as `nack_hi` moves forward, so this is O(1) amortized.
-        let mut probe = if seq_lt(self.nack_hi, self.rcv_nxt) {
-            self.rcv_nxt
-        } else {
-            self.nack_hi
-        };
+        let mut probe = if seq_lt(self.nack_hi, self.rcv_nxt) { self.rcv_nxt } else { self.nack_hi };
         let mut hole = false;
         while seq_lt(probe, seq) {
             if !self.has(probe) {
@@ -211,10 +187,7 @@ impl RecvState {
         if hole {
             self.nack_now = true;
         }
-        Ok(Received {
-            delivered: 0,
-            advanced: false,
-        })
+        Ok(Received { delivered: 0, advanced: false })
     }
 
     /// A Probe (or an `ACK_NOW` control packet) asks for an immediate ack.
@@ -328,82 +301,45 @@ mod tests {
         payload: &[u8],
         out: &mut Vec<Vec<u8>>,
     ) -> Result<Received, DropReason> {
-        rs.on_data(Instant::ZERO, cfg, seq, flags, payload, &mut |m| {
-            out.push(m.to_vec())
-        })
+        rs.on_data(Instant::ZERO, cfg, seq, flags, payload, &mut |m| out.push(m.to_vec()))
     }
 
     #[test]
     fn reorders_reassembles_and_nacks_once_per_hole() {
-        let cfg = Config {
-            initial_seq: u32::MAX - 1,
-            ..Config::default()
-        };
+        let cfg = Config { initial_seq: u32::MAX - 1, ..Config::default() };
         let mut rs = RecvState::new(&cfg);
         let mut out = Vec::new();
         let s0 = cfg.initial_seq;
         let f = Flags::FIRST;
         let l = Flags::LAST;
         // seq s0+1 and s0+3 arrive before s0: one Nack for the first hole run.
-        data(
-            &mut rs,
-            &cfg,
-            s0.wrapping_add(1),
-            Flags::empty(),
-            b"b",
-            &mut out,
-        )
-        .unwrap();
+        data(&mut rs, &cfg, s0.wrapping_add(1), Flags::empty(), b"b", &mut out).unwrap();
         assert!(rs.nack_due());
         assert_eq!(rs.ack_fields(), (s0, 0b1));
         rs.on_ack_sent();
         data(&mut rs, &cfg, s0.wrapping_add(3), l, b"d", &mut out).unwrap();
         assert!(rs.nack_due(), "s0+2 is a new hole");
         rs.on_ack_sent();
-        assert_eq!(
-            data(&mut rs, &cfg, s0.wrapping_add(3), l, b"d", &mut out),
-            Err(DropReason::Duplicate)
-        );
+        assert_eq!(data(&mut rs, &cfg, s0.wrapping_add(3), l, b"d", &mut out), Err(DropReason::Duplicate));
         assert!(!rs.nack_due(), "no new hole, no Nack storm");
         assert!(rs.ack_due());
         rs.on_ack_sent();
         data(&mut rs, &cfg, s0, f, b"a", &mut out).unwrap();
         assert!(out.is_empty());
-        let r = data(
-            &mut rs,
-            &cfg,
-            s0.wrapping_add(2),
-            Flags::empty(),
-            b"c",
-            &mut out,
-        )
-        .unwrap();
+        let r = data(&mut rs, &cfg, s0.wrapping_add(2), Flags::empty(), b"c", &mut out).unwrap();
         assert_eq!(r.delivered, 1);
         assert_eq!(out, vec![b"abcd".to_vec()]);
         assert_eq!(rs.ack_fields(), (s0.wrapping_add(4), 0));
+        assert_eq!(data(&mut rs, &cfg, s0, f, b"a", &mut out), Err(DropReason::Duplicate));
         assert_eq!(
-            data(&mut rs, &cfg, s0, f, b"a", &mut out),
-            Err(DropReason::Duplicate)
-        );
-        assert_eq!(
-            data(
-                &mut rs,
-                &cfg,
-                s0.wrapping_add(4 + cfg.recv_window),
-                f | l,
-                b"z",
-                &mut out
-            ),
+            data(&mut rs, &cfg, s0.wrapping_add(4 + cfg.recv_window), f | l, b"z", &mut out),
             Err(DropReason::OutOfWindow)
         );
     }
 
     #[test]
     fn delayed_ack_until_ack_every() {
-        let cfg = Config {
-            ack_every: 3,
-            ..Config::default()
-        };
+        let cfg = Config { ack_every: 3, ..Config::default() };
         let mut rs = RecvState::new(&cfg);
         let mut out = Vec::new();
         let fl = Flags::FIRST | Flags::LAST;

@@ -50,7 +50,7 @@ impl RttEstimator {
                 self.rttvar = r / 2;
             }
             Some(srtt) => {
-                let err = if srtt > r { srtt - r } else { r - srtt };
+                let err = srtt.abs_diff(r);
                 self.rttvar = (self.rttvar * 3 + err) / 4;
                 self.srtt = Some((srtt * 7 + r) / 8);
             }

@@ -295,13 +295,7 @@ impl SendState {
             self.sent_log.push_back((tx, seq));
             // A retransmission asks for an immediate ack: we are recovering.
             let flags = p.flags | Flags::ACK_NOW;
-            return Some(DataPacket {
-                seq,
-                flags,
-                off: p.off,
-                len: p.len as usize,
-                retransmit: Some(by_timeout),
-            });
+            return Some(DataPacket { seq, flags, off: p.off, len: p.len as usize, retransmit: Some(by_timeout) });
         }
         None
     }
@@ -349,13 +343,7 @@ impl SendState {
             // This packet fills the window: a delayed ack would only stall us.
             wire_flags = wire_flags | Flags::ACK_NOW;
         }
-        Some(DataPacket {
-            seq,
-            flags: wire_flags,
-            off,
-            len,
-            retransmit: None,
-        })
+        Some(DataPacket { seq, flags: wire_flags, off, len, retransmit: None })
     }
 
     /// Copies the payload of a packet chosen by [`SendState::next_packet`] into `out`.
@@ -487,8 +475,7 @@ impl SendState {
                 continue;
             }
             let by_count = tx + threshold <= self.largest_acked_tx;
-            let by_time =
-                tx < self.largest_acked_tx && p.sent_at + loss_delay <= self.largest_acked_sent_at;
+            let by_time = tx < self.largest_acked_tx && p.sent_at + loss_delay <= self.largest_acked_sent_at;
             if !by_count && !by_time {
                 break;
             }

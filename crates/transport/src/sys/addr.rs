@@ -28,12 +28,7 @@ pub(crate) fn encode_addr(addr: &SocketAddr, out: &mut libc::sockaddr_storage) -
             // suitably aligned for every socket address type, including
             // `sockaddr_in`; `out` is a valid exclusive reference, and
             // `write` does not read or drop the previous contents.
-            unsafe {
-                std::ptr::write(
-                    (out as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>(),
-                    sin,
-                )
-            };
+            unsafe { std::ptr::write((out as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>(), sin) };
             size_of::<libc::sockaddr_in>() as libc::socklen_t
         }
         SocketAddr::V6(v6) => {
@@ -41,19 +36,12 @@ pub(crate) fn encode_addr(addr: &SocketAddr, out: &mut libc::sockaddr_storage) -
                 sin6_family: libc::AF_INET6 as libc::sa_family_t,
                 sin6_port: v6.port().to_be(),
                 sin6_flowinfo: v6.flowinfo(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: v6.ip().octets(),
-                },
+                sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
                 sin6_scope_id: v6.scope_id(),
             };
             // SAFETY: as above, `sockaddr_storage` can hold and is aligned for
             // `sockaddr_in6`; `out` is valid and exclusively borrowed.
-            unsafe {
-                std::ptr::write(
-                    (out as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>(),
-                    sin6,
-                )
-            };
+            unsafe { std::ptr::write((out as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>(), sin6) };
             size_of::<libc::sockaddr_in6>() as libc::socklen_t
         }
     }
@@ -62,30 +50,21 @@ pub(crate) fn encode_addr(addr: &SocketAddr, out: &mut libc::sockaddr_storage) -
 /// Reads the address the kernel wrote into `storage` (`len` bytes of it).
 /// Returns `None` for families other than IPv4/IPv6 or a short length, which
 /// a UDP socket never produces but which must not be trusted blindly.
-pub(crate) fn decode_addr(
-    storage: &libc::sockaddr_storage,
-    len: libc::socklen_t,
-) -> Option<SocketAddr> {
+pub(crate) fn decode_addr(storage: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<SocketAddr> {
     let len = len as usize;
     match libc::c_int::from(storage.ss_family) {
         libc::AF_INET if len >= size_of::<libc::sockaddr_in>() => {
             // SAFETY: the family tag says the kernel stored a `sockaddr_in`,
             // `len` confirms it wrote that many bytes, and `sockaddr_storage`
             // is aligned for every socket address type.
-            let sin =
-                unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let sin = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
             let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
-            Some(SocketAddr::V4(SocketAddrV4::new(
-                ip,
-                u16::from_be(sin.sin_port),
-            )))
+            Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(sin.sin_port))))
         }
         libc::AF_INET6 if len >= size_of::<libc::sockaddr_in6>() => {
             // SAFETY: the family tag and length say a full `sockaddr_in6` is
             // present, and the storage is aligned for it.
-            let sin6 = unsafe {
-                &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
-            };
+            let sin6 = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
             Some(SocketAddr::V6(SocketAddrV6::new(
                 Ipv6Addr::from(sin6.sin6_addr.s6_addr),
                 u16::from_be(sin6.sin6_port),
@@ -103,11 +82,8 @@ mod tests {
 
     #[test]
     fn addresses_round_trip_through_storage() {
-        let addrs: [SocketAddr; 3] = [
-            "127.0.0.1:4242".parse().unwrap(),
-            "10.1.2.3:1".parse().unwrap(),
-            "[fe80::1%3]:65535".parse().unwrap(),
-        ];
+        let addrs: [SocketAddr; 3] =
+            ["127.0.0.1:4242".parse().unwrap(), "10.1.2.3:1".parse().unwrap(), "[fe80::1%3]:65535".parse().unwrap()];
         for addr in addrs {
             let mut storage = zeroed_storage();
             let len = encode_addr(&addr, &mut storage);

@@ -90,10 +90,7 @@ impl SendScratch {
     /// each payload one iovec).
     pub(crate) fn new(max_datagrams: usize) -> Self {
         let max = max_datagrams.max(1);
-        let empty_iov = libc::iovec {
-            iov_base: std::ptr::null_mut(),
-            iov_len: 0,
-        };
+        let empty_iov = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
         Self {
             hdrs: vec![zeroed_mmsghdr(); max],
             iovs: vec![empty_iov; max],
@@ -113,20 +110,12 @@ impl SendScratch {
     ///
     /// Panics if the groups need more entries than `capacity()`: the planner
     /// in `udp.rs` never builds such a list.
-    pub(crate) fn send(
-        &mut self,
-        fd: RawFd,
-        msgs: &[(SocketAddr, &[u8])],
-        groups: &[SendGroup],
-    ) -> io::Result<usize> {
+    pub(crate) fn send(&mut self, fd: RawFd, msgs: &[(SocketAddr, &[u8])], groups: &[SendGroup]) -> io::Result<usize> {
         assert!(groups.len() <= self.hdrs.len(), "too many send groups");
         let mut next_iov = 0;
         for (g, group) in groups.iter().enumerate() {
             let payloads = &msgs[group.start..group.end];
-            assert!(
-                next_iov + payloads.len() <= self.iovs.len(),
-                "too many payloads"
-            );
+            assert!(next_iov + payloads.len() <= self.iovs.len(), "too many payloads");
             let iov_start = next_iov;
             for (_, payload) in payloads {
                 self.iovs[next_iov] = libc::iovec {
@@ -155,8 +144,7 @@ impl SendScratch {
         // pointer in them refers to `self.iovs`, `self.addrs`, `self.cmsgs`
         // (owned, not resized during the call) or to the caller's payloads
         // (borrowed for the duration of this function), with matching lengths.
-        let ret =
-            unsafe { libc::sendmmsg(fd, self.hdrs.as_mut_ptr(), groups.len() as libc::c_uint, 0) };
+        let ret = unsafe { libc::sendmmsg(fd, self.hdrs.as_mut_ptr(), groups.len() as libc::c_uint, 0) };
         super::check(ret as libc::ssize_t).map_err(super::map_send_error)
     }
 }
@@ -234,20 +222,14 @@ unsafe impl Send for RecvScratch {}
 
 impl std::fmt::Debug for RecvScratch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RecvScratch")
-            .field("slots", &self.hdrs.len())
-            .field("slot_len", &self.slot_len)
-            .finish()
+        f.debug_struct("RecvScratch").field("slots", &self.hdrs.len()).field("slot_len", &self.slot_len).finish()
     }
 }
 
 impl RecvScratch {
     pub(crate) fn new(slots: usize, slot_len: usize) -> Self {
         let slots = slots.max(1);
-        let empty_iov = libc::iovec {
-            iov_base: std::ptr::null_mut(),
-            iov_len: 0,
-        };
+        let empty_iov = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
         Self {
             slot_len,
             bufs: vec![0; slots * slot_len],
@@ -279,10 +261,7 @@ impl RecvScratch {
             // SAFETY: `i * slot_len` < `bufs.len()` because `bufs` holds
             // exactly `slots * slot_len` bytes and `i < slots`.
             let slot = unsafe { base.add(i * self.slot_len) };
-            self.iovs[i] = libc::iovec {
-                iov_base: slot.cast(),
-                iov_len: self.slot_len,
-            };
+            self.iovs[i] = libc::iovec { iov_base: slot.cast(), iov_len: self.slot_len };
             let hdr = &mut self.hdrs[i];
             *hdr = zeroed_mmsghdr();
             hdr.msg_hdr.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();

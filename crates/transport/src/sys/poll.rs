@@ -18,35 +18,19 @@ pub(crate) struct PollFds {
 /// `ppoll` rather than `poll` because its timeout has nanosecond resolution:
 /// retransmission deadlines are tens of microseconds, and `poll`'s
 /// milliseconds would overshoot them by up to 1 ms.
-pub(crate) fn ppoll_readable(
-    scratch: &mut PollFds,
-    fds: &[RawFd],
-    timeout: Option<Duration>,
-) -> io::Result<usize> {
+pub(crate) fn ppoll_readable(scratch: &mut PollFds, fds: &[RawFd], timeout: Option<Duration>) -> io::Result<usize> {
     scratch.fds.clear();
-    scratch.fds.extend(fds.iter().map(|&fd| libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }));
+    scratch.fds.extend(fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }));
     let ts = timeout.map(|t| libc::timespec {
         tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
         tv_nsec: t.subsec_nanos() as libc::c_long,
     });
-    let ts_ptr = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: `scratch.fds` holds `len` initialised pollfds that the kernel
     // may write `revents` into; `ts_ptr` is null or points to a live
     // timespec; a null sigmask means "leave the signal mask alone".
-    let ret = unsafe {
-        libc::ppoll(
-            scratch.fds.as_mut_ptr(),
-            scratch.fds.len() as libc::nfds_t,
-            ts_ptr,
-            std::ptr::null(),
-        )
-    };
+    let ret =
+        unsafe { libc::ppoll(scratch.fds.as_mut_ptr(), scratch.fds.len() as libc::nfds_t, ts_ptr, std::ptr::null()) };
     match super::check(ret as libc::ssize_t) {
         Ok(n) => Ok(n),
         Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),

@@ -37,10 +37,7 @@ fn nothing_queued(err: io::Error) -> io::Result<()> {
 }
 
 fn unexpected_family() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        "recv: address family is not IPv4/IPv6",
-    )
+    io::Error::new(io::ErrorKind::InvalidData, "recv: address family is not IPv4/IPv6")
 }
 
 /// `recvfrom(MSG_DONTWAIT | MSG_TRUNC)`: returns the datagram's full length,
@@ -84,21 +81,11 @@ pub(crate) struct SplitRecv {
 /// `recvmsg(MSG_DONTWAIT)` scattering into `first`, then `spill`, and reading
 /// the GRO segment size: the single-datagram path on a GRO socket, where one
 /// receive may return many datagrams.
-pub(crate) fn recv_split(
-    fd: RawFd,
-    first: &mut [u8],
-    spill: &mut [u8],
-) -> io::Result<Option<SplitRecv>> {
+pub(crate) fn recv_split(fd: RawFd, first: &mut [u8], spill: &mut [u8]) -> io::Result<Option<SplitRecv>> {
     let mut storage = zeroed_storage();
     let mut iovs = [
-        libc::iovec {
-            iov_base: first.as_mut_ptr().cast(),
-            iov_len: first.len(),
-        },
-        libc::iovec {
-            iov_base: spill.as_mut_ptr().cast(),
-            iov_len: spill.len(),
-        },
+        libc::iovec { iov_base: first.as_mut_ptr().cast(), iov_len: first.len() },
+        libc::iovec { iov_base: spill.as_mut_ptr().cast(), iov_len: spill.len() },
     ];
     let mut cmsg = CmsgBuf::new();
     // SAFETY: `msghdr` is plain C data; all-zero is a valid empty header.

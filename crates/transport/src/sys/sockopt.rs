@@ -23,15 +23,7 @@ fn get_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<libc:
     let mut len = size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: `value` and `len` are live locals describing a writable
     // buffer of `len` bytes.
-    let ret = unsafe {
-        libc::getsockopt(
-            fd,
-            level,
-            name,
-            (&mut value as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
+    let ret = unsafe { libc::getsockopt(fd, level, name, (&mut value as *mut libc::c_int).cast(), &mut len) };
     super::check(ret as libc::ssize_t).map(|_| value)
 }
 
@@ -50,25 +42,14 @@ pub(crate) struct BufferSizes {
 /// the protocol above recovers from.
 pub(crate) fn set_buffer_sizes(fd: RawFd, bytes: usize) -> BufferSizes {
     let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    for (force, plain) in [
-        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
-        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
-    ] {
+    for (force, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
         if set_int(fd, libc::SOL_SOCKET, force, value).is_err() {
             // Capped by rmem_max/wmem_max; nothing better is possible unprivileged.
             let _ = set_int(fd, libc::SOL_SOCKET, plain, value);
         }
     }
-    let read = |name| {
-        get_int(fd, libc::SOL_SOCKET, name)
-            .ok()
-            .and_then(|v| usize::try_from(v).ok())
-            .unwrap_or(0)
-    };
-    BufferSizes {
-        recv: read(libc::SO_RCVBUF),
-        send: read(libc::SO_SNDBUF),
-    }
+    let read = |name| get_int(fd, libc::SOL_SOCKET, name).ok().and_then(|v| usize::try_from(v).ok()).unwrap_or(0);
+    BufferSizes { recv: read(libc::SO_RCVBUF), send: read(libc::SO_SNDBUF) }
 }
 
 /// Whether the kernel knows `UDP_SEGMENT` (Linux 4.18+). Reading the option

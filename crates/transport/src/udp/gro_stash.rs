@@ -62,11 +62,7 @@ impl GroStash {
 
     /// Copies the next held datagram into `out`. Datagrams longer than `out`
     /// are dropped and counted in `truncated`.
-    pub(super) fn pop_into(
-        &mut self,
-        out: &mut [u8],
-        truncated: &mut u64,
-    ) -> Option<(usize, SocketAddr)> {
+    pub(super) fn pop_into(&mut self, out: &mut [u8], truncated: &mut u64) -> Option<(usize, SocketAddr)> {
         while self.remaining() > 0 {
             let len = self.segment.min(self.remaining());
             let start = self.pos;

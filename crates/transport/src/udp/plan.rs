@@ -19,10 +19,7 @@ pub(super) struct GsoPolicy {
 
 impl GsoPolicy {
     pub(super) fn disabled() -> Self {
-        Self {
-            max_segments: 1,
-            payload_mtu: 0,
-        }
+        Self { max_segments: 1, payload_mtu: 0 }
     }
 
     fn allows(&self, dst: &SocketAddr, segment: usize) -> bool {
@@ -47,11 +44,7 @@ fn max_gso_bytes(dst: &SocketAddr) -> usize {
 /// a shorter, non-empty last one (the kernel cuts GSO sends into equal
 /// segments, the last may be short). Order is preserved. Writes into `out`
 /// (cleared first) so the caller's preallocated vector is reused.
-pub(super) fn plan_groups(
-    msgs: &[(SocketAddr, &[u8])],
-    policy: &GsoPolicy,
-    out: &mut Vec<SendGroup>,
-) {
+pub(super) fn plan_groups(msgs: &[(SocketAddr, &[u8])], policy: &GsoPolicy, out: &mut Vec<SendGroup>) {
     out.clear();
     let mut start = 0;
     while start < msgs.len() {
@@ -91,10 +84,7 @@ mod tests {
     use super::*;
 
     fn gso(max_segments: usize) -> GsoPolicy {
-        GsoPolicy {
-            max_segments,
-            payload_mtu: 1472,
-        }
+        GsoPolicy { max_segments, payload_mtu: 1472 }
     }
 
     fn plan(msgs: &[(SocketAddr, &[u8])], policy: GsoPolicy) -> Vec<(usize, usize, Option<u16>)> {
@@ -114,10 +104,7 @@ mod tests {
     fn equal_runs_to_one_destination_merge() {
         let p = [0u8; 100];
         let m = msgs(&[(A, &p), (A, &p), (A, &p[..40]), (A, &p), (B, &p), (B, &p)]);
-        assert_eq!(
-            plan(&m, gso(64)),
-            vec![(0, 3, Some(100)), (3, 4, None), (4, 6, Some(100))]
-        );
+        assert_eq!(plan(&m, gso(64)), vec![(0, 3, Some(100)), (3, 4, None), (4, 6, Some(100))]);
     }
 
     #[test]
@@ -132,10 +119,7 @@ mod tests {
     fn longer_or_empty_followers_start_a_new_group() {
         let p = [0u8; 200];
         let m = msgs(&[(A, &p[..100]), (A, &p), (A, &p[..100]), (A, &p[..0])]);
-        assert_eq!(
-            plan(&m, gso(64)),
-            vec![(0, 1, None), (1, 3, Some(200)), (3, 4, None)]
-        );
+        assert_eq!(plan(&m, gso(64)), vec![(0, 1, None), (1, 3, Some(200)), (3, 4, None)]);
     }
 
     #[test]
@@ -149,10 +133,7 @@ mod tests {
         assert_eq!(groups[2], (88, 100, Some(1472)));
         let small = [0u8; 10];
         let m: Vec<_> = (0..70).map(|_| (A.parse().unwrap(), &small[..])).collect();
-        assert_eq!(
-            plan(&m, gso(64)),
-            vec![(0, 64, Some(10)), (64, 70, Some(10))]
-        );
+        assert_eq!(plan(&m, gso(64)), vec![(0, 64, Some(10)), (64, 70, Some(10))]);
     }
 
     #[test]

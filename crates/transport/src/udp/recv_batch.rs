@@ -43,11 +43,7 @@ impl RecvBatch {
     /// `slots` receive slots of `slot_len` bytes each (at least one slot).
     pub fn new(slots: usize, slot_len: usize) -> Self {
         let scratch = sys::RecvScratch::new(slots, slot_len);
-        Self {
-            entries: Vec::with_capacity(scratch.slots()),
-            scratch,
-            datagrams: 0,
-        }
+        Self { entries: Vec::with_capacity(scratch.slots()), scratch, datagrams: 0 }
     }
 
     /// Number of receive slots (kernel messages per call).
@@ -72,40 +68,23 @@ impl RecvBatch {
 
     /// The datagrams of the last call, in arrival order.
     pub fn iter(&self) -> RecvIter<'_> {
-        RecvIter {
-            batch: self,
-            entry: 0,
-            offset: 0,
-            left: self.datagrams,
-        }
+        RecvIter { batch: self, entry: 0, offset: 0, left: self.datagrams }
     }
 
     /// Refills the batch: first with datagrams `stash` still holds from a
     /// GRO split in `recv_one` (one slot each, keeping arrival order), then
     /// with one `recvmmsg` into the remaining slots.
-    pub(super) fn fill(
-        &mut self,
-        fd: RawFd,
-        stash: Option<&mut GroStash>,
-        truncated: &mut u64,
-    ) -> io::Result<usize> {
+    pub(super) fn fill(&mut self, fd: RawFd, stash: Option<&mut GroStash>, truncated: &mut u64) -> io::Result<usize> {
         self.entries.clear();
         self.datagrams = 0;
         let slots = self.scratch.slots();
         let mut first_free = 0;
         if let Some(stash) = stash {
             while first_free < slots {
-                let Some((len, from)) =
-                    stash.pop_into(self.scratch.slot_mut(first_free), truncated)
-                else {
+                let Some((len, from)) = stash.pop_into(self.scratch.slot_mut(first_free), truncated) else {
                     break;
                 };
-                self.push(Entry {
-                    slot: first_free,
-                    len,
-                    segment: len,
-                    from,
-                });
+                self.push(Entry { slot: first_free, len, segment: len, from });
                 first_free += 1;
             }
         }
@@ -117,12 +96,7 @@ impl RecvBatch {
                 continue;
             };
             let segment = meta.gro_segment.map_or(meta.len, |s| s.min(meta.len));
-            self.push(Entry {
-                slot,
-                len: meta.len,
-                segment,
-                from,
-            });
+            self.push(Entry { slot, len: meta.len, segment, from });
         }
         Ok(self.datagrams)
     }
