@@ -8,10 +8,7 @@
 use mw_sim::{replay_from_env, run_family};
 
 fn seeds(standard: u64) -> std::ops::Range<u64> {
-    let scale: u64 = std::env::var("MW_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
+    let scale: u64 = std::env::var("MW_SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
     0..standard * scale
 }
 
@@ -24,11 +21,7 @@ fn replay() {
     };
     println!(
         "completed at {:?}, ended at {:?}, delivered {} messages ({} bytes), {} failed",
-        report.completed_at,
-        report.ended_at,
-        report.delivered,
-        report.delivered_bytes,
-        report.failed
+        report.completed_at, report.ended_at, report.delivered, report.delivered_bytes, report.failed
     );
     for (rank, stats) in report.stats.iter().enumerate() {
         println!("node {rank}: {stats:?}");
@@ -44,23 +37,15 @@ fn lossless() {
 #[test]
 fn loss() {
     let reports = run_family("loss", seeds(500));
-    assert!(reports
-        .iter()
-        .any(|r| r.stats.iter().any(|s| s.retransmits_fast > 0)));
-    assert!(reports
-        .iter()
-        .any(|r| r.stats.iter().any(|s| s.retransmits_timeout > 0)));
-    assert!(reports
-        .iter()
-        .any(|r| r.stats.iter().any(|s| s.nacks_sent > 0)));
+    assert!(reports.iter().any(|r| r.stats.iter().any(|s| s.retransmits_fast > 0)));
+    assert!(reports.iter().any(|r| r.stats.iter().any(|s| s.retransmits_timeout > 0)));
+    assert!(reports.iter().any(|r| r.stats.iter().any(|s| s.nacks_sent > 0)));
 }
 
 #[test]
 fn duplicate() {
     let reports = run_family("duplicate", seeds(200));
-    assert!(reports
-        .iter()
-        .any(|r| r.stats.iter().any(|s| s.drops.duplicate > 0)));
+    assert!(reports.iter().any(|r| r.stats.iter().any(|s| s.drops.duplicate > 0)));
 }
 
 #[test]
@@ -76,10 +61,7 @@ fn jitter() {
 #[test]
 fn bandwidth() {
     let reports = run_family("bandwidth", seeds(200));
-    assert!(
-        reports.iter().any(|r| r.net.queue_drops > 0),
-        "some run should overflow a link queue"
-    );
+    assert!(reports.iter().any(|r| r.net.queue_drops > 0), "some run should overflow a link queue");
 }
 
 #[test]
@@ -95,10 +77,7 @@ fn all_to_all16() {
 #[test]
 fn crash() {
     let reports = run_family("crash", seeds(100));
-    assert!(
-        reports.iter().filter(|r| !r.dead_events.is_empty()).count() > 50,
-        "most crashes are noticed"
-    );
+    assert!(reports.iter().filter(|r| !r.dead_events.is_empty()).count() > 50, "most crashes are noticed");
 }
 
 #[test]
@@ -115,7 +94,5 @@ fn no_false_dead() {
 #[test]
 fn garbage() {
     let reports = run_family("garbage", seeds(200));
-    assert!(reports
-        .iter()
-        .any(|r| r.stats.iter().any(|s| s.drops.wrong_job > 0)));
+    assert!(reports.iter().any(|r| r.stats.iter().any(|s| s.drops.wrong_job > 0)));
 }

@@ -1,0 +1,284 @@
+//! Hand-driven tests of the public `Endpoint` API: two or three endpoints,
+//! packets moved by the test one at a time, so each protocol rule can be
+//! observed in isolation. (Randomized loss, reordering and duplication are
+//! the simulator's job: `crates/sim`.)
+
+use mw_proto::time::{Duration, Instant};
+use mw_proto::{Config, DropReason, Endpoint, Event, MsgId, SubmitError};
+use mw_wire::{HeaderRepr, PacketType, HEADER_LEN};
+
+const JOB: u64 = 42;
+
+fn at(us: u64) -> Instant {
+    Instant::ZERO + Duration::from_micros(us)
+}
+
+/// Everything `from` wants to send now, as (destination, bytes).
+fn drain(ep: &mut Endpoint, now: Instant) -> Vec<(u32, Vec<u8>)> {
+    let mut buf = vec![0u8; ep.config().max_datagram];
+    let mut out = Vec::new();
+    while let Some(t) = ep.poll_transmit(now, &mut buf) {
+        out.push((t.peer, buf[..t.len].to_vec()));
+    }
+    out
+}
+
+fn events(ep: &mut Endpoint) -> Vec<Event> {
+    std::iter::from_fn(|| ep.poll_event()).collect()
+}
+
+fn ptype(packet: &[u8]) -> PacketType {
+    HeaderRepr::parse_packet(packet).unwrap().0.packet_type
+}
+
+/// Feeds `packets` to `ep`, returning the messages delivered.
+fn feed(ep: &mut Endpoint, now: Instant, packets: &[(u32, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
+    let mut got = Vec::new();
+    for (_, p) in packets {
+        let _ = ep.handle_datagram(now, p, &mut |peer, m| got.push((peer, m.to_vec())));
+    }
+    got
+}
+
+/// Moves packets between two endpoints until neither has anything to send,
+/// running timers as virtual time advances. Returns (delivered at a, at b).
+fn settle(a: &mut Endpoint, b: &mut Endpoint, now: &mut Instant) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let (mut at_a, mut at_b) = (Vec::new(), Vec::new());
+    for _ in 0..10_000 {
+        let to_b = drain(a, *now);
+        let to_a = drain(b, *now);
+        at_b.extend(feed(b, *now, &to_b).into_iter().map(|(_, m)| m));
+        at_a.extend(feed(a, *now, &to_a).into_iter().map(|(_, m)| m));
+        if to_a.is_empty() && to_b.is_empty() {
+            if a.is_quiescent() && b.is_quiescent() {
+                return (at_a, at_b);
+            }
+            let next = [a.poll_timeout(), b.poll_timeout()].into_iter().flatten().min().expect("a timer");
+            *now = (*now).max(next);
+            a.handle_timeout(*now);
+            b.handle_timeout(*now);
+        }
+    }
+    panic!("did not settle");
+}
+
+fn pair(config: Config) -> (Endpoint, Endpoint) {
+    (Endpoint::new(config.clone(), JOB, 0, 0xa, 2), Endpoint::new(config, JOB, 1, 0xb, 2))
+}
+
+#[test]
+fn messages_of_every_size_arrive_in_order_and_are_acked() {
+    let config = Config { max_datagram: 200, ..Config::default() };
+    let seg = config.segment_size();
+    let (mut a, mut b) = pair(config);
+    let sizes = [0, 1, seg - 1, seg, seg + 1, 3 * seg, 100_000];
+    let messages: Vec<Vec<u8>> = sizes.iter().map(|&n| (0..n).map(|i| (i * 7 + n) as u8).collect()).collect();
+    for (i, m) in messages.iter().enumerate() {
+        let (x, y) = m.split_at(m.len() / 3);
+        assert_eq!(a.submit(at(0), 1, &[x, y]), Ok(MsgId(i as u64)));
+    }
+    let mut now = at(0);
+    let (_, at_b) = settle(&mut a, &mut b, &mut now);
+    assert_eq!(at_b, messages);
+    assert_eq!(events(&mut a), vec![Event::Acked { peer: 1, upto: MsgId(6) }]);
+    assert_eq!(a.unacked_messages(1), 0);
+    assert_eq!(b.stats().messages_delivered, 7);
+}
+
+#[test]
+fn sequence_numbers_wrap_around() {
+    let config = Config { initial_seq: u32::MAX - 5, max_datagram: 100, ..Config::default() };
+    let (mut a, mut b) = pair(config);
+    let m: Vec<u8> = (0..2_000u32).map(|i| i as u8).collect();
+    for _ in 0..5 {
+        a.submit(at(0), 1, &[&m]).unwrap();
+        b.submit(at(0), 0, &[&m[..10]]).unwrap();
+    }
+    let mut now = at(0);
+    let (at_a, at_b) = settle(&mut a, &mut b, &mut now);
+    assert_eq!(at_b, vec![m.clone(); 5]);
+    assert_eq!(at_a, vec![m[..10].to_vec(); 5]);
+    assert!(b.peer_stats(0).unwrap().rcv_nxt < 1000, "wrapped past zero");
+}
+
+/// The layer above answers a message with an error reply right after it is
+/// delivered. The sender must see the reply before the message completes,
+/// even when the ack overtakes the reply on the wire.
+#[test]
+fn causal_completion_reply_arrives_before_ack() {
+    let (mut a, mut b) = pair(Config::default());
+    // B has a long message queued toward A, so a reply it submits later
+    // waits behind it while B's ack of A's put can go out at once.
+    let bulk = vec![7u8; 300_000];
+    b.submit(at(0), 0, &[&bulk]).unwrap();
+    let put = a.submit(at(0), 1, &[b"put"]).unwrap();
+    a.request_ack(at(0), 1);
+    let to_b = drain(&mut a, at(0));
+    let first_b = drain(&mut b, at(0)); // the window's worth of bulk
+    let delivered = feed(&mut b, at(1), &to_b);
+    assert_eq!(delivered, vec![(0, b"put".to_vec())]);
+    b.submit(at(1), 0, &[b"error: out of bounds"]).unwrap();
+    let to_a = drain(&mut b, at(1));
+    assert_eq!(ptype(&to_a[0].1), PacketType::Ack, "standalone ack: the next data packet is not the reply");
+    // The ack arrives first: the put is acknowledged but must not complete yet.
+    let _ = feed(&mut a, at(2), &to_a[..1]);
+    assert_eq!(a.unacked_messages(1), 1);
+    assert!(events(&mut a).is_empty(), "Acked before the reply was delivered");
+    // The rest of the bulk and the reply arrive; only then the put completes.
+    let mut now = at(2);
+    let mut got = feed(&mut a, now, &first_b);
+    got.extend(feed(&mut a, now, &to_a[1..]));
+    let (rest, _) = settle(&mut a, &mut b, &mut now);
+    got.extend(rest.into_iter().map(|m| (1, m)));
+    assert_eq!(got.last(), Some(&(1, b"error: out of bounds".to_vec())));
+    assert!(events(&mut a).contains(&Event::Acked { peer: 1, upto: put }));
+}
+
+#[test]
+fn invalid_packets_are_dropped_and_counted() {
+    let (mut a, mut b) = pair(Config::default());
+    let mut c = Endpoint::new(Config::default(), JOB + 1, 0, 0xc, 2);
+    c.submit(at(0), 1, &[b"x"]).unwrap();
+    let foreign = drain(&mut c, at(0));
+    let mut none = |_: u32, _: &[u8]| panic!("nothing may be delivered");
+    assert_eq!(b.handle_datagram(at(0), &foreign[0].1, &mut none), Err(DropReason::WrongJob));
+
+    a.submit(at(0), 1, &[b"hello"]).unwrap();
+    let good = drain(&mut a, at(0)).remove(0).1;
+    let mut bad = good.clone();
+    bad[20] = 0; // dst rank 0: not b
+    assert_eq!(b.handle_datagram(at(0), &bad, &mut none), Err(DropReason::WrongTarget));
+    let mut bad = good.clone();
+    bad[16] = 9; // src rank 9 of a 2-rank job
+    assert_eq!(b.handle_datagram(at(0), &bad, &mut none), Err(DropReason::UnknownPeer));
+    let mut bad = good.clone();
+    bad[16] = 1; // claims to be b itself
+    assert_eq!(b.handle_datagram(at(0), &bad, &mut none), Err(DropReason::UnknownPeer));
+    assert!(matches!(b.handle_datagram(at(0), &good[..30], &mut none), Err(DropReason::Malformed(_))));
+    assert!(matches!(b.handle_datagram(at(0), b"garbage", &mut none), Err(DropReason::Malformed(_))));
+    let mut bad = good.clone();
+    bad[28..32].copy_from_slice(&0x99u32.to_le_bytes()); // for an earlier incarnation of b
+    assert_eq!(b.handle_datagram(at(0), &bad, &mut none), Err(DropReason::StaleEpoch));
+    let reset = drain(&mut b, at(0));
+    assert_eq!(reset.len(), 1);
+    assert_eq!(ptype(&reset[0].1), PacketType::Reset);
+
+    let mut got = Vec::new();
+    b.handle_datagram(at(0), &good, &mut |_, m| got.push(m.to_vec())).unwrap();
+    assert_eq!(b.handle_datagram(at(0), &good, &mut none), Err(DropReason::Duplicate));
+    assert_eq!(got, vec![b"hello".to_vec()]);
+    let d = &b.stats().drops;
+    assert_eq!(
+        (d.wrong_job, d.wrong_target, d.unknown_peer, d.malformed, d.stale_epoch, d.duplicate),
+        (1, 1, 2, 2, 1, 1)
+    );
+}
+
+#[test]
+fn submit_and_raw_errors() {
+    let (mut a, mut b) = pair(Config::default());
+    assert_eq!(a.submit(at(0), 0, &[b"me"]), Err(SubmitError::BadRank));
+    assert_eq!(a.submit(at(0), 2, &[b"nobody"]), Err(SubmitError::BadRank));
+    let mut buf = vec![0u8; 1472];
+    let big = vec![0u8; a.config().segment_size() + 1];
+    assert_eq!(a.encode_raw(1, &big, &mut buf), Err(SubmitError::TooLarge));
+    assert_eq!(a.encode_raw(5, b"x", &mut buf), Err(SubmitError::BadRank));
+    assert_eq!(a.encode_raw(1, b"x", &mut buf[..HEADER_LEN]), Err(SubmitError::BufferTooSmall));
+    let len = a.encode_raw(1, b"unreliable", &mut buf).unwrap();
+    b.handle_datagram(at(0), &buf[..len], &mut |_, _| panic!("raw is not a message")).unwrap();
+    assert_eq!(events(&mut b), vec![Event::Raw { peer: 0, data: b"unreliable".to_vec() }]);
+}
+
+#[test]
+fn silent_peer_is_declared_dead_and_everything_fails() {
+    let config = Config::default();
+    let dead_after = config.peer_dead_after;
+    let (mut a, _b) = pair(config);
+    a.submit(at(0), 1, &[b"one"]).unwrap();
+    a.submit(at(0), 1, &[&[0u8; 10_000]]).unwrap();
+    let mut now = at(0);
+    let mut sent = drain(&mut a, now).len();
+    while a.peer_stats(1).is_some_and(|s| !s.dead) {
+        now = a.poll_timeout().expect("a timer while waiting");
+        a.handle_timeout(now);
+        sent += drain(&mut a, now).len();
+    }
+    assert_eq!(now, at(0) + dead_after, "dead exactly after peer_dead_after of silence");
+    assert!(sent > 15, "retransmitted with backoff meanwhile ({sent} packets)");
+    assert_eq!(events(&mut a), vec![Event::PeerDead { peer: 1 }]);
+    assert_eq!(a.unacked_messages(1), 0);
+    assert_eq!(a.queued_bytes(1), 0);
+    assert!(a.is_quiescent());
+    assert_eq!(a.submit(now, 1, &[b"late"]), Err(SubmitError::PeerDead));
+    assert_eq!(a.poll_timeout(), None, "no timers toward a dead peer");
+}
+
+#[test]
+fn restarted_peer_is_noticed_and_talked_to_anew() {
+    let (mut a, mut b) = pair(Config::default());
+    let mut now = at(0);
+    a.submit(now, 1, &[b"before"]).unwrap();
+    settle(&mut a, &mut b, &mut now);
+    assert_eq!(events(&mut a), vec![Event::Acked { peer: 1, upto: MsgId(0) }]);
+    // b restarts with a new epoch while a has a message in flight to it.
+    let mut b = Endpoint::new(Config::default(), JOB, 1, 0xbb, 2);
+    a.submit(now, 1, &[b"lost with the old b"]).unwrap();
+    let to_b = drain(&mut a, now);
+    let mut none = |_: u32, _: &[u8]| panic!("old-connection data must not reach the new b");
+    for (_, p) in &to_b {
+        assert_eq!(b.handle_datagram(now, p, &mut none), Err(DropReason::StaleEpoch));
+    }
+    let reset = drain(&mut b, now);
+    let _ = feed(&mut a, now, &reset);
+    assert_eq!(events(&mut a), vec![Event::PeerRestarted { peer: 1, failed_upto: Some(MsgId(1)) }]);
+    assert_eq!(a.unacked_messages(1), 0);
+    // Ids keep counting; the new connection delivers from the start.
+    assert_eq!(a.submit(now, 1, &[b"after"]), Ok(MsgId(2)));
+    let (_, at_b) = settle(&mut a, &mut b, &mut now);
+    assert_eq!(at_b, vec![b"after".to_vec()]);
+    assert_eq!(events(&mut a), vec![Event::Acked { peer: 1, upto: MsgId(2) }]);
+}
+
+#[test]
+fn request_ack_gets_a_prompt_ack() {
+    let (mut a, mut b) = pair(Config::default());
+    a.submit(at(0), 1, &[b"put"]).unwrap();
+    let to_b = drain(&mut a, at(0));
+    let _ = feed(&mut b, at(1), &to_b);
+    assert!(drain(&mut b, at(1)).is_empty(), "the ack is delayed by default");
+    // The caller starts waiting: a probe asks for the ack now.
+    a.request_ack(at(2), 1);
+    let probe = drain(&mut a, at(2));
+    assert_eq!(probe.len(), 1);
+    assert_eq!(ptype(&probe[0].1), PacketType::Probe);
+    a.request_ack(at(2), 1);
+    assert!(drain(&mut a, at(2)).is_empty(), "one probe until progress");
+    let _ = feed(&mut b, at(3), &probe);
+    let ack = drain(&mut b, at(3));
+    assert_eq!(ptype(&ack[0].1), PacketType::Ack);
+    let _ = feed(&mut a, at(4), &ack);
+    assert_eq!(events(&mut a), vec![Event::Acked { peer: 1, upto: MsgId(0) }]);
+    assert!(a.peer_stats(1).unwrap().srtt.is_some());
+}
+
+#[test]
+fn loss_is_repaired_by_nack_without_waiting_for_the_timeout() {
+    let (mut a, mut b) = pair(Config::default());
+    for i in 0..10u8 {
+        a.submit(at(0), 1, &[&[i; 100]]).unwrap();
+    }
+    let mut packets = drain(&mut a, at(0));
+    packets.remove(3); // lost
+    let got = feed(&mut b, at(10), &packets);
+    assert_eq!(got.len(), 3, "delivery stops at the hole");
+    let answer = drain(&mut b, at(10));
+    assert!(answer.iter().any(|(_, p)| ptype(p) == PacketType::Nack));
+    assert_eq!(b.stats().nacks_sent, 1, "one Nack per hole, not one per packet after it");
+    let _ = feed(&mut a, at(20), &answer);
+    let repair = drain(&mut a, at(20));
+    assert_eq!(repair.len(), 1);
+    assert_eq!(a.stats().retransmits_fast, 1);
+    let got = feed(&mut b, at(30), &repair);
+    assert_eq!(got.len(), 7, "the hole and everything buffered after it");
+    assert_eq!(a.stats().retransmits_timeout, 0);
+}
