@@ -16,6 +16,7 @@
 //! `mw-sim` in tests) moves the bytes. Everything here is deterministic: the
 //! same inputs produce the same outputs.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod auth;
 mod config;

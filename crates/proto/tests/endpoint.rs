@@ -282,3 +282,40 @@ fn loss_is_repaired_by_nack_without_waiting_for_the_timeout() {
     assert_eq!(got.len(), 7, "the hole and everything buffered after it");
     assert_eq!(a.stats().retransmits_timeout, 0);
 }
+
+#[test]
+fn keepalive_notices_an_idle_peer_dying() {
+    let config = Config { keepalive: Some(Duration::from_millis(10)), ..Config::default() };
+    let dead_after = config.peer_dead_after;
+    let (mut a, mut b) = pair(config);
+    let mut now = at(0);
+    a.submit(now, 1, &[b"hello"]).unwrap();
+    settle_until_idle(&mut a, &mut b, &mut now, at(50_000));
+    assert_eq!(events(&mut a), vec![Event::Acked { peer: 1, upto: MsgId(0) }]);
+    assert!(a.stats().probes_sent > 0, "idle peers are probed and answer");
+    // b dies; a has nothing to send but keeps probing and gives up.
+    let died = now;
+    while a.peer_stats(1).is_some_and(|s| !s.dead) {
+        now = a.poll_timeout().expect("keepalive timers while b is silent");
+        a.handle_timeout(now);
+        drain(&mut a, now);
+    }
+    assert!(now <= died + Duration::from_millis(10) + dead_after, "dead at {now:?}");
+    assert_eq!(events(&mut a), vec![Event::PeerDead { peer: 1 }]);
+}
+
+/// Like `settle`, but keeps running timers (keepalives) until `end`.
+fn settle_until_idle(a: &mut Endpoint, b: &mut Endpoint, now: &mut Instant, end: Instant) {
+    while *now < end {
+        let to_b = drain(a, *now);
+        let to_a = drain(b, *now);
+        feed(b, *now, &to_b);
+        feed(a, *now, &to_a);
+        if to_a.is_empty() && to_b.is_empty() {
+            let next = [a.poll_timeout(), b.poll_timeout()].into_iter().flatten().min().unwrap_or(end);
+            *now = next.min(end);
+            a.handle_timeout(*now);
+            b.handle_timeout(*now);
+        }
+    }
+}

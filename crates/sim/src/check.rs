@@ -37,6 +37,8 @@ struct Log {
     sent: Vec<SentMsg>,
     /// Next index each receiver incarnation must deliver.
     recv_next: HashMap<u32, usize>,
+    /// Where each receiver incarnation's connection began.
+    recv_base: HashMap<u32, usize>,
     acked: Option<u64>,
     failed_upto: Option<u64>,
 }
@@ -183,6 +185,7 @@ impl Checker {
                     return self.fail(now, format!("log {log:?}: restart failed up to {failed_upto:?} of {n}"));
                 }
                 entry.recv_next.insert(peer_inc, base);
+                entry.recv_base.insert(peer_inc, base);
             }
             _ => {}
         }
@@ -234,6 +237,14 @@ impl Checker {
         self.logs.get(&log).map_or(0, |l| {
             let acked = l.acked.map_or(0, |a| a + 1);
             l.failed_upto.map_or(0, |f| (f + 1).saturating_sub(acked))
+        })
+    }
+
+    /// Messages of `log` delivered by receiver incarnation `dst_inc` in its connection.
+    pub fn delivered_to(&self, log: LogKey, dst_inc: u32) -> usize {
+        self.logs.get(&log).map_or(0, |l| {
+            let base = l.recv_base.get(&dst_inc).copied().unwrap_or(0);
+            l.recv_next.get(&dst_inc).map_or(0, |&next| next - base)
         })
     }
 

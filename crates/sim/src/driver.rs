@@ -63,6 +63,8 @@ struct Driver<'a> {
     dead_events: Vec<(u32, u32, Instant)>,
     expected: Vec<Expected>,
     completed_at: Option<Instant>,
+    /// Nodes that saw `PeerRestarted`.
+    restart_seen: Vec<u32>,
 }
 
 /// Runs one scenario to completion (or stall) and reports.
@@ -123,6 +125,7 @@ impl<'a> Driver<'a> {
             dead_events: Vec::new(),
             expected: vec![Expected::default(); n as usize],
             completed_at: None,
+            restart_seen: Vec::new(),
         };
         for src in 0..n {
             d.make_plans(src, Instant::ZERO, false);
@@ -297,6 +300,10 @@ impl<'a> Driver<'a> {
                         self.error(format!("node {node}: PeerRestarted for {peer}, which never restarted"));
                     }
                     self.wait_start.remove(&(node, peer));
+                    // Talk to the new incarnation, to show the connection works again.
+                    let item = PlanItem { at: now, len: 100, wants_reply: true };
+                    self.plans[(node * self.n + peer) as usize].push_back(item);
+                    self.restart_seen.push(node);
                 }
                 _ => {}
             }
@@ -553,7 +560,16 @@ impl<'a> Driver<'a> {
     }
 
     fn final_checks(&self, errors: &mut Vec<String>) {
-        if self.sc.crash.is_some() {
+        if let Some(crash) = &self.sc.crash {
+            let x = crash.node;
+            if crash.restart_after.is_some() {
+                let x_inc = self.nodes[x as usize].inc;
+                for &a in &self.restart_seen {
+                    if self.checker.delivered_to(self.log(a, x), x_inc) == 0 {
+                        errors.push(format!("node {a} never got a message through to the restarted node {x}"));
+                    }
+                }
+            }
             return;
         }
         for (rank, node) in self.nodes.iter().enumerate() {

@@ -14,6 +14,7 @@
 //! failure replays exactly with
 //! `MW_SIM_SEED=<seed> MW_SIM_SCENARIO=<family> cargo test -p mw-sim --test scenarios -- replay --nocapture`.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod check;
 mod driver;

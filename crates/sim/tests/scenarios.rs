@@ -82,7 +82,9 @@ fn crash() {
 
 #[test]
 fn restart() {
-    run_family("restart", seeds(100));
+    let reports = run_family("restart", seeds(100));
+    let noticed = reports.iter().filter(|r| r.stats.iter().any(|s| s.peers_restarted > 0)).count();
+    assert!(noticed > 50, "restarts noticed in only {noticed} runs");
 }
 
 #[test]
