@@ -31,12 +31,12 @@ fn replay() {
 
 #[test]
 fn lossless() {
-    run_family("lossless", seeds(300));
+    run_family("lossless", seeds(400));
 }
 
 #[test]
 fn loss() {
-    let reports = run_family("loss", seeds(500));
+    let reports = run_family("loss", seeds(1000));
     assert!(reports.iter().any(|r| r.stats.iter().any(|s| s.retransmits_fast > 0)));
     assert!(reports.iter().any(|r| r.stats.iter().any(|s| s.retransmits_timeout > 0)));
     assert!(reports.iter().any(|r| r.stats.iter().any(|s| s.nacks_sent > 0)));
@@ -44,47 +44,47 @@ fn loss() {
 
 #[test]
 fn duplicate() {
-    let reports = run_family("duplicate", seeds(200));
+    let reports = run_family("duplicate", seeds(300));
     assert!(reports.iter().any(|r| r.stats.iter().any(|s| s.drops.duplicate > 0)));
 }
 
 #[test]
 fn reorder() {
-    run_family("reorder", seeds(200));
+    run_family("reorder", seeds(300));
 }
 
 #[test]
 fn jitter() {
-    run_family("jitter", seeds(200));
+    run_family("jitter", seeds(300));
 }
 
 #[test]
 fn bandwidth() {
-    let reports = run_family("bandwidth", seeds(200));
+    let reports = run_family("bandwidth", seeds(300));
     assert!(reports.iter().any(|r| r.net.queue_drops > 0), "some run should overflow a link queue");
 }
 
 #[test]
 fn mixed() {
-    run_family("mixed", seeds(300));
+    run_family("mixed", seeds(600));
 }
 
 #[test]
 fn all_to_all16() {
-    run_family("all_to_all16", seeds(20));
+    run_family("all_to_all16", seeds(30));
 }
 
 #[test]
 fn crash() {
-    let reports = run_family("crash", seeds(100));
-    assert!(reports.iter().filter(|r| !r.dead_events.is_empty()).count() > 50, "most crashes are noticed");
+    let reports = run_family("crash", seeds(200));
+    assert!(reports.iter().filter(|r| !r.dead_events.is_empty()).count() > 100, "most crashes are noticed");
 }
 
 #[test]
 fn restart() {
-    let reports = run_family("restart", seeds(100));
+    let reports = run_family("restart", seeds(200));
     let noticed = reports.iter().filter(|r| r.stats.iter().any(|s| s.peers_restarted > 0)).count();
-    assert!(noticed > 50, "restarts noticed in only {noticed} runs");
+    assert!(noticed > 100, "restarts noticed in only {noticed} runs");
 }
 
 #[test]
@@ -95,6 +95,6 @@ fn no_false_dead() {
 
 #[test]
 fn garbage() {
-    let reports = run_family("garbage", seeds(200));
+    let reports = run_family("garbage", seeds(300));
     assert!(reports.iter().any(|r| r.stats.iter().any(|s| s.drops.wrong_job > 0)));
 }

@@ -20,6 +20,8 @@ pub(crate) struct RttEstimator {
     rttvar: Duration,
     latest: Duration,
     backoff: u32,
+    /// [`RttEstimator::rto`], recomputed only when an input changes (it is read per packet).
+    rto: Duration,
     initial: Duration,
     min: Duration,
     max: Duration,
@@ -33,6 +35,7 @@ impl RttEstimator {
             rttvar: Duration::ZERO,
             latest: Duration::ZERO,
             backoff: 0,
+            rto: config.rto_initial,
             initial: config.rto_initial,
             min: config.rto_min,
             max: config.rto_max,
@@ -56,17 +59,23 @@ impl RttEstimator {
             }
         }
         self.backoff = 0;
+        self.rto = self.compute_rto();
     }
 
     /// RTO expired: double the timeout (RFC 6298 §5.5), up to `rto_max`.
     pub(crate) fn on_timeout(&mut self) {
         self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
+        self.rto = self.compute_rto();
     }
 
     /// The current RTO: `srtt + max(G, 4·rttvar) + max_ack_delay` (the peer
     /// may hold its ack that long), clamped to `[rto_min, rto_max]`, then
     /// doubled per backoff step and clamped again.
     pub(crate) fn rto(&self) -> Duration {
+        self.rto
+    }
+
+    fn compute_rto(&self) -> Duration {
         let base = match self.srtt {
             None => self.initial,
             Some(srtt) => srtt + (self.rttvar * 4).max(GRANULARITY) + self.ack_delay,
