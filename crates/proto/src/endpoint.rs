@@ -341,7 +341,9 @@ impl Endpoint {
         self.timers.tidy(&mut self.peers, |p| &mut p.timers);
     }
 
-    /// Next event for the layer above, if any.
+    /// Next event for the layer above, if any. Drain it after every
+    /// `handle_*` call: events (raw datagrams in particular) queue up until
+    /// polled.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()

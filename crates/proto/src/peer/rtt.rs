@@ -62,6 +62,18 @@ impl RttEstimator {
         self.rto = self.compute_rto();
     }
 
+    /// New data was acknowledged: the path works, so the backoff ends even
+    /// without an RTT sample (RFC 9002 §6.2.1 resets its PTO backoff on any
+    /// ack; RFC 6298 §5.7 would wait for a Karn-valid sample, which under
+    /// heavy loss, when nearly every ack is for a retransmission, may never
+    /// come and leaves the RTO pinned at `rto_max`).
+    pub(crate) fn on_progress(&mut self) {
+        if self.backoff != 0 {
+            self.backoff = 0;
+            self.rto = self.compute_rto();
+        }
+    }
+
     /// RTO expired: double the timeout (RFC 6298 §5.5), up to `rto_max`.
     pub(crate) fn on_timeout(&mut self) {
         self.backoff = (self.backoff + 1).min(MAX_BACKOFF);

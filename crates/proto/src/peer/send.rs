@@ -448,6 +448,7 @@ impl SendState {
                 rtt.on_sample(now - sent_at);
             }
         }
+        rtt.on_progress();
         let threshold = if nack { 1 } else { PACKET_THRESHOLD };
         self.sweep_losses(threshold, rtt.loss_delay());
         // RFC 6298 §5.2/5.3: stop the timer when nothing is outstanding, else
