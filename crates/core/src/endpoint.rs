@@ -631,14 +631,29 @@ impl State {
                         }
                     }
                 }
-                mw_proto::Event::PeerDead { peer } | mw_proto::Event::PeerRestarted { peer, .. } => {
+                mw_proto::Event::PeerDead { peer } => {
                     let error = Error::PeerUnreachable { rank: peer };
-                    if matches!(event, mw_proto::Event::PeerDead { .. }) {
-                        self.dead[peer as usize] = true;
-                    }
+                    self.dead[peer as usize] = true;
                     self.ack_waiters[peer as usize].clear();
                     let done = self.requests.fail_target(peer, &error);
                     self.completions.extend(done);
+                    self.internal.peer_failed(peer);
+                }
+                mw_proto::Event::PeerRestarted { peer, failed_upto } => {
+                    // Only messages sent to the old incarnation are lost; ids keep
+                    // counting, so later ones ride the new connection and get acked.
+                    self.dead[peer as usize] = false;
+                    let error = Error::PeerUnreachable { rank: peer };
+                    let waiters = &mut self.ack_waiters[peer as usize];
+                    while let Some(&(id, req)) = waiters.front() {
+                        if failed_upto.is_none_or(|upto| id > upto.0) {
+                            break;
+                        }
+                        waiters.pop_front();
+                        if let Some(c) = self.requests.fail(req, error.clone()) {
+                            self.completions.push(c);
+                        }
+                    }
                     self.internal.peer_failed(peer);
                 }
                 #[allow(unreachable_patterns)]
