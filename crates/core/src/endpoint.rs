@@ -252,7 +252,10 @@ impl Endpoint {
             let deadline = {
                 let mut state = self.shared.lock();
                 let now = self.shared.now();
-                let worked = state.progress(now);
+                // One datagram per round: the caller's condition is checked
+                // as soon as something arrived, instead of after another
+                // receive syscall that would only report an empty socket.
+                let worked = state.progress_with(now, 1);
                 if done(&mut state) {
                     return;
                 }
@@ -454,8 +457,13 @@ impl Shared {
 impl State {
     /// One round of progress. Returns whether anything happened.
     pub(crate) fn progress(&mut self, now: ProtoInstant) -> bool {
+        self.progress_with(now, 64)
+    }
+
+    /// One round of progress receiving at most `max_datagrams`.
+    pub(crate) fn progress_with(&mut self, now: ProtoInstant, max_datagrams: usize) -> bool {
         let mut worked = self.drain_loopback(now);
-        for _ in 0..64 {
+        for _ in 0..max_datagrams {
             match self.udp.recv_one(&mut self.rx_buf) {
                 Ok(Some((len, _from))) => {
                     worked = true;
@@ -469,7 +477,7 @@ impl State {
             self.proto.handle_timeout(now);
             worked = true;
         }
-        worked |= self.drain_events();
+        worked |= self.drain_events(now);
         self.internal_progress(now);
         worked |= self.transmit(now);
         worked
@@ -506,6 +514,9 @@ impl State {
         let replies = std::mem::take(&mut self.replies);
         for reply in &replies {
             self.send_reply(now, reply);
+        }
+        if !replies.is_empty() {
+            self.transmit(now);
         }
         let mut replies = replies;
         replies.clear();
@@ -598,6 +609,10 @@ impl State {
                 if let Some(w) = waiter {
                     self.ack_waiters[peer as usize].push_back((id.0, w));
                 }
+                // Out now rather than at the end of the next progress round,
+                // which would first spend a receive syscall (latency: the
+                // initiator's request and the target's reply both leave here).
+                self.transmit(now);
                 Ok(())
             }
             Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank: peer }),
@@ -617,7 +632,7 @@ impl State {
         }
     }
 
-    fn drain_events(&mut self) -> bool {
+    fn drain_events(&mut self, now: ProtoInstant) -> bool {
         let mut worked = false;
         while let Some(event) = self.proto.poll_event() {
             worked = true;
@@ -639,21 +654,18 @@ impl State {
                     self.completions.extend(done);
                     self.internal.peer_failed(peer);
                 }
-                mw_proto::Event::PeerRestarted { peer, failed_upto } => {
-                    // Only messages sent to the old incarnation are lost; ids keep
-                    // counting, so later ones ride the new connection and get acked.
+                mw_proto::Event::PeerRestarted { peer, .. } => {
+                    // Everything outstanding toward the peer was addressed to
+                    // its old incarnation: its regions and keys died with it
+                    // (a restarted process allocates new, random keys), and a
+                    // get or fetching atomic it had accepted will never be
+                    // answered. Fail them all rather than let a caller hang;
+                    // operations issued from now on use the new connection.
                     self.dead[peer as usize] = false;
                     let error = Error::PeerUnreachable { rank: peer };
-                    let waiters = &mut self.ack_waiters[peer as usize];
-                    while let Some(&(id, req)) = waiters.front() {
-                        if failed_upto.is_none_or(|upto| id > upto.0) {
-                            break;
-                        }
-                        waiters.pop_front();
-                        if let Some(c) = self.requests.fail(req, error.clone()) {
-                            self.completions.push(c);
-                        }
-                    }
+                    self.ack_waiters[peer as usize].clear();
+                    let done = self.requests.fail_target(peer, &error);
+                    self.completions.extend(done);
                     self.internal.peer_failed(peer);
                 }
                 #[allow(unreachable_patterns)]
@@ -661,7 +673,7 @@ impl State {
             }
         }
         if !self.completions.is_empty() {
-            self.after_delivery(ProtoInstant::ZERO);
+            self.after_delivery(now);
         }
         worked
     }
