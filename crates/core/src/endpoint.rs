@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -57,6 +57,12 @@ pub(crate) struct Shared {
     pub size: u32,
     fd: std::os::fd::RawFd,
     stop: AtomicBool,
+    /// Bumped on every application call into the endpoint; the watchdog
+    /// (`ProgressMode::Auto`) steps in only when it stops moving.
+    app_calls: AtomicU64,
+    /// Nonzero while application threads are inside `wait_for` (driving
+    /// progress themselves): the watchdog stays out of their way.
+    app_waiting: AtomicU64,
     clock_base: std::time::Instant,
     wait_policy: mw_transport::wait::WaitPolicy,
 }
@@ -141,6 +147,7 @@ impl Endpoint {
         let max_datagram = config.max_datagram.unwrap_or(if all_loopback { config.loopback_datagram } else { 1472 });
         let mut proto_cfg = mw_proto::Config { max_datagram, ..mw_proto::Config::default() };
         proto_cfg.peer_dead_after = config.peer_dead_after;
+        proto_cfg.keepalive = config.keepalive.then(|| config.peer_dead_after / 4);
         proto_cfg.rto_min = config.rto_min;
         proto_cfg.max_window_bytes = proto_cfg.max_window_bytes.min(udp_cfg.socket_buffer_bytes / 2);
         let job_id = job_id_from_key(&info.job_key);
@@ -185,6 +192,8 @@ impl Endpoint {
             size,
             fd,
             stop: AtomicBool::new(false),
+            app_calls: AtomicU64::new(0),
+            app_waiting: AtomicU64::new(0),
             clock_base: std::time::Instant::now(),
             wait_policy,
         });
@@ -193,10 +202,49 @@ impl Endpoint {
         boot.barrier().map_err(|e| Error::Bootstrap(e.to_string()))?;
         drop(boot);
         let mut ep = Endpoint { shared, progress_thread: None, finalized: false };
-        if progress == ProgressMode::Thread {
-            ep.start_progress_thread();
+        match progress {
+            ProgressMode::Inline => {}
+            ProgressMode::Auto => ep.start_watchdog(),
+            ProgressMode::Thread => ep.start_progress_thread(),
         }
         Ok(ep)
+    }
+
+    /// `ProgressMode::Auto`: wakes every few milliseconds and, if the
+    /// application neither called in since the last wake nor is waiting
+    /// inside the library, makes progress on its behalf (acks, keepalive
+    /// answers, passive-target gets and atomics). Never blocks on the lock:
+    /// if the application holds it, it is active.
+    fn start_watchdog(&mut self) {
+        let shared = Arc::clone(&self.shared);
+        let interval = {
+            let state = shared.lock();
+            (state.config.peer_dead_after / 50).clamp(Duration::from_millis(1), Duration::from_millis(10))
+        };
+        let handle = std::thread::Builder::new()
+            .name("memwire-watchdog".into())
+            .spawn(move || {
+                let mut seen = shared.app_calls.load(Ordering::Relaxed);
+                while !shared.stop.load(Ordering::Acquire) {
+                    std::thread::park_timeout(interval);
+                    let calls = shared.app_calls.load(Ordering::Relaxed);
+                    if calls != seen || shared.app_waiting.load(Ordering::Relaxed) != 0 {
+                        seen = calls;
+                        continue;
+                    }
+                    let Ok(mut state) = shared.state.try_lock() else {
+                        continue;
+                    };
+                    for _ in 0..16 {
+                        let now = shared.now();
+                        if !state.progress(now) {
+                            break;
+                        }
+                    }
+                }
+            })
+            .expect("spawning the watchdog thread failed");
+        self.progress_thread = Some(handle);
     }
 
     fn start_progress_thread(&mut self) {
@@ -235,12 +283,15 @@ impl Endpoint {
     /// Makes progress once without waiting: receives, executes incoming
     /// operations, retransmits, acknowledges.
     pub fn progress(&self) {
-        let mut state = self.shared.lock();
+        let mut state = self.lock();
         let now = self.shared.now();
         state.progress(now);
     }
 
+    /// Locks the state for an application call (which counts as activity:
+    /// the watchdog leaves an active application alone).
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared.app_calls.fetch_add(1, Ordering::Relaxed);
         self.shared.lock()
     }
 
@@ -248,6 +299,7 @@ impl Endpoint {
     /// blocking (seed 004: PM/UDP hands the CPU over when polling finds nothing).
     pub(crate) fn wait_for(&self, mut done: impl FnMut(&mut State) -> bool) {
         let mut waiter = mw_transport::wait::Waiter::new(self.shared.wait_policy);
+        let _waiting = WaitingMark::new(&self.shared.app_waiting);
         loop {
             let deadline = {
                 let mut state = self.shared.lock();
@@ -360,6 +412,7 @@ impl Endpoint {
     fn stop_progress_thread(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
         if let Some(handle) = self.progress_thread.take() {
+            handle.thread().unpark();
             let _ = handle.join();
         }
     }
@@ -421,6 +474,23 @@ impl Endpoint {
             return Err(Error::PeerUnreachable { rank });
         }
         Ok(self.lock().internal.take_result(seq).unwrap_or_default())
+    }
+}
+
+/// Marks an application thread as waiting inside the library for as long as
+/// it lives (also when the wait unwinds).
+struct WaitingMark<'a>(&'a AtomicU64);
+
+impl<'a> WaitingMark<'a> {
+    fn new(counter: &'a AtomicU64) -> WaitingMark<'a> {
+        counter.fetch_add(1, Ordering::Relaxed);
+        WaitingMark(counter)
+    }
+}
+
+impl Drop for WaitingMark<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

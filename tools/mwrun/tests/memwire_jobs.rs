@@ -28,6 +28,8 @@ fn main() -> ExitCode {
         ("progress_thread_serves_a_computing_process", progress_thread_serves_a_computing_process),
         ("a_killed_peer_fails_operations_instead_of_hanging", a_killed_peer_fails_operations_instead_of_hanging),
         ("a_rank_that_fails_makes_mwrun_fail_naming_it", a_rank_that_fails_makes_mwrun_fail_naming_it),
+        ("a_computing_rank_is_served_and_not_taken_for_dead", a_computing_rank_is_served_and_not_taken_for_dead),
+        ("a_peer_dying_during_a_barrier_fails_the_barrier", a_peer_dying_during_a_barrier_fails_the_barrier),
     ];
     let mut failed = 0;
     for (name, case) in cases {
@@ -172,6 +174,28 @@ fn a_killed_peer_fails_operations_instead_of_hanging() {
     }
 }
 
+/// Default progress mode: rank 1 computes for well over the dead-peer
+/// deadline without calling memwire; the background watchdog answers rank 0.
+fn a_computing_rank_is_served_and_not_taken_for_dead() {
+    let out = mwrun(&["-n", "2", "-x", "MW_PEER_DEAD_MS=300"], "busy");
+    assert_all_ok(&out, "busy", 2);
+}
+
+/// Keepalives: nothing is outstanding toward rank 2 when it dies, yet the
+/// others, waiting for it in a barrier, learn it is gone instead of hanging.
+fn a_peer_dying_during_a_barrier_fails_the_barrier() {
+    let children = spawn_env_mode(3, "dies-in-barrier", &[("MW_PEER_DEAD_MS", "500")]);
+    for (rank, child) in children.into_iter().enumerate() {
+        let out = child.wait_with_output().expect("wait");
+        if rank == 2 {
+            assert!(!out.status.success(), "rank 2 should have died");
+            continue;
+        }
+        assert!(out.status.success(), "rank {rank}: {:?}\n{}", out.status, text(&out.stderr));
+        assert!(text(&out.stdout).contains("dies-in-barrier ok"), "rank {rank}: {}", text(&out.stdout));
+    }
+}
+
 fn a_rank_that_fails_makes_mwrun_fail_naming_it() {
     let out = mwrun(&["-n", "3"], "fail-rank-1");
     assert!(!out.status.success());
@@ -194,6 +218,23 @@ fn rank_main(role: &str) -> ExitCode {
         "small" => small(&ep),
         "passive" => passive(&ep),
         "victim" => return victim(ep),
+        "busy" => busy(&ep),
+        "dies-in-barrier" => {
+            ep.barrier().expect("barrier");
+            if ep.rank() == 2 {
+                let _ = Command::new("kill").args(["-KILL", &std::process::id().to_string()]).status();
+                std::thread::sleep(Duration::from_secs(60));
+                return ExitCode::from(7);
+            }
+            // Rank 0 (which gathers) names rank 2; rank 1 may learn first that
+            // rank 0, leaving after its failed barrier, is gone too.
+            match ep.barrier() {
+                Err(Error::PeerUnreachable { rank }) => assert!(rank == 2 || (ep.rank() == 1 && rank == 0)),
+                other => panic!("barrier with a dead rank returned {other:?}"),
+            }
+            println!("dies-in-barrier ok");
+            return ExitCode::SUCCESS;
+        }
         "fail-rank-1" => {
             ep.barrier().expect("barrier");
             if ep.rank() == 1 {
@@ -379,6 +420,32 @@ fn passive(ep: &Endpoint) {
         ep.put_value(1, key, 16, 1).expect("put");
     }
     ep.barrier().expect("barrier");
+}
+
+/// Rank 1 computes for 1.5 s (5 × the dead-peer deadline) without calling
+/// memwire while rank 0 reads and updates its memory.
+fn busy(ep: &Endpoint) {
+    let region = ep.alloc_symmetric(64, Access::ALL).expect("alloc");
+    let key = region.key();
+    if ep.rank() == 1 {
+        region.store_u64(0, 7).expect("store");
+        ep.barrier().expect("barrier");
+        let start = Instant::now();
+        let mut x = 1u64;
+        while start.elapsed() < Duration::from_millis(1500) {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        assert_eq!(region.load_u64(8).expect("load"), 3, "rank 0's atomics landed while computing");
+    } else {
+        ep.barrier().expect("barrier");
+        for _ in 0..3 {
+            assert_eq!(ep.get_value(1, key, 0).expect("get from a computing rank"), 7);
+            ep.fetch_add_u64(1, key, 8, 1).expect("fetch_add on a computing rank");
+            std::thread::sleep(Duration::from_millis(400));
+        }
+    }
+    ep.barrier().expect("barrier after computing");
 }
 
 /// Rank 2 dies (SIGKILL) after the barrier; ranks 0 and 1 keep issuing
