@@ -55,6 +55,8 @@ pub(crate) struct Shared {
     pub state: Mutex<State>,
     pub rank: u32,
     pub size: u32,
+    /// `Config::chunk_bytes`, readable without the lock.
+    pub chunk_bytes: usize,
     fd: std::os::fd::RawFd,
     stop: AtomicBool,
     /// Bumped on every application call into the endpoint; the watchdog
@@ -164,6 +166,7 @@ impl Endpoint {
         let rank = info.rank;
         let wait_policy = mw_transport::wait::WaitPolicy { spin: config.spin, yield_for: config.yield_for };
         let progress = config.progress;
+        let chunk_bytes = config.chunk_bytes;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&udp);
         let state = State {
             rank,
@@ -187,6 +190,7 @@ impl Endpoint {
             hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
         };
         let shared = Arc::new(Shared {
+            chunk_bytes,
             state: Mutex::new(state),
             rank,
             size,
