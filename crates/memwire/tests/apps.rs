@@ -89,3 +89,15 @@ fn raytracer_runs_alone() {
         run_job(1, "raytrace", &["--size", "32x16", "--granularity", "3", "--verify", "--out", "/dev/null"], &[]);
     assert!(stdout(&outs[0]).contains("verified"), "{}", stdout(&outs[0]));
 }
+
+#[test]
+fn dsm_jacobi_matches_the_serial_run_bit_for_bit() {
+    for n in [2, 4] {
+        let outs = run_job(n, "dsm_jacobi", &["30", "45", "25"], &[]);
+        let text = stdout(&outs[0]);
+        assert!(text.contains("equals the serial run bit for bit"), "{text}");
+        assert!(!text.contains("sent 0 masked"), "remote homes must receive masked writes: {text}");
+    }
+    let outs = run_job(3, "dsm_jacobi", &["20", "33", "10"], &[("MW_FAULT_DROP", "0.05"), ("MW_FAULT_SEED", "9")]);
+    assert!(stdout(&outs[0]).contains("bit for bit"));
+}
