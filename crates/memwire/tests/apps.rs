@@ -101,3 +101,10 @@ fn dsm_jacobi_matches_the_serial_run_bit_for_bit() {
     let outs = run_job(3, "dsm_jacobi", &["20", "33", "10"], &[("MW_FAULT_DROP", "0.05"), ("MW_FAULT_SEED", "9")]);
     assert!(stdout(&outs[0]).contains("bit for bit"));
 }
+
+#[test]
+fn overlap_fetches_the_block_intact_and_reports_the_hidden_fraction() {
+    let outs = run_job(2, "overlap", &["4"], &[]);
+    let text = stdout(&outs[0]);
+    assert!(text.contains("of the transfer hidden behind computation"), "{text}");
+}
