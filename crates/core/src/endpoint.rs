@@ -42,6 +42,8 @@ pub(crate) struct State {
     /// Messages to self: executed by the progress engine, never sent.
     pub loopback: VecDeque<(Vec<u8>, Option<RequestId>)>,
     pub dead: Vec<bool>,
+    /// Peer failures and restarts noticed, for the application to poll.
+    pub peer_events: VecDeque<PeerEvent>,
     pub stats: CoreStats,
     pub config: Config,
     pub internal: Internal,
@@ -67,6 +69,22 @@ pub(crate) struct Shared {
     app_waiting: AtomicU64,
     clock_base: std::time::Instant,
     wait_policy: mw_transport::wait::WaitPolicy,
+}
+
+/// A change in a peer's liveness, from [`Endpoint::poll_peer_event`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerEvent {
+    /// The peer stayed silent past the deadline: it is treated as dead.
+    Down {
+        /// Its rank.
+        rank: u32,
+    },
+    /// The peer came back as a new incarnation (a restarted process):
+    /// operations addressed to the old one failed.
+    Restarted {
+        /// Its rank.
+        rank: u32,
+    },
 }
 
 /// A memwire endpoint: this process's place in the job.
@@ -182,6 +200,7 @@ impl Endpoint {
             ack_waiters: (0..size).map(|_| VecDeque::new()).collect(),
             loopback: VecDeque::new(),
             dead: vec![false; size as usize],
+            peer_events: VecDeque::new(),
             stats: CoreStats::default(),
             config,
             internal: Internal::new(rank, size),
@@ -377,6 +396,19 @@ impl Endpoint {
     /// rank order. For small control data (keys, addresses), not bulk data.
     pub fn allgather_bytes(&self, blob: &[u8]) -> Result<Vec<Vec<u8>>> {
         self.internal_allgather(blob)
+    }
+
+    /// The next peer failure or restart noticed so far, oldest first. A peer
+    /// is declared down after `peer_dead_after` of silence while this rank
+    /// waits on it (keepalives make that include idle peers); from then on
+    /// every operation toward it fails with `PeerUnreachable`.
+    pub fn poll_peer_event(&self) -> Option<PeerEvent> {
+        self.lock().peer_events.pop_front()
+    }
+
+    /// Whether `rank` has been declared down (and has not come back).
+    pub fn is_peer_down(&self, rank: u32) -> bool {
+        self.lock().dead.get(rank as usize).copied().unwrap_or(false)
     }
 
     /// Counters of this endpoint: the operation layer's and the protocol's.
@@ -723,6 +755,7 @@ impl State {
                 mw_proto::Event::PeerDead { peer } => {
                     let error = Error::PeerUnreachable { rank: peer };
                     self.dead[peer as usize] = true;
+                    self.peer_events.push_back(PeerEvent::Down { rank: peer });
                     self.ack_waiters[peer as usize].clear();
                     let done = self.requests.fail_target(peer, &error);
                     self.completions.extend(done);
@@ -736,6 +769,7 @@ impl State {
                     // answered. Fail them all rather than let a caller hang;
                     // operations issued from now on use the new connection.
                     self.dead[peer as usize] = false;
+                    self.peer_events.push_back(PeerEvent::Restarted { rank: peer });
                     let error = Error::PeerUnreachable { rank: peer };
                     self.ack_waiters[peer as usize].clear();
                     let done = self.requests.fail_target(peer, &error);

@@ -163,14 +163,20 @@ fn progress_thread_serves_a_computing_process() {
 fn a_killed_peer_fails_operations_instead_of_hanging() {
     // Env mode: no launcher kills the survivors when rank 2 dies.
     let children = spawn_env_mode(3, "victim", &[("MW_PEER_DEAD_MS", "500")]);
+    assert_survivors_ok(children, 2, "victim");
+}
+
+/// Waits for env-mode ranks: `dead` must have died, every other rank must
+/// succeed and print `"<role> ok"`.
+fn assert_survivors_ok(children: Vec<Child>, dead: usize, role: &str) {
     for (rank, child) in children.into_iter().enumerate() {
         let out = child.wait_with_output().expect("wait");
-        if rank == 2 {
-            assert!(!out.status.success(), "the victim should have died");
+        if rank == dead {
+            assert!(!out.status.success(), "rank {rank} should have died");
             continue;
         }
         assert!(out.status.success(), "rank {rank}: {:?}\n{}", out.status, text(&out.stderr));
-        assert!(text(&out.stdout).contains("victim ok"), "rank {rank}: {}", text(&out.stdout));
+        assert!(text(&out.stdout).contains(&format!("{role} ok")), "rank {rank}: {}", text(&out.stdout));
     }
 }
 
@@ -185,15 +191,7 @@ fn a_computing_rank_is_served_and_not_taken_for_dead() {
 /// others, waiting for it in a barrier, learn it is gone instead of hanging.
 fn a_peer_dying_during_a_barrier_fails_the_barrier() {
     let children = spawn_env_mode(3, "dies-in-barrier", &[("MW_PEER_DEAD_MS", "500")]);
-    for (rank, child) in children.into_iter().enumerate() {
-        let out = child.wait_with_output().expect("wait");
-        if rank == 2 {
-            assert!(!out.status.success(), "rank 2 should have died");
-            continue;
-        }
-        assert!(out.status.success(), "rank {rank}: {:?}\n{}", out.status, text(&out.stderr));
-        assert!(text(&out.stdout).contains("dies-in-barrier ok"), "rank {rank}: {}", text(&out.stdout));
-    }
+    assert_survivors_ok(children, 2, "dies-in-barrier");
 }
 
 fn a_rank_that_fails_makes_mwrun_fail_naming_it() {
@@ -469,6 +467,8 @@ fn victim(ep: Endpoint) -> ExitCode {
         assert!(start.elapsed() < Duration::from_secs(30), "no error 30 s after the peer died");
     };
     assert_eq!(error, Error::PeerUnreachable { rank: 2 });
+    assert_eq!(ep.poll_peer_event(), Some(mw_core::PeerEvent::Down { rank: 2 }));
+    assert!(ep.is_peer_down(2) && !ep.is_peer_down(1 - ep.rank()));
     assert_eq!(ep.fetch_add_u64(2, key, 0, 1), Err(Error::PeerUnreachable { rank: 2 }));
     let mut buf = [0u8; 8];
     assert_eq!(ep.get(2, key, 0, &mut buf), Err(Error::PeerUnreachable { rank: 2 }));
