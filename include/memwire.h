@@ -379,17 +379,18 @@ typedef uint32_t mw_width;
 #define MW_ACCESS_NONE 0
 
 /**
- * Remote reads: get, get_strided, get_value, atomic load.
+ * Remote reads: get, get_strided, get_value.
  */
 #define MW_ACCESS_READ 1
 
 /**
- * Remote writes: put and its variants, atomic store.
+ * Remote writes: put and its variants (put_signal's signal word too).
  */
 #define MW_ACCESS_WRITE 2
 
 /**
- * Remote read-modify-write atomics.
+ * Remote atomics, every `mw_*_u32`/`mw_*_u64` and `mw_atomic_nb` operation
+ * (atomic loads and stores included).
  */
 #define MW_ACCESS_ATOMIC 4
 
@@ -1101,7 +1102,7 @@ mw_status mw_xor_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset
 
 /**
  * Atomically reads the u64 word at `offset` of region `key` at `rank` into
- * `*value` (needs `MW_ACCESS_READ`).
+ * `*value`.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `value` NULL or valid for writes.
@@ -1109,7 +1110,7 @@ mw_status mw_xor_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset
 mw_status mw_atomic_load_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t *value);
 
 /**
- * Atomically writes `value` to the u64 word (needs `MW_ACCESS_WRITE`)
+ * Atomically writes `value` to the u64 word
  * at `offset` of region `key` at `rank`; returns when done at the target.
  *
  * # Safety
@@ -1214,7 +1215,7 @@ mw_status mw_xor_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset
 
 /**
  * Atomically reads the u32 word at `offset` of region `key` at `rank` into
- * `*value` (needs `MW_ACCESS_READ`).
+ * `*value`.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `value` NULL or valid for writes.
@@ -1222,7 +1223,7 @@ mw_status mw_xor_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset
 mw_status mw_atomic_load_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t *value);
 
 /**
- * Atomically writes `value` to the u32 word (needs `MW_ACCESS_WRITE`)
+ * Atomically writes `value` to the u32 word
  * at `offset` of region `key` at `rank`; returns when done at the target.
  *
  * # Safety

@@ -6,8 +6,8 @@
 //! itself; the endpoint executes each atomic exactly once at the target.
 //!
 //! The target word must be aligned to its width (`MW_ERR_MISALIGNED`
-//! otherwise) and the region must grant `MW_ACCESS_ATOMIC` (loads:
-//! `MW_ACCESS_READ`; stores: `MW_ACCESS_WRITE`).
+//! otherwise) and the region must grant `MW_ACCESS_ATOMIC`, for atomic
+//! loads and stores too (`MW_ERR_NO_PERMISSION` otherwise).
 
 use mw_core::{AtomicOp, AtomicWidth};
 
@@ -285,7 +285,7 @@ pub unsafe extern "C" fn mw_xor_u64(
 }
 
 /// Atomically reads the u64 word at `offset` of region `key` at `rank` into
-/// `*value` (needs `MW_ACCESS_READ`).
+/// `*value`.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `value` NULL or valid for writes.
@@ -301,7 +301,7 @@ pub unsafe extern "C" fn mw_atomic_load_u64(
     unsafe { fetching(ep, value, |e| e.atomic_load(rank, self::key(key), offset, AtomicWidth::U64)) }
 }
 
-/// Atomically writes `value` to the u64 word (needs `MW_ACCESS_WRITE`)
+/// Atomically writes `value` to the u64 word
 /// at `offset` of region `key` at `rank`; returns when done at the target.
 ///
 /// # Safety
@@ -510,7 +510,7 @@ pub unsafe extern "C" fn mw_xor_u32(
 }
 
 /// Atomically reads the u32 word at `offset` of region `key` at `rank` into
-/// `*value` (needs `MW_ACCESS_READ`).
+/// `*value`.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `value` NULL or valid for writes.
@@ -526,7 +526,7 @@ pub unsafe extern "C" fn mw_atomic_load_u32(
     unsafe { fetching(ep, value, |e| e.atomic_load(rank, self::key(key), offset, AtomicWidth::U32).map(|v| v as u32)) }
 }
 
-/// Atomically writes `value` to the u32 word (needs `MW_ACCESS_WRITE`)
+/// Atomically writes `value` to the u32 word
 /// at `offset` of region `key` at `rank`; returns when done at the target.
 ///
 /// # Safety

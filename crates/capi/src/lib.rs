@@ -58,11 +58,12 @@ pub type mw_key = u64;
 pub type mw_access = u32;
 /// No remote access (the owner only uses the memory locally).
 pub const MW_ACCESS_NONE: mw_access = 0;
-/// Remote reads: get, get_strided, get_value, atomic load.
+/// Remote reads: get, get_strided, get_value.
 pub const MW_ACCESS_READ: mw_access = 1;
-/// Remote writes: put and its variants, atomic store.
+/// Remote writes: put and its variants (put_signal's signal word too).
 pub const MW_ACCESS_WRITE: mw_access = 2;
-/// Remote read-modify-write atomics.
+/// Remote atomics, every `mw_*_u32`/`mw_*_u64` and `mw_atomic_nb` operation
+/// (atomic loads and stores included).
 pub const MW_ACCESS_ATOMIC: mw_access = 4;
 /// Reads and writes.
 pub const MW_ACCESS_READ_WRITE: mw_access = 3;
