@@ -16,8 +16,11 @@ demo: build
 	@scripts/demo.sh
 
 ## deps: install what the tests need on a fresh Debian machine (idempotent)
+# mpich: the PMI-1/PMI-2 launcher tests run real mpiexec.hydra; iproute2 and
+# nftables: the netns test cluster (scripts/netns-cluster).
+DEB_PACKAGES := mpich iproute2 nftables
 deps:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh $(DEB_PACKAGES)
 
 ## test: install dependencies, then lint and run every test
 test: deps lint unit

@@ -184,6 +184,9 @@ pub enum BootstrapError {
         /// What went wrong, naming the request.
         detail: String,
     },
+    /// No local address could be found that the other ranks reach.
+    #[error("cannot choose the local address for the data path: {0}")]
+    Address(io::Error),
     /// An earlier failure left the connection in an unknown state.
     #[error("the bootstrap is unusable after an earlier error")]
     Poisoned,

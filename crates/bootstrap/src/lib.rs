@@ -201,7 +201,7 @@ impl Bootstrap {
     /// resolves to, else the one routed toward another rank's host. `MW_BIND`
     /// (read by the endpoint) overrides all of this.
     pub fn reachable_ip(&self) -> Result<IpAddr, BootstrapError> {
-        let io = |source| BootstrapError::Io { step: Step::Join, source };
+        let io = BootstrapError::Address;
         match &self.backend {
             Backend::Single => Ok(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
             Backend::Rendezvous { addr, .. } => route::toward_server(addr).map_err(io),

@@ -38,7 +38,8 @@ pub(crate) fn toward_server(addr: &str) -> io::Result<IpAddr> {
 /// 2. this host's own name resolves to an address of this machine (the
 ///    usual case on a cluster, and the only one when the launcher names
 ///    hosts by IP): that address;
-/// 3. otherwise the address the kernel routes from toward another host.
+/// 3. otherwise the address the kernel routes from toward another host;
+/// 4. otherwise the source of the default route.
 pub(crate) fn among_hosts(hosts: &[String], rank: usize) -> io::Result<IpAddr> {
     let mine = &hosts[rank];
     if hosts.iter().all(|h| h == mine) {
@@ -58,11 +59,18 @@ pub(crate) fn among_hosts(hosts: &[String], rank: usize) -> io::Result<IpAddr> {
             }
         }
     }
+    // TEST-NET-1 is never a real peer; connecting a UDP socket sends nothing
+    // and only asks the routing table, which answers with the default route.
+    if let Ok(local) = source_toward(SocketAddr::from(([192, 0, 2, 1], 9))) {
+        if !local.is_loopback() && !local.is_unspecified() {
+            return Ok(local);
+        }
+    }
     Err(io::Error::new(
         io::ErrorKind::NotFound,
         format!(
-            "cannot tell which local address the other hosts reach: neither this host's name {mine:?} nor the \
-             others' resolve to a usable address; set MW_BIND to this host's address on the cluster network"
+            "neither this host's name {mine:?} nor the other hosts' names resolve to a usable address, and there \
+             is no default route; set MW_BIND to this host's address on the cluster network"
         ),
     ))
 }
@@ -89,11 +97,13 @@ mod tests {
     }
 
     #[test]
-    fn no_usable_address_is_an_error_naming_mw_bind() {
+    fn without_a_usable_name_the_default_route_or_an_error_naming_mw_bind() {
         // 127.0.0.2 is local but loopback, so it is skipped; the other host
-        // is 127.0.0.1, which routes from loopback, so nothing usable is
-        // found and the error names the fix.
-        let err = among_hosts(&hosts(&["127.0.0.2", "127.0.0.1"]), 0).unwrap_err().to_string();
-        assert!(err.contains("MW_BIND"), "{err}");
+        // is 127.0.0.1, which routes from loopback; what is left is the
+        // default route, or, where there is none, an error naming the fix.
+        match among_hosts(&hosts(&["127.0.0.2", "127.0.0.1"]), 0) {
+            Ok(ip) => assert!(!ip.is_loopback() && Some(ip) == source_toward("192.0.2.1:9".parse().unwrap()).ok()),
+            Err(e) => assert!(e.to_string().contains("MW_BIND"), "{e}"),
+        }
     }
 }
