@@ -152,3 +152,20 @@ fn mpiexec_runs_a_job_across_four_netns_hosts() {
         .env_remove("MW_PMI");
     assert_hello_rma_ok(&run(&mut command, LIMIT), 4);
 }
+
+/// `MW_PORT_RANGE` (for firewalls) holds the ranks' UDP ports: two ranks on
+/// one host fit in two ports; with one, the rank left without a port fails
+/// the job and says why.
+#[test]
+fn mw_port_range_bounds_the_data_path_ports() {
+    let job = |range: &str| {
+        let mut command = Command::new(support::mwrun());
+        command.args(["-n", "2", "-q"]).arg(hello_rma()).env("MW_PORT_RANGE", range);
+        run(&mut command, LIMIT)
+    };
+    assert_hello_rma_ok(&job("47211-47212"), 2);
+    let short = job("47213-47213");
+    let stderr = String::from_utf8_lossy(&short.stderr);
+    assert!(!short.status.success(), "{stderr}");
+    assert!(stderr.contains("every UDP port of MW_PORT_RANGE=47213-47213"), "{stderr}");
+}
