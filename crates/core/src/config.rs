@@ -59,6 +59,9 @@ pub struct Config {
     pub chunk_bytes: usize,
     /// Local address to bind; `None` picks one that reaches the bootstrap host.
     pub bind_addr: Option<std::net::IpAddr>,
+    /// UDP ports to bind within, inclusive (`MW_PORT_RANGE`), so a firewall
+    /// can let exactly those through; `None`: any port the kernel picks.
+    pub port_range: Option<(u16, u16)>,
     /// Fault injection on the send path (`MW_FAULT_*`), for tests.
     pub fault: Option<mw_transport::fault::FaultConfig>,
 }
@@ -81,6 +84,7 @@ impl Default for Config {
             max_queued_bytes: 8 << 20,
             chunk_bytes: 256 << 10,
             bind_addr: None,
+            port_range: None,
             fault: None,
         }
     }
@@ -102,11 +106,24 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_MAX_QUEUED", "bytes queued toward one peer before senders wait (default 8 MiB)"),
     ("MW_CHUNK", "largest message an operation is cut into, bytes (default 256 KiB)"),
     ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
+    ("MW_PORT_RANGE", "UDP ports to bind within, FIRST-LAST, one per rank on a host (default: any)"),
     ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
 ];
 
 fn parse_num(name: &'static str, value: &str) -> Result<u64> {
     value.trim().parse::<u64>().map_err(|_| Error::InvalidArgument(name))
+}
+
+/// Parses `FIRST-LAST` (or a single port) into an inclusive range.
+fn parse_port_range(value: &str) -> Result<(u16, u16)> {
+    const BAD: &str = "MW_PORT_RANGE must be FIRST-LAST with 1 <= FIRST <= LAST <= 65535";
+    let (first, last) = value.trim().split_once('-').unwrap_or((value.trim(), value.trim()));
+    let port = |p: &str| p.trim().parse::<u16>().map_err(|_| Error::InvalidArgument(BAD));
+    let (first, last) = (port(first)?, port(last)?);
+    if first == 0 || first > last {
+        return Err(Error::InvalidArgument(BAD));
+    }
+    Ok((first, last))
 }
 
 impl Config {
@@ -169,6 +186,9 @@ impl Config {
             cfg.bind_addr =
                 Some(v.trim().parse().map_err(|_| Error::InvalidArgument("MW_BIND must be an IP address"))?);
         }
+        if let Some(v) = lookup("MW_PORT_RANGE") {
+            cfg.port_range = Some(parse_port_range(&v)?);
+        }
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
         cfg.fault = fault.is_active().then_some(fault);
@@ -206,5 +226,15 @@ mod tests {
         assert!(matches!(with(&[("MW_MTU", "big")]), Err(Error::InvalidArgument(_))));
         assert!(matches!(with(&[("MW_PROGRESS", "sometimes")]), Err(Error::InvalidArgument(_))));
         assert!(matches!(with(&[("MW_BIND", "nowhere")]), Err(Error::InvalidArgument(_))));
+        for bad in ["0-10", "20-10", "x", "1-70000", "-5"] {
+            assert!(matches!(with(&[("MW_PORT_RANGE", bad)]), Err(Error::InvalidArgument(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn port_ranges_parse() {
+        assert_eq!(with(&[("MW_PORT_RANGE", "40000-40063")]).unwrap().port_range, Some((40000, 40063)));
+        assert_eq!(with(&[("MW_PORT_RANGE", " 5000 ")]).unwrap().port_range, Some((5000, 5000)));
+        assert_eq!(with(&[]).unwrap().port_range, None);
     }
 }

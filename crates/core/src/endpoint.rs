@@ -9,7 +9,7 @@
 //! time, as DESIGN §3 requires).
 
 use std::collections::VecDeque;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -109,27 +109,33 @@ fn random_u64() -> u64 {
     u64::from_le_bytes(bytes)
 }
 
-/// Picks the local address peers can reach: loopback for a job on one host,
-/// otherwise the address the kernel routes toward the bootstrap host.
-fn choose_bind_ip(config: &Config) -> Result<IpAddr> {
+/// Picks the local address peers can reach: `MW_BIND`, else the one the
+/// bootstrap knows the other ranks reach (loopback for a job on one host).
+fn choose_bind_ip(config: &Config, boot: &mw_bootstrap::Bootstrap) -> Result<IpAddr> {
     if let Some(ip) = config.bind_addr {
         return Ok(ip);
     }
-    let Ok(boot) = std::env::var("MW_BOOTSTRAP") else {
-        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    boot.reachable_ip().map_err(|e| Error::Bootstrap(format!("choosing the address to bind: {e}")))
+}
+
+/// Binds the UDP transport on `ip`, at a port of `MW_PORT_RANGE` when one is
+/// set (for firewalls), else wherever the kernel likes.
+fn bind_udp(
+    ip: IpAddr,
+    ports: Option<(u16, u16)>,
+    cfg: &mw_transport::udp::UdpConfig,
+) -> Result<mw_transport::udp::UdpTransport> {
+    let Some((first, last)) = ports else {
+        return Ok(mw_transport::udp::UdpTransport::bind(SocketAddr::new(ip, 0), cfg)?);
     };
-    use std::net::ToSocketAddrs;
-    let target = boot
-        .to_socket_addrs()
-        .map_err(|e| Error::Bootstrap(format!("MW_BOOTSTRAP={boot}: {e}")))?
-        .next()
-        .ok_or_else(|| Error::Bootstrap(format!("MW_BOOTSTRAP={boot} resolves to nothing")))?;
-    if target.ip().is_loopback() {
-        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    for port in first..=last {
+        match mw_transport::udp::UdpTransport::bind(SocketAddr::new(ip, port), cfg) {
+            Ok(udp) => return Ok(udp),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(e) => return Err(e.into()),
+        }
     }
-    let probe = std::net::UdpSocket::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))?;
-    probe.connect(target)?;
-    Ok(probe.local_addr()?.ip())
+    Err(Error::Bootstrap(format!("every UDP port of MW_PORT_RANGE={first}-{last} on {ip} is in use")))
 }
 
 impl Endpoint {
@@ -150,9 +156,9 @@ impl Endpoint {
     /// several ranks in one process this way; launchers may too).
     pub fn init_with_bootstrap(config: Config, mut boot: mw_bootstrap::Bootstrap) -> Result<Endpoint> {
         let info = boot.info().clone();
-        let bind_ip = choose_bind_ip(&config)?;
+        let bind_ip = choose_bind_ip(&config, &boot)?;
         let udp_cfg = mw_transport::udp::UdpConfig::default();
-        let udp = mw_transport::udp::UdpTransport::bind(SocketAddr::new(bind_ip, 0), &udp_cfg)?;
+        let udp = bind_udp(bind_ip, config.port_range, &udp_cfg)?;
         let me = udp.local_addr();
         let blobs = boot.allgather(me.to_string().as_bytes()).map_err(|e| Error::Bootstrap(e.to_string()))?;
         let mut peers = Vec::with_capacity(blobs.len());
