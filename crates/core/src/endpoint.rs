@@ -387,6 +387,7 @@ fn internal_am(handler: u16, seq: u64) -> OpRepr<'static> {
         req: 0,
         handler,
         want_reply: false,
+        rndv: false,
         args: op::AmArgs::from_slice(&[seq]).expect("one argument fits"),
         body: &[],
     })
