@@ -13,7 +13,7 @@
 //!  2      2         handler  handler id at the target
 //!  4      4         req      the reply carries it
 //!  8      8 × nargs args
-//!  ...    ...       body     the payload, or with RNDV a RndvDesc (24 bytes)
+//!  ...    ...       body     the payload, or with RNDV a RndvDesc (32 bytes)
 //!
 //! AmReply (8 + 8 × nargs bytes, then the body)
 //!  0      1         opcode   OpCode::AmReply
@@ -22,13 +22,13 @@
 //!  3      1         flags    bit 0 RNDV, bits 1-7 zero
 //!  4      4         req      the AmRequest this answers
 //!  8      8 × nargs args
-//!  ...    ...       body     the payload, or with RNDV a RndvDesc (24 bytes)
+//!  ...    ...       body     the payload, or with RNDV a RndvDesc (32 bytes)
 //! ```
 //!
 //! With RNDV set the payload is too large to travel inline: the body is a
 //! [`RndvDesc`](super::RndvDesc) naming a region at the sender that holds it,
 //! the receiver GETs it and answers [`RndvDone`](super::RndvDone) carrying
-//! `req` (seed 002, SR8000's receiver-driven GET, applied to AM payloads).
+//! the descriptor's token (seed 002, SR8000's receiver-driven GET, applied to AM payloads).
 
 use core::fmt;
 

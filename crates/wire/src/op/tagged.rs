@@ -29,10 +29,12 @@
 //! 32      8   key         region at the sender holding the data
 //! 40      8   offset      of the data in that region
 //!
-//! RndvDesc (24 bytes; the body of an AmRequest / AmReply with RNDV set)
+//! RndvDesc (32 bytes; the body of an AmRequest / AmReply with RNDV set)
 //!  0      8   total_len   payload length in bytes
 //!  8      8   key         region at the sender holding the payload
 //! 16      8   offset      of the payload in that region
+//! 24      4   token       the sender's id for this payload, echoed in RndvDone
+//! 28      4   reserved, zero
 //!
 //! RndvDone (8 bytes, no body)
 //!  0      1   opcode      OpCode::RndvDone
@@ -69,7 +71,9 @@ mod field {
     pub const DESC_TOTAL: Range<usize> = 0..8;
     pub const DESC_KEY: Range<usize> = 8..16;
     pub const DESC_OFFSET: Range<usize> = 16..24;
-    pub const DESC_END: usize = 24;
+    pub const DESC_TOKEN: Range<usize> = 24..28;
+    pub const DESC_RESERVED: Range<usize> = 28..32;
+    pub const DESC_END: usize = 32;
 }
 
 /// A tagged message whose data travels inline.
@@ -114,7 +118,7 @@ pub struct RndvDone {
 /// Where a large active-message payload waits to be pulled: the body of an
 /// [`AmRequest`](super::AmRequest) or [`AmReply`](super::AmReply) whose
 /// `rndv` flag is set. The receiver GETs `total_len` bytes at `offset` of
-/// region `key` and then sends [`RndvDone`] with the message's `req`.
+/// region `key` and then sends [`RndvDone`] carrying `token`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RndvDesc {
     /// Payload length in bytes.
@@ -123,6 +127,8 @@ pub struct RndvDesc {
     pub key: u64,
     /// Offset of the payload in that region.
     pub offset: u64,
+    /// The sender's id for this payload; [`RndvDone::sender_req`] echoes it.
+    pub token: u32,
 }
 
 impl RndvDesc {
@@ -132,10 +138,12 @@ impl RndvDesc {
     /// Decodes a descriptor; the body must be exactly [`RndvDesc::LEN`] bytes.
     pub fn parse(body: &[u8]) -> Result<RndvDesc> {
         exact(body, field::DESC_END)?;
+        reserved(body, field::DESC_RESERVED)?;
         Ok(RndvDesc {
             total_len: get64(body, field::DESC_TOTAL),
             key: get64(body, field::DESC_KEY),
             offset: get64(body, field::DESC_OFFSET),
+            token: get32(body, field::DESC_TOKEN),
         })
     }
 
@@ -145,6 +153,7 @@ impl RndvDesc {
         set64(&mut b, field::DESC_TOTAL, self.total_len);
         set64(&mut b, field::DESC_KEY, self.key);
         set64(&mut b, field::DESC_OFFSET, self.offset);
+        set32(&mut b, field::DESC_TOKEN, self.token);
         b
     }
 }

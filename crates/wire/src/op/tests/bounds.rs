@@ -174,11 +174,14 @@ fn am_args() {
 
 #[test]
 fn rndv_descriptor_round_trips_and_rejects_bad_lengths() {
-    let desc = RndvDesc { total_len: 16 << 20, key: 0xdead_beef_0123_4567, offset: 4096 };
+    let desc = RndvDesc { total_len: 16 << 20, key: 0xdead_beef_0123_4567, offset: 4096, token: 77 };
     let bytes = desc.to_bytes();
     assert_eq!(bytes.len(), RndvDesc::LEN);
     assert_eq!(RndvDesc::parse(&bytes), Ok(desc));
-    assert_eq!(RndvDesc::parse(&bytes[..23]), Err(Error::Truncated));
+    assert_eq!(RndvDesc::parse(&bytes[..31]), Err(Error::Truncated));
+    let mut bad = bytes;
+    bad[30] = 1;
+    assert_eq!(RndvDesc::parse(&bad), Err(Error::Malformed), "reserved bytes");
     let mut long = bytes.to_vec();
     long.push(0);
     assert_eq!(RndvDesc::parse(&long), Err(Error::BadLength));

@@ -106,7 +106,7 @@ fn samples() -> Vec<OpRepr<'static>> {
             want_reply: true,
             rndv: true,
             args: AmArgs::EMPTY,
-            body: &DATA[..24],
+            body: &DATA[..32],
         }),
         OpRepr::AmReply(AmReply {
             req: 6,
@@ -115,7 +115,7 @@ fn samples() -> Vec<OpRepr<'static>> {
             args: AmArgs::from_slice(&[9; AM_MAX_ARGS]).unwrap(),
             body: &DATA[..3],
         }),
-        OpRepr::AmReply(AmReply { req: 7, status: Status::Ok, rndv: true, args: AmArgs::EMPTY, body: &DATA[..24] }),
+        OpRepr::AmReply(AmReply { req: 7, status: Status::Ok, rndv: true, args: AmArgs::EMPTY, body: &DATA[..32] }),
         OpRepr::Eager(Eager { context: 1, tag: 0xdead, body: &DATA[..40] }),
         OpRepr::RndvRts(RndvRts { context: 1, tag: 2, total_len: 1 << 30, sender_req: 12, key: 13, offset: 14 }),
         OpRepr::RndvDone(RndvDone { sender_req: 12, status: Status::Truncated }),
