@@ -16,6 +16,7 @@ mod error;
 mod handle;
 mod internal;
 mod memory;
+mod msg;
 pub mod region;
 mod request;
 mod rma;
@@ -28,6 +29,9 @@ pub use error::{Error, Result};
 pub use handle::{wait_all, Handle};
 pub use internal::RESERVED_HANDLER_BASE;
 pub use memory::Region;
+pub use msg::{
+    AmContext, AmHandle, AmMessage, AmReplyData, Fifo, FifoKey, MsgStats, RecvHandle, RecvStatus, ANY_SOURCE, ANY_TAG,
+};
 pub use mw_wire::op::{AtomicOp, AtomicWidth, SignalOp};
 pub use region::{Access, Arrival, ArrivalKind, RegionKey};
 pub use rma::{Cmp, Signal};
