@@ -21,7 +21,7 @@ struct Args {
     /// Which benchmark: pingpong or bandwidth (default: both).
     #[arg(long)]
     bench: Option<String>,
-    /// Comma-separated ops (put_signal, fetch_add, get, put, udp_raw).
+    /// Comma-separated ops (put_signal, fetch_add, get, put, send_recv, am, udp_raw).
     #[arg(long, value_delimiter = ',')]
     op: Vec<String>,
     /// Comma-separated sizes in bytes.
@@ -60,6 +60,12 @@ fn main() {
             if wants("get") {
                 rows.push(points::pingpong_get(size, iters));
             }
+            if wants("send_recv") {
+                rows.push(points::pingpong_send_recv(size, iters));
+            }
+            if wants("am") {
+                rows.push(points::pingpong_am(size, iters));
+            }
         }
     }
     if bench_on("bandwidth") {
@@ -71,6 +77,12 @@ fn main() {
             }
             if wants("put") {
                 rows.push(points::bandwidth_put(size, total));
+            }
+            if wants("get") {
+                rows.push(points::bandwidth_get(size, total));
+            }
+            if wants("send_recv") {
+                rows.push(points::bandwidth_send_recv(size, total));
             }
         }
     }

@@ -173,6 +173,115 @@ pub fn pingpong_get(size: usize, iters: usize) -> Row {
     latency_row("get", size, samples).emit()
 }
 
+/// Tagged send/recv ping-pong: each side receives `size` bytes with a
+/// blocking `recv` and sends them back with `send`.
+pub fn pingpong_send_recv(size: usize, iters: usize) -> Row {
+    let total = iters + warmup(iters);
+    let samples = two_ranks(move |ep| {
+        let data = vec![3u8; size];
+        let mut buf = vec![0u8; size];
+        let mut samples = Vec::with_capacity(iters);
+        let peer = 1 - ep.rank();
+        for i in 0..total {
+            if ep.rank() == 0 {
+                let t0 = Instant::now();
+                ep.send(peer, 1, &data).expect("send");
+                ep.recv(peer, 1, &mut buf).expect("recv");
+                if i >= total - iters {
+                    samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
+                }
+            } else {
+                ep.recv(peer, 1, &mut buf).expect("recv");
+                ep.send(peer, 1, &data).expect("send");
+            }
+        }
+        ep.barrier().expect("barrier");
+        samples
+    });
+    latency_row("send_recv", size, samples).emit()
+}
+
+/// Active-message round trip (reported as half): the handler at rank 1
+/// replies with a payload of the same size.
+pub fn pingpong_am(size: usize, iters: usize) -> Row {
+    let total = iters + warmup(iters);
+    let samples = two_ranks(move |ep| {
+        let reply = vec![4u8; size];
+        ep.register_handler(1, move |ctx, _m| {
+            let _ = ctx.reply(&[], &reply);
+        })
+        .expect("register");
+        ep.barrier().expect("barrier");
+        let data = vec![3u8; size];
+        let mut samples = Vec::with_capacity(iters);
+        if ep.rank() == 0 {
+            for i in 0..total {
+                let t0 = Instant::now();
+                let r = ep.am_request(1, 1, &[], &data).expect("am_request");
+                if i >= total - iters {
+                    samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
+                }
+                assert_eq!(r.payload.len(), size);
+            }
+        }
+        ep.barrier().expect("barrier");
+        samples
+    });
+    latency_row("am", size, samples).emit()
+}
+
+/// Send/recv bandwidth: blocking `send` of `size`-byte messages (eager or
+/// rendezvous by size) against blocking `recv`s, until `total` bytes arrived.
+pub fn bandwidth_send_recv(size: usize, total: usize) -> Row {
+    let count = total.div_ceil(size).max(1);
+    let mbps = two_ranks(move |ep| {
+        let mut mbps = 0.0;
+        ep.barrier().expect("barrier");
+        if ep.rank() == 0 {
+            let data = vec![5u8; size];
+            let t0 = Instant::now();
+            for _ in 0..count {
+                ep.send(1, 2, &data).expect("send");
+            }
+            // Eager sends complete locally: the receiver's ack ends the clock.
+            ep.recv(1, 3, &mut [0u8; 1]).expect("ack");
+            mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
+        } else {
+            let mut buf = vec![0u8; size];
+            for _ in 0..count {
+                ep.recv(0, 2, &mut buf).expect("recv");
+            }
+            ep.send(0, 3, &[1]).expect("ack");
+        }
+        ep.barrier().expect("barrier");
+        mbps
+    });
+    Row { bench: "bandwidth", op: "send_recv", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }
+        .emit()
+}
+
+/// Get bandwidth: blocking gets of `size` bytes until `total` bytes arrived
+/// (the same one-at-a-time pattern as `bandwidth_send_recv`).
+pub fn bandwidth_get(size: usize, total: usize) -> Row {
+    let count = total.div_ceil(size).max(1);
+    let mbps = two_ranks(move |ep| {
+        let region = ep.alloc_symmetric(size, Access::ALL).expect("alloc");
+        let key = region.key();
+        let mut out = vec![0u8; size];
+        let mut mbps = 0.0;
+        if ep.rank() == 0 {
+            let t0 = Instant::now();
+            for _ in 0..count {
+                ep.get(1, key, 0, &mut out).expect("get");
+            }
+            mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
+        }
+        ep.barrier().expect("barrier");
+        mbps
+    });
+    Row { bench: "bandwidth", op: "get", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }.emit()
+}
+
 /// Raw UDP blast of 65,000-byte datagrams (memwire's loopback datagram
 /// size) without reliability: received bytes per second at the receiver.
 pub fn bandwidth_udp_raw(size: usize, total: usize) -> Row {
