@@ -536,3 +536,48 @@ fn eight_ranks_all_to_one_and_ring() {
         ep.barrier().unwrap();
     });
 }
+
+#[test]
+fn self_sends_contexts_cancel_and_probe() {
+    run_job(2, small_eager(Config::default()), |ep| {
+        let me = ep.rank();
+        // To self: eager and rendezvous (nonblocking send, then receive).
+        let small = pattern(1, 100);
+        let large = pattern(2, 300_000);
+        let h1 = ep.isend(me, 1, &small).unwrap();
+        let h2 = ep.isend(me, 2, &large).unwrap();
+        let mut buf = vec![0u8; 300_000];
+        let st = ep.recv(ANY_SOURCE, 2, &mut buf).unwrap();
+        assert_eq!((st.source, st.len), (me, large.len()));
+        assert_eq!(buf, large);
+        assert_eq!(ep.recv(me, ANY_TAG, &mut buf).unwrap().len, 100);
+        assert_eq!(&buf[..100], &small[..]);
+        h1.wait().unwrap();
+        h2.wait().unwrap();
+        ep.barrier().unwrap();
+        // Contexts never mix; a dropped receive is cancelled, not fed.
+        let peer = 1 - me;
+        if me == 0 {
+            let mut early = [0u8; 8];
+            drop(ep.irecv(peer, 3, &mut early).unwrap());
+            ep.barrier().unwrap();
+            while ep.iprobe_in(5, peer, 3).unwrap().is_none() {}
+            assert_eq!(ep.iprobe(peer, 3).unwrap(), None, "context 5 is not context 0");
+            let mut b = [0u8; 8];
+            let st = ep.recv_in(5, peer, 3, &mut b).unwrap();
+            assert_eq!(&b[..st.len], b"ctx5");
+            ep.barrier().unwrap();
+            let mut h = ep.irecv(peer, 3, &mut b).unwrap();
+            while !h.test() {}
+            assert_eq!(h.wait().unwrap().len, 4);
+            assert_eq!(&b[..4], b"ctx0");
+            assert_eq!(early, [0; 8]);
+        } else {
+            ep.barrier().unwrap();
+            ep.send_in(5, peer, 3, b"ctx5").unwrap();
+            ep.barrier().unwrap();
+            ep.send(peer, 3, b"ctx0").unwrap();
+        }
+        ep.barrier().unwrap();
+    });
+}

@@ -18,7 +18,7 @@ struct Args {
     /// Short standard set (under a minute).
     #[arg(long)]
     quick: bool,
-    /// Which benchmark: pingpong or bandwidth (default: both).
+    /// Which benchmark: pingpong, bandwidth or overlap (default: all).
     #[arg(long)]
     bench: Option<String>,
     /// Comma-separated ops (put_signal, fetch_add, get, put, send_recv, am, udp_raw).
@@ -84,6 +84,12 @@ fn main() {
             if wants("send_recv") {
                 rows.push(points::bandwidth_send_recv(size, total));
             }
+        }
+    }
+    if bench_on("overlap") {
+        let sizes = if args.sizes.is_empty() { vec![16 << 20] } else { args.sizes.clone() };
+        for &size in &sizes {
+            rows.push(points::overlap_recv(size, if args.quick { 5 } else { 15 }));
         }
     }
     points::print_table(&rows);

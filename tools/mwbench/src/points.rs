@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use mw_core::{Access, Cmp, Signal, SignalOp};
 use mw_transport::udp::{UdpConfig, UdpTransport};
 
-use crate::harness::two_ranks;
+use crate::harness::{two_ranks, two_ranks_with};
 
 /// One measured point.
 #[derive(Debug, Clone)]
@@ -280,6 +280,91 @@ pub fn bandwidth_get(size: usize, total: usize) -> Row {
         mbps
     });
     Row { bench: "bandwidth", op: "get", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }.emit()
+}
+
+/// `units` of dependent integer work (the "computation" overlapped with
+/// communication); returns a value so it is not optimized away.
+fn compute(units: u64) -> u64 {
+    let mut x = 1u64;
+    for i in 0..units {
+        x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
+    }
+    x
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Overlap of a `size`-byte receive with computation, progress thread on
+/// (SR8000 Fig. 3): the receive alone (`comm`), a computation of about the
+/// same length alone (`comp`), then the receive posted before the
+/// computation and waited after it (`both`). Overlap = (comm + comp − both) /
+/// min(comm, comp): 100% when the transfer hides entirely behind the work.
+pub fn overlap_recv(size: usize, reps: usize) -> Row {
+    let (comm, comp, both) = two_ranks_with(
+        |cfg| cfg.progress = mw_core::ProgressMode::Thread,
+        move |ep| {
+            let mut comm = Vec::new();
+            let mut comp = Vec::new();
+            let mut both = Vec::new();
+            let data = vec![6u8; size];
+            let mut buf = vec![0u8; size];
+            // Phase 1: the receive alone. Phase 2: both.
+            for phase in 0..2 {
+                let mut units = 0u64;
+                if phase == 1 && ep.rank() == 0 {
+                    // Calibrate the work to last about as long as the receive.
+                    let target = median(comm.clone());
+                    let probe = 1u64 << 20;
+                    let t0 = Instant::now();
+                    compute(probe);
+                    let per_unit = t0.elapsed().as_secs_f64() * 1e6 / probe as f64;
+                    units = (target / per_unit.max(1e-6)) as u64;
+                    for _ in 0..reps {
+                        let t0 = Instant::now();
+                        compute(units);
+                        comp.push(t0.elapsed().as_secs_f64() * 1e6);
+                    }
+                }
+                for _ in 0..reps {
+                    if ep.rank() == 0 {
+                        let h = ep.irecv(1, 1, &mut buf).expect("irecv");
+                        ep.barrier().expect("barrier");
+                        let t0 = Instant::now();
+                        if phase == 1 {
+                            compute(units);
+                        }
+                        h.wait().expect("recv");
+                        let us = t0.elapsed().as_secs_f64() * 1e6;
+                        if phase == 0 {
+                            comm.push(us)
+                        } else {
+                            both.push(us)
+                        }
+                    } else {
+                        ep.barrier().expect("barrier");
+                        ep.send(0, 1, &data).expect("send");
+                    }
+                }
+            }
+            ep.barrier().expect("barrier");
+            if ep.rank() == 0 {
+                (median(comm), median(comp), median(both))
+            } else {
+                (0.0, 0.0, 0.0)
+            }
+        },
+    );
+    let pct = 100.0 * (comm + comp - both) / comm.min(comp).max(1e-9);
+    let obj = serde_json::json!({
+        "bench": "overlap", "op": "send_recv", "transport": "udp", "size": size, "iters": reps,
+        "comm_us": comm.round(), "comp_us": comp.round(), "both_us": both.round(), "overlap_pct": pct.round(),
+    });
+    println!("{obj}");
+    eprintln!("  overlap {size} B: comm {comm:.0} us, compute {comp:.0} us, both {both:.0} us -> {pct:.0}% overlapped");
+    Row { bench: "overlap", op: "send_recv", size, iters: reps, median_us: Some(both), p99_us: None, mbps: None }
 }
 
 /// Raw UDP blast of 65,000-byte datagrams (memwire's loopback datagram

@@ -591,10 +591,15 @@ impl Endpoint {
     /// Waits until a message from `source` with `tag` has arrived; returns
     /// its envelope (the message stays queued for a receive).
     pub fn probe(&self, source: u32, tag: u64) -> Result<RecvStatus> {
+        self.probe_in(0, source, tag)
+    }
+
+    /// [`probe`](Self::probe) in matching context `context`.
+    pub fn probe_in(&self, context: u32, source: u32, tag: u64) -> Result<RecvStatus> {
         self.check_source(source)?;
         let mut found = None;
         self.wait_for(|state| {
-            found = state.msg.tagged.peek_unexpected(0, source, tag);
+            found = state.msg.tagged.peek_unexpected(context, source, tag);
             found.is_some()
         });
         found.ok_or(Error::InvalidArgument("probe ended without a message"))
