@@ -337,7 +337,7 @@ impl Endpoint {
     }
 }
 
-/// Maps a request result and a bad-argument check into the user's error.
+/// Active-message arguments from a slice (at most eight).
 pub(crate) fn check_args(args: &[u64]) -> Result<AmArgs> {
     AmArgs::from_slice(args).ok_or(Error::InvalidArgument("at most 8 active-message arguments"))
 }

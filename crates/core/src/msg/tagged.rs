@@ -433,6 +433,10 @@ impl Endpoint {
     /// reused: at once for a message up to the eager limit (unless `dest`
     /// owes us credit), after the receiver has pulled it for a larger one
     /// (which is then never copied: the receiver GETs it from `data`).
+    /// A receiver whose buffer is too small consumes the message and gets
+    /// [`Error::Truncated`]; the send still succeeds. Above the eager limit
+    /// this waits for a matching receive, so a blocking send to oneself of a
+    /// large message needs a receive posted first (or use `isend`).
     pub fn send(&self, dest: u32, tag: u64, data: &[u8]) -> Result<()> {
         self.send_in(0, dest, tag, data)
     }
