@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build demo test deps lint unit ctest fuzz bench clean
+.PHONY: all build demo test deps lint unit ctest capi header install fuzz bench clean
 
 all: build
 
@@ -17,10 +17,10 @@ demo: build
 
 ## deps: install what the tests need on a fresh Debian machine (idempotent)
 deps:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh gcc g++ pkg-config binutils
 
 ## test: install dependencies, then lint and run every test
-test: deps lint unit
+test: deps lint unit ctest
 	@echo "make test: all suites passed"
 
 lint:
@@ -29,6 +29,68 @@ lint:
 
 unit:
 	$(CARGO) test --workspace --release
+
+# ---- C API: libmemwire.so / libmemwire.a, include/memwire.h, memwire.pc ----
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+RELEASE_DIR := $(CURDIR)/target/release
+PC_DIR := $(RELEASE_DIR)/pkgconfig
+C_OUT := target/c
+MWRUN := target/release/mwrun
+CWARN := -std=c11 -O2 -g -Wall -Wextra -Werror -pedantic
+CXXWARN := -std=c++11 -Wall -Wextra -Werror -pedantic
+
+# $(call gen-pc,template,output,prefix,libdir,includedir)
+define gen-pc
+	@mkdir -p $(dir $(2))
+	sed -e 's|@PREFIX@|$(3)|' -e 's|@LIBDIR@|$(4)|' -e 's|@INCLUDEDIR@|$(5)|' \
+	    -e 's|@VERSION@|$(VERSION)|' $(1) > $(2)
+endef
+
+## capi: build libmemwire.so/.a and mwrun; write pkg-config files for the build tree
+capi:
+	$(CARGO) build --release -p mw-capi -p mwrun
+	$(call gen-pc,crates/capi/memwire.pc.in,$(PC_DIR)/memwire.pc,$(CURDIR),$(RELEASE_DIR),$(CURDIR)/include)
+	$(call gen-pc,crates/capi/memwire-static.pc.in,$(PC_DIR)/memwire-static.pc,$(CURDIR),$(RELEASE_DIR),$(CURDIR)/include)
+
+## header: regenerate include/memwire.h from crates/capi with cbindgen
+header:
+	MW_UPDATE_HEADER=1 $(CARGO) test -p mw-capi --test header
+
+## install: install the C library, header, pkg-config files and mwrun under $(DESTDIR)$(PREFIX)
+install: capi
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/memwire.h $(DESTDIR)$(PREFIX)/include/memwire.h
+	install -m 755 target/release/libmemwire.so $(DESTDIR)$(PREFIX)/lib/libmemwire.so
+	install -m 644 target/release/libmemwire.a $(DESTDIR)$(PREFIX)/lib/libmemwire.a
+	install -m 755 $(MWRUN) $(DESTDIR)$(PREFIX)/bin/mwrun
+	$(call gen-pc,crates/capi/memwire.pc.in,$(DESTDIR)$(PREFIX)/lib/pkgconfig/memwire.pc,$(PREFIX),$(PREFIX)/lib,$(PREFIX)/include)
+	$(call gen-pc,crates/capi/memwire-static.pc.in,$(DESTDIR)$(PREFIX)/lib/pkgconfig/memwire-static.pc,$(PREFIX),$(PREFIX)/lib,$(PREFIX)/include)
+
+## ctest: build the C example and C API test against the header, shared and static, and run them under mwrun
+ctest: capi
+	@mkdir -p $(C_OUT)
+	$(CXX) $(CXXWARN) -fsyntax-only -x c++ include/memwire.h
+	export PKG_CONFIG_PATH=$(PC_DIR); set -e; \
+	for prog in examples/c/hello_rma.c tests/c/capi_test.c; do \
+	    name=$$(basename $$prog .c); \
+	    $(CC) $(CWARN) $$prog $$(pkg-config --cflags --libs memwire) -o $(C_OUT)/$$name; \
+	    $(CC) $(CWARN) $$prog $$(pkg-config --cflags --libs memwire-static) -o $(C_OUT)/$$name-static; \
+	    if readelf -d $(C_OUT)/$$name-static | grep -q libmemwire; then \
+	        echo "ctest: $(C_OUT)/$$name-static depends on libmemwire.so" >&2; exit 1; fi; \
+	done
+	$(MWRUN) -n 4 --timeout 120 $(C_OUT)/hello_rma
+	$(MWRUN) -n 4 --timeout 120 $(C_OUT)/hello_rma-static
+	$(MWRUN) -n 4 --timeout 300 $(C_OUT)/capi_test
+	$(MWRUN) -n 2 --timeout 300 $(C_OUT)/capi_test-static
+	$(MWRUN) -n 1 --timeout 300 $(C_OUT)/capi_test
+	@# The install target and its pkg-config file work from another prefix.
+	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(C_OUT)/prefix > /dev/null
+	PKG_CONFIG_PATH=$(CURDIR)/$(C_OUT)/prefix/lib/pkgconfig; export PKG_CONFIG_PATH; \
+	    $(CC) $(CWARN) examples/c/hello_rma.c $$(pkg-config --cflags --libs memwire) -o $(C_OUT)/hello_rma-installed
+	$(C_OUT)/prefix/bin/mwrun -n 2 --timeout 120 $(C_OUT)/hello_rma-installed
+	@echo "ctest: C API example and tests passed (shared, static, installed)"
 
 ## fuzz: long fuzzing run of the packet decoder (needs nightly; see README)
 fuzz:

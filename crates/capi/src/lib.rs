@@ -1,1 +1,249 @@
-//! placeholder
+//! memwire's C API: `extern "C"` functions named `mw_*` over the endpoint
+//! layer (crate `mw-core`), built as `libmemwire.so` and `libmemwire.a`, with
+//! `include/memwire.h` generated from this crate by cbindgen
+//! (`make header`; `tests/header.rs` fails when the header is stale).
+//!
+//! Owns: the C types (opaque handles, `#[repr(C)]` structs, integer enums),
+//! the one table from `mw_core::Error` to `mw_status` (`status`), the
+//! conversion of C pointers into Rust references (`ffi`, the unsafe island),
+//! and the ownership rules that let C hold objects whose Rust lifetimes it
+//! cannot express. Must not: implement operations (core does), or let a
+//! panic unwind into C: every exported body runs inside `status::guard`.
+//!
+//! Rules the C side relies on (repeated in the header's preamble):
+//! - Every fallible function returns `mw_status`; `MW_OK` is 0. Outputs are
+//!   written only on success. A NULL pointer where an object or output is
+//!   required is `MW_ERR_NULL_POINTER`; an unknown enum value or a bad size
+//!   is `MW_ERR_INVALID_ARGUMENT`; a bug caught as a panic is `MW_ERR_INTERNAL`.
+//! - Functions that destroy an object take a pointer to the caller's
+//!   variable and set it to NULL (`mw_finalize`, `mw_region_free`, `mw_wait`,
+//!   `mw_wait_value`, `mw_wait_all`, `mw_handle_free`), so calling them twice
+//!   on the same variable is an error, not a double free.
+//! - The endpoint outlives its regions and handles: `mw_finalize` refuses with
+//!   `MW_ERR_IN_USE` while any exist.
+//! - A nonblocking operation's local buffer must stay valid, and a get's must
+//!   stay untouched, until its handle is completed by `mw_wait*` or released
+//!   by `mw_handle_free`; registered memory stays valid until `mw_region_free`.
+#![allow(unsafe_code)] // the FFI boundary; every dereference is in `ffi`
+#![allow(non_camel_case_types)] // C names: mw_endpoint, mw_status, ...
+
+// Declared in the order the header presents them (blank lines keep rustfmt
+// from sorting them).
+mod status;
+
+mod endpoint;
+
+mod region;
+
+mod rma;
+
+mod atomic;
+
+mod handle;
+
+mod ffi;
+
+use std::ffi::c_void;
+
+pub use endpoint::mw_endpoint;
+pub use handle::mw_handle;
+pub use region::mw_region;
+pub use status::mw_status;
+
+/// A region's key: names the region in remote operations, as
+/// `(rank, key, offset)`. Keys are random; 0 is never a valid key.
+pub type mw_key = u64;
+
+/// Rights a region grants to remote operations: an OR of `MW_ACCESS_*`.
+pub type mw_access = u32;
+/// No remote access (the owner only uses the memory locally).
+pub const MW_ACCESS_NONE: mw_access = 0;
+/// Remote reads: get, get_strided, get_value.
+pub const MW_ACCESS_READ: mw_access = 1;
+/// Remote writes: put and its variants (put_signal's signal word too).
+pub const MW_ACCESS_WRITE: mw_access = 2;
+/// Remote atomics, every `mw_*_u32`/`mw_*_u64` and `mw_atomic_nb` operation
+/// (atomic loads and stores included).
+pub const MW_ACCESS_ATOMIC: mw_access = 4;
+/// Reads and writes.
+pub const MW_ACCESS_READ_WRITE: mw_access = 3;
+/// Every right.
+pub const MW_ACCESS_ALL: mw_access = 7;
+
+/// Comparison for `mw_wait_until`: one of `MW_CMP_*`.
+pub type mw_cmp = u32;
+/// Equal.
+pub const MW_CMP_EQ: mw_cmp = 0;
+/// Not equal.
+pub const MW_CMP_NE: mw_cmp = 1;
+/// Greater than.
+pub const MW_CMP_GT: mw_cmp = 2;
+/// Greater than or equal.
+pub const MW_CMP_GE: mw_cmp = 3;
+/// Less than.
+pub const MW_CMP_LT: mw_cmp = 4;
+/// Less than or equal.
+pub const MW_CMP_LE: mw_cmp = 5;
+
+/// What a put_signal does to its signal word: one of `MW_SIGNAL_*`.
+pub type mw_signal_op = u32;
+/// `signal = value`.
+pub const MW_SIGNAL_SET: mw_signal_op = 1;
+/// `signal += value` (wrapping), so several senders can count arrivals.
+pub const MW_SIGNAL_ADD: mw_signal_op = 2;
+
+/// Remote atomic operation for `mw_atomic_nb`: one of `MW_ATOMIC_*`.
+pub type mw_atomic_op = u32;
+/// `word += operand` (wrapping).
+pub const MW_ATOMIC_ADD: mw_atomic_op = 1;
+/// `word = operand`.
+pub const MW_ATOMIC_SWAP: mw_atomic_op = 2;
+/// `if (word == compare) word = operand`.
+pub const MW_ATOMIC_COMPARE_SWAP: mw_atomic_op = 3;
+/// `word &= operand`.
+pub const MW_ATOMIC_AND: mw_atomic_op = 4;
+/// `word |= operand`.
+pub const MW_ATOMIC_OR: mw_atomic_op = 5;
+/// `word ^= operand`.
+pub const MW_ATOMIC_XOR: mw_atomic_op = 6;
+/// Read the word (always fetches).
+pub const MW_ATOMIC_LOAD: mw_atomic_op = 7;
+/// `word = operand`, without fetching.
+pub const MW_ATOMIC_STORE: mw_atomic_op = 8;
+
+/// Width of an atomic's target word, in bytes: `MW_WIDTH_U32` or `MW_WIDTH_U64`.
+pub type mw_width = u32;
+/// A 4-byte word, 4-byte aligned at the target.
+pub const MW_WIDTH_U32: mw_width = 4;
+/// An 8-byte word, 8-byte aligned at the target.
+pub const MW_WIDTH_U64: mw_width = 8;
+
+/// Kind of a remote operation recorded in an arrival log: one of `MW_ARRIVAL_*`.
+pub type mw_arrival_kind = u32;
+/// A put (any contiguous form, including put_value).
+pub const MW_ARRIVAL_PUT: mw_arrival_kind = 1;
+/// The data part of a put_signal.
+pub const MW_ARRIVAL_PUT_SIGNAL: mw_arrival_kind = 2;
+/// The signal word of a put_signal.
+pub const MW_ARRIVAL_SIGNAL: mw_arrival_kind = 3;
+/// A strided put.
+pub const MW_ARRIVAL_PUT_STRIDED: mw_arrival_kind = 4;
+/// A vectored put.
+pub const MW_ARRIVAL_PUT_IOV: mw_arrival_kind = 5;
+/// A masked put.
+pub const MW_ARRIVAL_PUT_MASKED: mw_arrival_kind = 6;
+/// A put through an address register.
+pub const MW_ARRIVAL_REGISTER_PUT: mw_arrival_kind = 7;
+/// An atomic operation.
+pub const MW_ARRIVAL_ATOMIC: mw_arrival_kind = 8;
+/// A get (remote read).
+pub const MW_ARRIVAL_GET: mw_arrival_kind = 9;
+
+/// The signal half of a put_signal: after the data has landed, the 64-bit
+/// word at `offset` (8-byte aligned) of region `key` at the same target rank
+/// is set to or incremented by `value`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct mw_signal {
+    /// Region holding the signal word.
+    pub key: mw_key,
+    /// Offset of the signal word in that region (8-byte aligned).
+    pub offset: u64,
+    /// `MW_SIGNAL_SET` or `MW_SIGNAL_ADD`.
+    pub op: mw_signal_op,
+    /// Value to set or add.
+    pub value: u64,
+}
+
+/// One segment of `mw_put_iov`: `len` bytes from `data` land at `offset`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct mw_iov {
+    /// Offset in the target region.
+    pub offset: u64,
+    /// Local source bytes (may be NULL when `len` is 0).
+    pub data: *const c_void,
+    /// Number of bytes.
+    pub len: usize,
+}
+
+/// One entry of a region's arrival log (Cenju-4's log buffer).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct mw_arrival {
+    /// What arrived: one of `MW_ARRIVAL_*`.
+    pub kind: mw_arrival_kind,
+    /// The initiating rank.
+    pub source: u32,
+    /// First byte touched.
+    pub offset: u64,
+    /// Bytes touched (the whole extent for strided forms).
+    pub len: u64,
+}
+
+/// Counters of one endpoint (`mw_stats_get`): operations, and the reliable
+/// protocol's packets. `MW_STATS=1` prints them at `mw_finalize`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct mw_stats {
+    /// Operations this rank initiated.
+    pub ops_initiated: u64,
+    /// Incoming operations rejected: unknown region key.
+    pub rejected_bad_key: u64,
+    /// Incoming operations rejected: outside the region.
+    pub rejected_out_of_bounds: u64,
+    /// Incoming operations rejected: the region does not grant the right.
+    pub rejected_no_permission: u64,
+    /// Incoming operations rejected for another reason (misaligned, bad argument).
+    pub rejected_other: u64,
+    /// Delivered operations whose header did not parse.
+    pub malformed_ops: u64,
+    /// Delivered operations of a kind this endpoint does not serve.
+    pub unsupported_ops: u64,
+    /// Datagrams the socket refused to send (the protocol resends them).
+    pub send_errors: u64,
+    /// Datagrams sent.
+    pub packets_sent: u64,
+    /// Bytes of datagrams sent.
+    pub bytes_sent: u64,
+    /// Datagrams received, accepted or not.
+    pub packets_received: u64,
+    /// Bytes of datagrams received.
+    pub bytes_received: u64,
+    /// Data packets sent for the first time.
+    pub data_sent: u64,
+    /// Data packets retransmitted after a timeout.
+    pub retransmits_timeout: u64,
+    /// Data packets retransmitted early (Nack or SACK evidence).
+    pub retransmits_fast: u64,
+    /// Standalone acknowledgement packets sent.
+    pub acks_sent: u64,
+    /// Negative acknowledgements sent.
+    pub nacks_sent: u64,
+    /// Negative acknowledgements received.
+    pub nacks_received: u64,
+    /// Messages submitted to the protocol.
+    pub messages_submitted: u64,
+    /// Messages delivered by the protocol.
+    pub messages_delivered: u64,
+    /// Peers declared dead.
+    pub peers_dead: u64,
+    /// Peer restarts noticed.
+    pub peers_restarted: u64,
+    /// Datagrams dropped: malformed.
+    pub drops_malformed: u64,
+    /// Datagrams dropped: another job's.
+    pub drops_wrong_job: u64,
+    /// Datagrams dropped: addressed to another rank, or from an unknown one.
+    pub drops_wrong_peer: u64,
+    /// Datagrams dropped: from or to an earlier incarnation.
+    pub drops_stale_epoch: u64,
+    /// Datagrams dropped: duplicates of data already received.
+    pub drops_duplicate: u64,
+    /// Datagrams dropped: beyond the receive window.
+    pub drops_out_of_window: u64,
+    /// Datagrams dropped: bad or missing MAC.
+    pub drops_bad_mac: u64,
+    /// Datagrams dropped: from a peer declared dead.
+    pub drops_dead_peer: u64,
+}

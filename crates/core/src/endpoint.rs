@@ -573,7 +573,18 @@ impl State {
             let State { regions, requests, replies, completions, stats, internal, .. } = self;
             Target { regions, requests, replies, completions, stats, internal }.on_message(me, &msg);
             if let Some(id) = waiter {
-                if let Some(c) = self.requests.part_done(id) {
+                // A put to ourselves completes on delivery (there is no ack),
+                // so a rejection must fail it now: its status reply, queued
+                // behind this message, would find the request already done.
+                let rejected = self
+                    .replies
+                    .iter()
+                    .position(|reply| matches!(reply, Reply::Status { peer, req, .. } if *peer == me && *req == id.0));
+                let completion = match rejected.map(|i| self.replies.remove(i)) {
+                    Some(Reply::Status { status, .. }) => self.requests.fail(id, crate::target::fail_status(status)),
+                    _ => self.requests.part_done(id),
+                };
+                if let Some(c) = completion {
                     self.completions.push(c);
                 }
             }

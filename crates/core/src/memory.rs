@@ -86,6 +86,28 @@ impl Endpoint {
         Ok(f(&region))
     }
 
+    /// Registers `len` bytes at `base` until the returned region is dropped.
+    /// For callers that cannot express the borrow in Rust's types (the C API);
+    /// Rust code uses [`Endpoint::with_registered`] instead.
+    ///
+    /// # Safety
+    /// `base..base+len` must be valid for reads and writes, and must not be
+    /// freed or reused for anything else, until the returned region is
+    /// dropped; while it is registered, the caller must not access the memory
+    /// concurrently with remote operations it has not synchronized with
+    /// (a completed `wait_until`, barrier or flush orders them).
+    #[allow(unsafe_code)]
+    pub unsafe fn register_raw(&self, base: *mut u8, len: usize, access: Access) -> Result<Region<'_>> {
+        if base.is_null() {
+            return Err(Error::InvalidArgument("null memory pointer"));
+        }
+        // SAFETY: the caller guarantees validity until the region is dropped,
+        // and dropping the region deregisters it.
+        let mem = unsafe { RawMem::new(base, len) };
+        let key = self.insert_region(mem, access, None)?;
+        Ok(Region { ep: self, key, mem, _owned: None })
+    }
+
     /// Collective: every rank's key for its region, in rank order.
     pub fn exchange_keys(&self, region: &Region<'_>) -> Result<Vec<RegionKey>> {
         let all = self.allgather_bytes(&region.key.0.to_le_bytes())?;
@@ -143,6 +165,13 @@ impl Region<'_> {
     /// Length in bytes.
     pub fn len(&self) -> usize {
         self.mem.len()
+    }
+
+    /// The first byte of the region's memory, for callers that access it
+    /// directly (the C API). Reading or writing through it is subject to the
+    /// same synchronization rule as [`Endpoint::register_raw`].
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.mem.base()
     }
 
     /// Whether the region has no bytes.

@@ -43,7 +43,7 @@ pub(crate) struct Target<'a> {
     pub internal: &'a mut crate::internal::Internal,
 }
 
-fn fail_status(status: Status) -> Error {
+pub(crate) fn fail_status(status: Status) -> Error {
     Error::from_status(status).unwrap_or(Error::Remote(status as u8))
 }
 

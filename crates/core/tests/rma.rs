@@ -267,6 +267,26 @@ fn protection_errors_leave_memory_untouched() {
 }
 
 #[test]
+fn rejected_operations_on_self_fail_too() {
+    // Operations to our own rank never cross the network (no ack); a
+    // rejection must still reach the caller (found by the C API test at -n 1).
+    run_job(1, Config::default(), |ep| {
+        let ro = ep.alloc_symmetric(64, Access::READ).unwrap();
+        let rw = ep.alloc_symmetric(64, Access::READ_WRITE).unwrap();
+        let bogus = mw_core::RegionKey(0x1234_5678);
+        assert_eq!(ep.put(0, bogus, 0, b"x"), Err(Error::BadKey));
+        assert_eq!(ep.put(0, rw.key(), 60, &[1u8; 9]), Err(Error::OutOfBounds));
+        assert_eq!(ep.put(0, ro.key(), 0, b"x"), Err(Error::NoPermission));
+        assert_eq!(ep.put_masked(0, ro.key(), 0, &[1u8; 64], 1), Err(Error::NoPermission));
+        assert_eq!(ep.put_iov(0, ro.key(), &[(0, b"ab".as_slice())]), Err(Error::NoPermission));
+        assert_eq!(ep.put_strided(0, ro.key(), 0, &[1u8; 8], 4, 2, 4, 8), Err(Error::NoPermission));
+        assert_eq!(ep.put(0, rw.key(), 8, b"fine"), Ok(()));
+        assert!(ro.to_vec().iter().all(|&b| b == 0), "rejected operations wrote memory");
+        assert_eq!(&rw.to_vec()[8..12], b"fine");
+    });
+}
+
+#[test]
 fn scoped_registration_of_user_memory() {
     run_job(2, Config::default(), |ep| {
         let mut mine = vec![0u8; 256];

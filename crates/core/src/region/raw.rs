@@ -42,6 +42,11 @@ impl RawMem {
         self.len
     }
 
+    /// The base pointer (for callers outside Rust that access the memory directly).
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+
     /// Whether the region is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -1,0 +1,251 @@
+//! The endpoint as C sees it: `mw_init`/`mw_finalize`, rank and size,
+//! progress, completion and ordering (flush, quiet, fence, barrier), counters.
+//!
+//! Owns: the rule that keeps Rust's borrows sound across C: regions and
+//! handles borrow the endpoint (`Region<'static>`, `Handle<'static>` point
+//! into its box), so the endpoint counts them and `mw_finalize` refuses while
+//! any exist. Also: at most one endpoint per process at a time through C.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use mw_core::Endpoint;
+
+use crate::ffi;
+use crate::mw_stats;
+use crate::status::{guard, mw_status, Failure};
+
+/// This process's memwire endpoint: its place in the job. Opaque; created by
+/// `mw_init`, destroyed by `mw_finalize`.
+#[derive(Debug)]
+pub struct mw_endpoint {
+    pub(crate) ep: Endpoint,
+    /// Regions and handles that borrow `ep`.
+    live: AtomicUsize,
+}
+
+/// Whether an endpoint created through C exists in this process.
+static ENDPOINT_EXISTS: AtomicBool = AtomicBool::new(false);
+
+impl mw_endpoint {
+    /// Counts a new region or handle that borrows this endpoint.
+    pub(crate) fn retain(&self) {
+        self.live.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Uncounts a region or handle once it no longer touches the endpoint.
+    pub(crate) fn release(&self) {
+        self.live.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The endpoint behind a C pointer, for as long as regions and handles may
+/// borrow it.
+///
+/// # Safety
+/// `ep`, if non-NULL, must come from `mw_init` and not be finalized yet.
+pub(crate) unsafe fn endpoint(ep: *const mw_endpoint) -> Result<&'static mw_endpoint, Failure> {
+    // SAFETY: a live endpoint per the contract. 'static is sound because the
+    // box is freed only by `mw_finalize`, which refuses while a region or
+    // handle (the only holders of this reference beyond one call) exists.
+    unsafe { ffi::obj::<'static, mw_endpoint>(ep, "ep") }
+}
+
+/// Joins the job this process was started in (by `mwrun -n N prog`, or the
+/// `MW_RANK`/`MW_SIZE`/`MW_BOOTSTRAP` variables; a process started alone is
+/// a job of one) and stores the new endpoint in `*ep`. Collective: every
+/// rank of the job calls it. `MW_*` environment variables configure it.
+/// Only one endpoint may exist per process: a second `mw_init` before
+/// `mw_finalize` returns `MW_ERR_IN_USE`.
+///
+/// # Safety
+/// `ep` must be NULL or valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn mw_init(ep: *mut *mut mw_endpoint) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let out = unsafe { ffi::out(ep, "ep") }?;
+        if ENDPOINT_EXISTS.swap(true, Ordering::AcqRel) {
+            return Err(Failure::in_use("this process already has an endpoint (mw_init called twice)"));
+        }
+        match Endpoint::init() {
+            Ok(endpoint) => {
+                out.set(ffi::give(mw_endpoint { ep: endpoint, live: AtomicUsize::new(0) }));
+                Ok(())
+            }
+            Err(error) => {
+                ENDPOINT_EXISTS.store(false, Ordering::Release);
+                Err(error.into())
+            }
+        }
+    })
+}
+
+/// Leaves the job: completes this rank's operations, waits for every rank
+/// to get here (collective), prints counters if `MW_STATS=1`, frees the
+/// endpoint and sets `*ep` to NULL. Every region and handle of the
+/// endpoint must be freed first: otherwise it returns `MW_ERR_IN_USE` and
+/// changes nothing. Any other error (e.g. a peer died) is reported after
+/// the endpoint has been freed all the same.
+///
+/// # Safety
+/// `ep` must be NULL or point to the caller's variable holding NULL or an
+/// endpoint from `mw_init`; no other thread may use the endpoint meanwhile.
+#[no_mangle]
+pub unsafe extern "C" fn mw_finalize(ep: *mut *mut mw_endpoint) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let endpoint = unsafe {
+            ffi::take_if(ep, "ep", |e: &mw_endpoint| match e.live.load(Ordering::Acquire) {
+                0 => Ok(()),
+                _ => Err(Failure::in_use("regions or handles of this endpoint still exist; free them first")),
+            })
+        }?;
+        let result = endpoint.ep.finalize();
+        ENDPOINT_EXISTS.store(false, Ordering::Release);
+        result.map_err(Failure::from)
+    })
+}
+
+/// Stores this process's rank (`0..size`) in `*rank`.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `rank` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_rank(ep: *const mw_endpoint, rank: *mut u32) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (ep, out) = unsafe { (endpoint(ep)?, ffi::out(rank, "rank")?) };
+        out.set(ep.ep.rank());
+        Ok(())
+    })
+}
+
+/// Stores the number of ranks in the job in `*size`.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `size` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_size(ep: *const mw_endpoint, size: *mut u32) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (ep, out) = unsafe { (endpoint(ep)?, ffi::out(size, "size")?) };
+        out.set(ep.ep.size());
+        Ok(())
+    })
+}
+
+/// Makes progress once without waiting: receives and serves incoming
+/// operations, retransmits, acknowledges. A rank that computes for a long
+/// time without calling memwire should call it now and then (or run with
+/// `MW_PROGRESS=thread`) so that its peers' operations are served.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint.
+#[no_mangle]
+pub unsafe extern "C" fn mw_progress(ep: *mut mw_endpoint) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        unsafe { endpoint(ep) }?.ep.progress();
+        Ok(())
+    })
+}
+
+/// Waits until every operation this rank issued toward `rank` is complete
+/// at that target.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint.
+#[no_mangle]
+pub unsafe extern "C" fn mw_flush(ep: *mut mw_endpoint, rank: u32) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { endpoint(ep) }?.ep.flush(rank)?)
+    })
+}
+
+/// Waits until every operation this rank issued is complete at its target.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint.
+#[no_mangle]
+pub unsafe extern "C" fn mw_quiet(ep: *mut mw_endpoint) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { endpoint(ep) }?.ep.quiet()?)
+    })
+}
+
+/// Orders operations: those issued before the fence reach each target
+/// before those issued after. (memwire already delivers each peer's
+/// operations in issue order; the call states the intent and costs nothing.)
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint.
+#[no_mangle]
+pub unsafe extern "C" fn mw_fence(ep: *mut mw_endpoint) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        unsafe { endpoint(ep) }?.ep.fence();
+        Ok(())
+    })
+}
+
+/// Collective: returns when every rank has called it, serving peers'
+/// operations while it waits.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint.
+#[no_mangle]
+pub unsafe extern "C" fn mw_barrier(ep: *mut mw_endpoint) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { endpoint(ep) }?.ep.barrier()?)
+    })
+}
+
+/// Stores a snapshot of the endpoint's counters in `*stats`.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `stats` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_stats_get(ep: *mut mw_endpoint, stats: *mut mw_stats) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (ep, out) = unsafe { (endpoint(ep)?, ffi::out(stats, "stats")?) };
+        let (core, proto) = ep.ep.stats();
+        let d = &proto.drops;
+        out.set(mw_stats {
+            ops_initiated: core.ops_initiated,
+            rejected_bad_key: core.rejected_bad_key,
+            rejected_out_of_bounds: core.rejected_out_of_bounds,
+            rejected_no_permission: core.rejected_no_permission,
+            rejected_other: core.rejected_other,
+            malformed_ops: core.malformed_ops,
+            unsupported_ops: core.unsupported_ops,
+            send_errors: core.send_errors,
+            packets_sent: proto.packets_sent,
+            bytes_sent: proto.bytes_sent,
+            packets_received: proto.packets_received,
+            bytes_received: proto.bytes_received,
+            data_sent: proto.data_sent,
+            retransmits_timeout: proto.retransmits_timeout,
+            retransmits_fast: proto.retransmits_fast,
+            acks_sent: proto.acks_sent,
+            nacks_sent: proto.nacks_sent,
+            nacks_received: proto.nacks_received,
+            messages_submitted: proto.messages_submitted,
+            messages_delivered: proto.messages_delivered,
+            peers_dead: proto.peers_dead,
+            peers_restarted: proto.peers_restarted,
+            drops_malformed: d.malformed,
+            drops_wrong_job: d.wrong_job,
+            drops_wrong_peer: d.wrong_target + d.unknown_peer,
+            drops_stale_epoch: d.stale_epoch,
+            drops_duplicate: d.duplicate,
+            drops_out_of_window: d.out_of_window,
+            drops_bad_mac: d.bad_mac,
+            drops_dead_peer: d.dead_peer,
+        });
+        Ok(())
+    })
+}

@@ -1,0 +1,173 @@
+//! Nonblocking operation handles as C sees them: test, wait (which consumes
+//! the handle), wait for a fetched value, wait for many, release without
+//! waiting, and a completion flag written at the initiator.
+//!
+//! Owns: `mw_handle`, which keeps a `Handle<'static>` borrowing the endpoint
+//! (counted, see `endpoint`) and the caller's buffer (the caller's promise
+//! to keep it valid until the handle is consumed). Must not: hand a handle
+//! back to C after consuming it: every consuming call nulls the caller's
+//! variable.
+
+use mw_core::Handle;
+
+use crate::endpoint::mw_endpoint;
+use crate::ffi;
+use crate::region;
+use crate::status::{guard, mw_status, Failure};
+
+/// A nonblocking operation in flight. Opaque; returned by the `*_nb`
+/// functions and consumed by exactly one of `mw_wait`, `mw_wait_value`,
+/// `mw_wait_all` or `mw_handle_free`, each of which sets the caller's
+/// variable to NULL.
+#[derive(Debug)]
+pub struct mw_handle {
+    /// Always `Some` until consumed; taken before the endpoint stops
+    /// counting the handle.
+    handle: Option<Handle<'static>>,
+    owner: &'static mw_endpoint,
+}
+
+impl mw_handle {
+    fn get(&mut self) -> &mut Handle<'static> {
+        self.handle.as_mut().expect("a handle is present until it is consumed")
+    }
+
+    /// Runs `f` on the operation, keeping the handle counted (so the
+    /// endpoint cannot be finalized under it) until `f` returns.
+    fn consume<R>(&mut self, f: impl FnOnce(Handle<'static>) -> R) -> R {
+        let handle = self.handle.take().expect("a handle is present until it is consumed");
+        f(handle)
+    }
+}
+
+impl Drop for mw_handle {
+    fn drop(&mut self) {
+        drop(self.handle.take());
+        self.owner.release();
+    }
+}
+
+/// Hands a new handle to C through `out`.
+pub(crate) fn give(owner: &'static mw_endpoint, handle: Handle<'static>, out: ffi::Out<'_, *mut mw_handle>) {
+    owner.retain();
+    out.set(ffi::give(mw_handle { handle: Some(handle), owner }));
+}
+
+/// Makes progress once and sets `*done` to whether the operation has
+/// completed. Does not consume the handle: a completed handle must still be
+/// passed to `mw_wait` (for its result) or `mw_handle_free`.
+///
+/// # Safety
+/// `handle` must be NULL or a live handle used by no other thread;
+/// `done` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_test(handle: *mut mw_handle, done: *mut bool) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (h, done) = unsafe { (ffi::obj_mut(handle, "handle")?, ffi::out(done, "done")?) };
+        done.set(h.get().test());
+        Ok(())
+    })
+}
+
+/// Waits for the operation to complete, returns its result, frees the
+/// handle and sets `*handle` to NULL. For a get, the destination buffer is
+/// filled when this returns `MW_OK`. A NULL `*handle` is
+/// `MW_ERR_NULL_POINTER` (the handle was already consumed).
+///
+/// # Safety
+/// `handle` must be NULL or point to the caller's variable holding NULL or
+/// a handle from this library; no other thread may use the handle meanwhile.
+#[no_mangle]
+pub unsafe extern "C" fn mw_wait(handle: *mut *mut mw_handle) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let mut h = unsafe { ffi::take(handle, "handle") }?.ok_or_else(|| Failure::null("*handle"))?;
+        Ok(h.consume(Handle::wait)?)
+    })
+}
+
+/// Like `mw_wait`, for an operation that fetches a word (an atomic from
+/// `mw_atomic_nb` with `fetch`, or `MW_ATOMIC_LOAD`): on success stores the
+/// word's previous value in `*value`. The handle is consumed whatever the
+/// result; an operation that fetches nothing gives `MW_ERR_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// As for `mw_wait`; `value` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_wait_value(handle: *mut *mut mw_handle, value: *mut u64) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract; `value` is checked before the handle is taken.
+        let out = unsafe { ffi::out(value, "value") }?;
+        // SAFETY: forwarded contract.
+        let mut h = unsafe { ffi::take(handle, "handle") }?.ok_or_else(|| Failure::null("*handle"))?;
+        out.set(h.consume(Handle::wait_value)?);
+        Ok(())
+    })
+}
+
+/// Waits for every handle in `handles[0..count]`, consuming each and setting
+/// its entry to NULL; NULL entries are skipped. Returns the first error
+/// (in array order) after all have completed.
+///
+/// # Safety
+/// `handles` must be NULL (only if `count` is 0) or point to `count`
+/// variables each holding NULL or a handle from this library, used by no
+/// other thread.
+#[no_mangle]
+pub unsafe extern "C" fn mw_wait_all(handles: *mut *mut mw_handle, count: usize) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let slots = unsafe { ffi::array_mut(handles, count, "handles") }?;
+        let mut boxes = Vec::with_capacity(slots.len());
+        for slot in slots.iter_mut() {
+            // SAFETY: each entry is a caller variable holding NULL or a handle.
+            if let Some(h) = unsafe { ffi::take(slot, "handles[i]") }? {
+                boxes.push(h);
+            }
+        }
+        let ops = boxes.iter_mut().filter_map(|h| h.handle.take());
+        let result = mw_core::wait_all(ops.collect::<Vec<_>>());
+        // The boxes stay counted until every operation has been waited on.
+        drop(boxes);
+        Ok(result?)
+    })
+}
+
+/// Releases a handle without waiting and sets `*handle` to NULL: the
+/// operation still completes, its result is discarded, and a get's buffer
+/// is not written. A NULL `*handle` is a no-op.
+///
+/// # Safety
+/// As for `mw_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_handle_free(handle: *mut *mut mw_handle) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        drop(unsafe { ffi::take(handle, "handle") }?);
+        Ok(())
+    })
+}
+
+/// Asks for a completion flag: when the operation completes, the 64-bit
+/// word at `offset` (8-byte aligned) of this rank's `region` is
+/// incremented by one (at once, if it already has). Poll it with
+/// `mw_region_load_u64` or wait with `mw_wait_until` (Cenju-4's
+/// notification address, MBCF's completion flag). The handle must still be
+/// consumed.
+///
+/// # Safety
+/// `handle` must be NULL or a live handle used by no other thread; `region`
+/// NULL or a live region.
+#[no_mangle]
+pub unsafe extern "C" fn mw_handle_notify(
+    handle: *mut mw_handle,
+    region: *const crate::mw_region,
+    offset: u64,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (h, r) = unsafe { (ffi::obj_mut(handle, "handle")?, region::region(region)?) };
+        Ok(h.get().notify(r.get(), offset)?)
+    })
+}

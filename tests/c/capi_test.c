@@ -1,0 +1,685 @@
+/* Exercises every function of memwire's C API with checks, on any number of
+ * ranks (each rank works with its right neighbour; with one rank, itself).
+ * Run by `make ctest` under `mwrun -n 4`, `-n 2` and `-n 1`, linked against
+ * libmemwire.so and libmemwire.a. Exits 0 only if every check passed. */
+#include <memwire.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t me, n, left, right;
+static unsigned checks;
+
+#define FAIL(...)                                                  \
+    do {                                                           \
+        fprintf(stderr, "rank %u: %s:%d: ", me, __FILE__, __LINE__); \
+        fprintf(stderr, __VA_ARGS__);                              \
+        fprintf(stderr, "\n");                                     \
+        exit(1);                                                   \
+    } while (0)
+
+/* A call that must succeed. */
+#define OK(call)                                                                      \
+    do {                                                                              \
+        mw_status s_ = (call);                                                        \
+        if (s_ != MW_OK)                                                              \
+            FAIL("%s -> %d %s (%s)", #call, (int)s_, mw_strerror(s_), mw_last_error()); \
+        checks++;                                                                     \
+    } while (0)
+
+/* A call that must fail with `want`. */
+#define EXPECT(want, call)                                                                    \
+    do {                                                                                      \
+        mw_status s_ = (call);                                                                \
+        if (s_ != (want))                                                                     \
+            FAIL("%s -> %d %s, want %s (%s)", #call, (int)s_, mw_strerror(s_), #want, mw_last_error()); \
+        checks++;                                                                             \
+    } while (0)
+
+/* Like OK, but not counted (for calls repeated a varying number of times). */
+#define OK_UNCOUNTED(call)                                                            \
+    do {                                                                              \
+        mw_status s_ = (call);                                                        \
+        if (s_ != MW_OK)                                                              \
+            FAIL("%s -> %d %s (%s)", #call, (int)s_, mw_strerror(s_), mw_last_error()); \
+    } while (0)
+
+#define ASSERT(cond)                       \
+    do {                                   \
+        if (!(cond)) FAIL("assert %s", #cond); \
+        checks++;                          \
+    } while (0)
+
+#define ASSERT_U64(got, want)                                                                         \
+    do {                                                                                              \
+        unsigned long long g_ = (unsigned long long)(got), w_ = (unsigned long long)(want);         \
+        if (g_ != w_) FAIL("%s == %llu, want %llu", #got, g_, w_);                                   \
+        checks++;                                                                                     \
+    } while (0)
+
+/* Byte `i` of the pattern rank `r` writes. */
+static uint8_t pat(uint32_t r, size_t i) { return (uint8_t)(r * 31u + i * 7u + 1u); }
+
+static void fill(uint8_t *buf, size_t len, uint32_t r) {
+    for (size_t i = 0; i < len; i++) buf[i] = pat(r, i);
+}
+
+static void check_pattern(const uint8_t *buf, size_t len, uint32_t r, const char *what) {
+    for (size_t i = 0; i < len; i++)
+        if (buf[i] != pat(r, i)) FAIL("%s: byte %zu is %u, want %u (from rank %u)", what, i, buf[i], pat(r, i), r);
+    checks++;
+}
+
+/* Layout of the symmetric region S (every rank writes only into its right
+ * neighbour's copy, so each copy has exactly one remote writer: `left`). */
+enum {
+    S_LEN = 4096,
+    OFF_COUNTER = 0,   /* u64 on rank 0: every rank adds */
+    OFF_W64 = 8,       /* u64 atomics */
+    OFF_W32 = 16,      /* u32 atomics */
+    OFF_PUT = 64,      /* put / put_nb / get: 256 bytes */
+    OFF_SIGNAL = 320,  /* put_signal's signal word */
+    OFF_SIGDATA = 384, /* put_signal's data: 128 bytes */
+    OFF_STRIDED = 640, /* 512 bytes */
+    OFF_IOV = 1152,    /* 256 bytes */
+    OFF_MASK64 = 1408, /* 64-byte masked block */
+    OFF_MASK256 = 1536, /* 256-byte masked block */
+    OFF_REG = 1792,    /* address register window: 64 bytes */
+    OFF_VALUE = 1856,  /* put_value / get_value word */
+    OFF_NB = 2048,     /* wait_all puts: 4 x 64 bytes */
+    OFF_FLUSH = 2304,  /* flush: 64 bytes */
+};
+
+static mw_endpoint *ep;
+static mw_region *S;
+static mw_key skey;
+
+static void read_local(mw_region *r, uint64_t off, void *out, size_t len) { OK(mw_region_read(r, off, out, len)); }
+
+static void test_status_and_null_arguments(void) {
+    ASSERT(strcmp(mw_strerror(MW_OK), "success") == 0);
+    ASSERT(strcmp(mw_strerror(MW_ERR_BAD_KEY), "unknown region key at the target") == 0);
+    ASSERT(strcmp(mw_strerror(12345), "unknown status code") == 0);
+    ASSERT(strcmp(mw_strerror(-1), "unknown status code") == 0);
+    for (int s = MW_OK; s <= MW_ERR_INTERNAL; s++) ASSERT(strcmp(mw_strerror(s), "unknown status code") != 0);
+    uint32_t x = 77;
+    EXPECT(MW_ERR_NULL_POINTER, mw_rank(NULL, &x));
+    ASSERT(x == 77); /* outputs only on success */
+    ASSERT(strstr(mw_last_error(), "ep") != NULL);
+    EXPECT(MW_ERR_NULL_POINTER, mw_init(NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_finalize(NULL));
+    mw_endpoint *none = NULL;
+    EXPECT(MW_ERR_NULL_POINTER, mw_finalize(&none));
+    EXPECT(MW_ERR_NULL_POINTER, mw_wait(NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_test(NULL, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_put(NULL, 0, 1, 0, NULL, 0));
+}
+
+static void test_endpoint(void) {
+    OK(mw_init(&ep));
+    ASSERT(ep != NULL);
+    mw_endpoint *second = NULL;
+    EXPECT(MW_ERR_IN_USE, mw_init(&second));
+    ASSERT(second == NULL);
+    OK(mw_rank(ep, &me));
+    OK(mw_size(ep, &n));
+    ASSERT(n >= 1 && me < n);
+    EXPECT(MW_ERR_NULL_POINTER, mw_size(ep, NULL));
+    left = (me + n - 1) % n;
+    right = (me + 1) % n;
+    OK(mw_progress(ep));
+    OK(mw_fence(ep));
+    OK(mw_quiet(ep));
+    OK(mw_flush(ep, right));
+    EXPECT(MW_ERR_BAD_RANK, mw_flush(ep, n));
+    OK(mw_barrier(ep));
+}
+
+static void test_regions_local(void) {
+    OK(mw_region_alloc_symmetric(ep, S_LEN, MW_ACCESS_ALL, &S));
+    OK(mw_region_key(S, &skey));
+    ASSERT(skey != 0);
+    size_t len = 0;
+    OK(mw_region_len(S, &len));
+    ASSERT_U64(len, S_LEN);
+    void *base = NULL;
+    OK(mw_region_ptr(S, &base));
+    ASSERT(base != NULL && ((uintptr_t)base % 64) == 0);
+
+    /* Local access on a private region: read/write/load/store, bounds, alignment. */
+    mw_region *local;
+    OK(mw_region_alloc(ep, 64, MW_ACCESS_NONE, &local));
+    uint8_t in[16], out[16];
+    fill(in, sizeof in, me);
+    OK(mw_region_write(local, 5, in, sizeof in));
+    OK(mw_region_read(local, 5, out, sizeof out));
+    ASSERT(memcmp(in, out, sizeof in) == 0);
+    void *lbase;
+    OK(mw_region_ptr(local, &lbase));
+    ASSERT(memcmp((uint8_t *)lbase + 5, in, sizeof in) == 0);
+    OK(mw_region_write(local, 0, NULL, 0));
+    EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_region_read(local, 60, out, 8));
+    EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_region_write(local, UINT64_MAX, in, 2));
+    EXPECT(MW_ERR_NULL_POINTER, mw_region_write(local, 0, NULL, 4));
+    OK(mw_region_store_u64(local, 32, 0x1122334455667788ull));
+    uint64_t v = 0;
+    OK(mw_region_load_u64(local, 32, &v));
+    ASSERT_U64(v, 0x1122334455667788ull);
+    EXPECT(MW_ERR_MISALIGNED, mw_region_load_u64(local, 33, &v));
+    EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_region_store_u64(local, 64, 1));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_region_alloc(ep, 64, 8, &local));
+    EXPECT(MW_ERR_NULL_POINTER, mw_region_alloc(ep, 64, MW_ACCESS_ALL, NULL));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_region_enable_arrival_log(local, 0));
+
+    /* Free through the caller's variable: it becomes NULL; again is a no-op. */
+    mw_region *copy = local;
+    OK(mw_region_free(&local));
+    ASSERT(local == NULL);
+    OK(mw_region_free(&local));
+    (void)copy;
+    EXPECT(MW_ERR_NULL_POINTER, mw_region_free(NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_region_key(NULL, &skey));
+}
+
+static void test_put_get(void) {
+    uint8_t src[256], dst[256];
+    fill(src, sizeof src, me);
+    /* Odd offsets and lengths: any byte alignment works. */
+    OK(mw_put(ep, right, skey, OFF_PUT + 3, src, 200));
+    mw_handle *h = NULL;
+    OK(mw_put_nb(ep, right, skey, OFF_PUT + 203, src + 200, 51, &h));
+    ASSERT(h != NULL);
+    bool done = false;
+    for (int i = 0; i < 1000000 && !done; i++) OK_UNCOUNTED(mw_test(h, &done));
+    ASSERT(done);
+    OK(mw_wait(&h));
+    ASSERT(h == NULL);
+    EXPECT(MW_ERR_NULL_POINTER, mw_wait(&h)); /* consumed: a second wait is an error, not a double free */
+    OK(mw_handle_free(&h));
+    OK(mw_barrier(ep));
+    read_local(S, OFF_PUT + 3, dst, 251);
+    check_pattern(dst, 251, left, "put + put_nb from left");
+
+    memset(dst, 0, sizeof dst);
+    OK(mw_get(ep, right, skey, OFF_PUT + 3, dst, 251));
+    check_pattern(dst, 251, me, "get from right");
+    memset(dst, 0, sizeof dst);
+    OK(mw_get_nb(ep, right, skey, OFF_PUT + 3, dst, 100, &h));
+    OK(mw_wait(&h));
+    check_pattern(dst, 100, me, "get_nb from right");
+    /* A released get never writes its buffer. */
+    memset(dst, 0xEE, sizeof dst);
+    OK(mw_get_nb(ep, right, skey, OFF_PUT + 3, dst, 100, &h));
+    OK(mw_handle_free(&h));
+    ASSERT(h == NULL);
+    OK(mw_quiet(ep));
+    for (int i = 0; i < 100; i++) OK(mw_progress(ep));
+    for (size_t i = 0; i < 100; i++)
+        if (dst[i] != 0xEE) FAIL("released get wrote byte %zu", i);
+    OK(mw_get(ep, right, skey, 0, NULL, 0));
+
+    /* Single words. */
+    OK(mw_put_value(ep, right, skey, OFF_VALUE, 0xABCD0000ull + me));
+    uint64_t v = 0;
+    OK(mw_get_value(ep, right, skey, OFF_VALUE, &v));
+    ASSERT_U64(v, 0xABCD0000ull + me);
+    OK(mw_barrier(ep));
+    OK(mw_region_load_u64(S, OFF_VALUE, &v));
+    ASSERT_U64(v, 0xABCD0000ull + left);
+
+    /* Errors at the initiator and at the target; the target's memory is untouched. */
+    v = 99;
+    EXPECT(MW_ERR_BAD_RANK, mw_get_value(ep, n, skey, OFF_VALUE, &v));
+    ASSERT_U64(v, 99);
+    EXPECT(MW_ERR_BAD_KEY, mw_put(ep, right, skey ^ 0x5a5a, 0, src, 8));
+    EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_put(ep, right, skey, S_LEN - 4, src, 8));
+    EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_get(ep, right, skey, S_LEN - 4, dst, 8));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_get(ep, right, skey, UINT64_MAX - 2, dst, 8)); /* offset + len overflows */
+    EXPECT(MW_ERR_NULL_POINTER, mw_put(ep, right, skey, 0, NULL, 8));
+    EXPECT(MW_ERR_NULL_POINTER, mw_get(ep, right, skey, 0, NULL, 8));
+    EXPECT(MW_ERR_NULL_POINTER, mw_put_nb(ep, right, skey, 0, src, 8, NULL));
+    OK(mw_put(ep, right, skey, 0, NULL, 0));
+    OK(mw_barrier(ep));
+}
+
+/* A region of caller memory, 1 MiB + 13 bytes: big puts and gets cross
+ * several chunks and packets; keys come from mw_region_exchange_keys. */
+static void test_registered_and_big(void) {
+    const size_t big = (1u << 20) + 13;
+    uint8_t *mem = calloc(big, 1), *src = malloc(big), *back = malloc(big);
+    if (!mem || !src || !back) FAIL("out of memory");
+    mw_region *R;
+    EXPECT(MW_ERR_NULL_POINTER, mw_region_register(ep, NULL, 64, MW_ACCESS_ALL, &R));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_region_register(ep, mem, big, 0x10, &R));
+    OK(mw_region_register(ep, mem, big, MW_ACCESS_READ_WRITE, &R));
+    void *p;
+    OK(mw_region_ptr(R, &p));
+    ASSERT(p == (void *)mem);
+    mw_key *keys = calloc(n, sizeof *keys), mine;
+    if (!keys) FAIL("out of memory");
+    OK(mw_region_key(R, &mine));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_region_exchange_keys(ep, R, keys, n - 1));
+    OK(mw_region_exchange_keys(ep, R, keys, n));
+    ASSERT(keys[me] == mine);
+    fill(src, big, me);
+    OK(mw_put(ep, right, keys[right], 0, src, big));
+    OK(mw_barrier(ep));
+    check_pattern(mem, big, left, "1 MiB put into registered memory");
+    OK(mw_get(ep, right, keys[right], 0, back, big));
+    check_pattern(back, big, me, "1 MiB get from registered memory");
+    /* READ_WRITE grants no atomics. */
+    uint64_t old = 5;
+    EXPECT(MW_ERR_NO_PERMISSION, mw_fetch_add_u64(ep, right, keys[right], 0, 1, &old));
+    ASSERT_U64(old, 5);
+    OK(mw_barrier(ep));
+    OK(mw_region_free(&R));
+    OK(mw_barrier(ep));
+    /* The key is gone everywhere; the memory is the caller's again. */
+    EXPECT(MW_ERR_BAD_KEY, mw_put(ep, right, keys[right], 0, src, 8));
+    OK(mw_barrier(ep));
+    free(keys);
+    free(mem);
+    free(src);
+    free(back);
+
+    /* A read-only region: gets work; writes and atomics (even loads) are refused. */
+    mw_region *ro;
+    OK(mw_region_alloc(ep, 128, MW_ACCESS_READ, &ro));
+    OK(mw_region_store_u64(ro, 8, 4242));
+    mw_key rokeys[64];
+    if (n > 64) FAIL("test supports up to 64 ranks");
+    OK(mw_region_exchange_keys(ep, ro, rokeys, 64));
+    OK(mw_barrier(ep));
+    uint64_t v;
+    OK(mw_get_value(ep, right, rokeys[right], 8, &v));
+    ASSERT_U64(v, 4242);
+    EXPECT(MW_ERR_NO_PERMISSION, mw_atomic_load_u64(ep, right, rokeys[right], 8, &v));
+    EXPECT(MW_ERR_NO_PERMISSION, mw_put_value(ep, right, rokeys[right], 8, 1));
+    EXPECT(MW_ERR_NO_PERMISSION, mw_add_u64(ep, right, rokeys[right], 8, 1));
+    EXPECT(MW_ERR_NO_PERMISSION, mw_atomic_store_u64(ep, right, rokeys[right], 8, 1));
+    OK(mw_barrier(ep));
+    OK(mw_region_load_u64(ro, 8, &v));
+    ASSERT_U64(v, 4242);
+    OK(mw_region_free(&ro));
+}
+
+static void test_atomics(void) {
+    /* Exactly once: every rank adds 1 + 20 times to rank 0's counter. */
+    uint64_t ticket;
+    OK(mw_fetch_add_u64(ep, 0, skey, OFF_COUNTER, 1, &ticket));
+    ASSERT(ticket < 21ull * n);
+    for (int i = 0; i < 20; i++) OK(mw_add_u64(ep, 0, skey, OFF_COUNTER, 1));
+    OK(mw_barrier(ep));
+    uint64_t total;
+    OK(mw_atomic_load_u64(ep, 0, skey, OFF_COUNTER, &total));
+    ASSERT_U64(total, 21ull * n);
+
+    /* Every u64 operation on right's word (its only remote writer is us). */
+    uint64_t o;
+    OK(mw_atomic_store_u64(ep, right, skey, OFF_W64, 100));
+    OK(mw_atomic_load_u64(ep, right, skey, OFF_W64, &o));   ASSERT_U64(o, 100);
+    OK(mw_fetch_add_u64(ep, right, skey, OFF_W64, 5, &o));  ASSERT_U64(o, 100);
+    OK(mw_add_u64(ep, right, skey, OFF_W64, 5));
+    OK(mw_swap_u64(ep, right, skey, OFF_W64, 7, &o));       ASSERT_U64(o, 110);
+    OK(mw_compare_swap_u64(ep, right, skey, OFF_W64, 7, 9, &o)); ASSERT_U64(o, 7);
+    OK(mw_compare_swap_u64(ep, right, skey, OFF_W64, 1, 2, &o)); ASSERT_U64(o, 9);
+    OK(mw_fetch_and_u64(ep, right, skey, OFF_W64, 0xC, &o)); ASSERT_U64(o, 9);   /* -> 8 */
+    OK(mw_and_u64(ep, right, skey, OFF_W64, 0xF));                                 /* -> 8 */
+    OK(mw_fetch_or_u64(ep, right, skey, OFF_W64, 3, &o));   ASSERT_U64(o, 8);    /* -> 11 */
+    OK(mw_or_u64(ep, right, skey, OFF_W64, 0x10));                                 /* -> 27 */
+    OK(mw_fetch_xor_u64(ep, right, skey, OFF_W64, 1, &o));  ASSERT_U64(o, 27);   /* -> 26 */
+    OK(mw_xor_u64(ep, right, skey, OFF_W64, 0xFF));                                /* -> 229 */
+    OK(mw_atomic_load_u64(ep, right, skey, OFF_W64, &o));   ASSERT_U64(o, 229);
+    OK(mw_add_u64(ep, right, skey, OFF_W64, UINT64_MAX));   /* wraps: -> 228 */
+    OK(mw_fetch_add_u64(ep, right, skey, OFF_W64, 0, &o));  ASSERT_U64(o, 228);
+
+    /* Every u32 operation. */
+    uint32_t w;
+    OK(mw_atomic_store_u32(ep, right, skey, OFF_W32, 0xFFFFFFF0u));
+    OK(mw_atomic_load_u32(ep, right, skey, OFF_W32, &w));   ASSERT_U64(w, 0xFFFFFFF0u);
+    OK(mw_fetch_add_u32(ep, right, skey, OFF_W32, 0x20, &w)); ASSERT_U64(w, 0xFFFFFFF0u); /* wraps -> 0x10 */
+    OK(mw_add_u32(ep, right, skey, OFF_W32, 2));                                           /* -> 0x12 */
+    OK(mw_swap_u32(ep, right, skey, OFF_W32, 40, &w));      ASSERT_U64(w, 0x12);
+    OK(mw_compare_swap_u32(ep, right, skey, OFF_W32, 40, 41, &w)); ASSERT_U64(w, 40);
+    OK(mw_compare_swap_u32(ep, right, skey, OFF_W32, 40, 42, &w)); ASSERT_U64(w, 41);
+    OK(mw_fetch_and_u32(ep, right, skey, OFF_W32, 0x21, &w)); ASSERT_U64(w, 41);   /* 41 & 33 = 33 */
+    OK(mw_and_u32(ep, right, skey, OFF_W32, 0x3));                                   /* -> 1 */
+    OK(mw_fetch_or_u32(ep, right, skey, OFF_W32, 0x6, &w)); ASSERT_U64(w, 1);      /* -> 7 */
+    OK(mw_or_u32(ep, right, skey, OFF_W32, 0x8));                                    /* -> 15 */
+    OK(mw_fetch_xor_u32(ep, right, skey, OFF_W32, 0x5, &w)); ASSERT_U64(w, 15);    /* -> 10 */
+    OK(mw_xor_u32(ep, right, skey, OFF_W32, 0x3));                                   /* -> 9 */
+    OK(mw_atomic_load_u32(ep, right, skey, OFF_W32, &w));   ASSERT_U64(w, 9);
+    OK(mw_barrier(ep));
+    /* The neighbour word next to the u32 is untouched. */
+    uint32_t pair[2];
+    read_local(S, OFF_W32, pair, sizeof pair);
+    ASSERT_U64(pair[0], 9);
+    ASSERT_U64(pair[1], 0);
+
+    /* Nonblocking atomics. */
+    mw_handle *h = NULL;
+    uint64_t val = 0;
+    OK(mw_atomic_nb(ep, right, skey, OFF_W64, MW_ATOMIC_ADD, MW_WIDTH_U64, 2, 0, true, &h));
+    OK(mw_wait_value(&h, &val));
+    ASSERT(h == NULL);
+    ASSERT_U64(val, 228);
+    OK(mw_atomic_nb(ep, right, skey, OFF_W64, MW_ATOMIC_STORE, MW_WIDTH_U64, 500, 0, false, &h));
+    OK(mw_wait(&h));
+    OK(mw_atomic_nb(ep, right, skey, OFF_W64, MW_ATOMIC_LOAD, MW_WIDTH_U64, 0, 0, false, &h));
+    OK(mw_wait_value(&h, &val));
+    ASSERT_U64(val, 500);
+    OK(mw_atomic_nb(ep, right, skey, OFF_W32, MW_ATOMIC_COMPARE_SWAP, MW_WIDTH_U32, 77, 9, true, &h));
+    OK(mw_wait_value(&h, &val));
+    ASSERT_U64(val, 9);
+    OK(mw_atomic_nb(ep, right, skey, OFF_W32, MW_ATOMIC_XOR, MW_WIDTH_U32, 1, 0, false, &h));
+    val = 3;
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_wait_value(&h, &val)); /* fetched nothing; consumed anyway */
+    ASSERT(h == NULL);
+    ASSERT_U64(val, 3);
+    OK(mw_atomic_load_u32(ep, right, skey, OFF_W32, &w));
+    ASSERT_U64(w, 76);
+
+    /* Bad arguments. */
+    EXPECT(MW_ERR_MISALIGNED, mw_fetch_add_u64(ep, right, skey, OFF_W64 + 4, 1, &o));
+    EXPECT(MW_ERR_MISALIGNED, mw_add_u32(ep, right, skey, OFF_W32 + 2, 1));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_atomic_nb(ep, right, skey, OFF_W64, 99, MW_WIDTH_U64, 1, 0, true, &h));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_atomic_nb(ep, right, skey, OFF_W64, MW_ATOMIC_ADD, 3, 1, 0, true, &h));
+    EXPECT(MW_ERR_INVALID_ARGUMENT,
+           mw_atomic_nb(ep, right, skey, OFF_W32, MW_ATOMIC_ADD, MW_WIDTH_U32, 1ull << 40, 0, true, &h));
+    ASSERT(h == NULL);
+    EXPECT(MW_ERR_NULL_POINTER, mw_fetch_add_u64(ep, right, skey, OFF_W64, 1, NULL));
+    EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_swap_u64(ep, right, skey, S_LEN, 1, &o));
+    OK(mw_barrier(ep));
+}
+
+static void test_signal(void) {
+    uint8_t src[128], dst[128];
+    fill(src, sizeof src, me + 100);
+    mw_signal sig = {skey, OFF_SIGNAL, MW_SIGNAL_ADD, 1};
+    OK(mw_put_signal(ep, right, skey, OFF_SIGDATA, src, 100, sig));
+    uint64_t seen = 0;
+    OK(mw_wait_until(ep, S, OFF_SIGNAL, MW_CMP_GE, 1, &seen));
+    ASSERT(seen >= 1);
+    read_local(S, OFF_SIGDATA, dst, 100);
+    check_pattern(dst, 100, left + 100, "put_signal data visible once the signal is");
+    OK(mw_barrier(ep));
+
+    mw_handle *h = NULL;
+    sig.op = MW_SIGNAL_SET;
+    sig.value = 42;
+    OK(mw_put_signal_nb(ep, right, skey, OFF_SIGDATA + 100, src + 100, 28, sig, &h));
+    OK(mw_wait(&h));
+    OK(mw_wait_until(ep, S, OFF_SIGNAL, MW_CMP_EQ, 42, NULL));
+    read_local(S, OFF_SIGDATA, dst, 128);
+    check_pattern(dst, 128, left + 100, "put_signal_nb data");
+    OK(mw_wait_until(ep, S, OFF_SIGNAL, MW_CMP_NE, 0, &seen));
+    OK(mw_wait_until(ep, S, OFF_SIGNAL, MW_CMP_GT, 41, &seen));
+    OK(mw_wait_until(ep, S, OFF_SIGNAL, MW_CMP_LT, 43, &seen));
+    OK(mw_wait_until(ep, S, OFF_SIGNAL, MW_CMP_LE, 42, &seen));
+    ASSERT_U64(seen, 42);
+
+    sig.op = 7;
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_put_signal(ep, right, skey, OFF_SIGDATA, src, 8, sig));
+    sig.op = MW_SIGNAL_SET;
+    sig.offset = OFF_SIGNAL + 1;
+    EXPECT(MW_ERR_MISALIGNED, mw_put_signal(ep, right, skey, OFF_SIGDATA, src, 8, sig));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_wait_until(ep, S, OFF_SIGNAL, 99, 0, NULL));
+    EXPECT(MW_ERR_MISALIGNED, mw_wait_until(ep, S, OFF_SIGNAL + 1, MW_CMP_EQ, 0, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_wait_until(ep, NULL, OFF_SIGNAL, MW_CMP_EQ, 0, NULL));
+    OK(mw_barrier(ep));
+}
+
+static void test_strided_iov_masked(void) {
+    /* 8 elements of 6 bytes: from src every 10 bytes, to the target every 16. */
+    uint8_t src[80], back[120], area[512];
+    fill(src, sizeof src, me);
+    OK(mw_put_strided(ep, right, skey, OFF_STRIDED, src, 6, 8, 10, 16));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_put_strided(ep, right, skey, OFF_STRIDED, src, 6, 8, 4, 16));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_put_strided(ep, right, skey, OFF_STRIDED, src, 6, 8, 10, 5));
+    EXPECT(MW_ERR_NULL_POINTER, mw_put_strided(ep, right, skey, OFF_STRIDED, NULL, 6, 8, 10, 16));
+    OK(mw_put_strided(ep, right, skey, OFF_STRIDED, NULL, 6, 0, 10, 16));
+    OK(mw_barrier(ep));
+    uint8_t want_src[80];
+    fill(want_src, sizeof want_src, left);
+    read_local(S, OFF_STRIDED, area, 128);
+    for (int i = 0; i < 8; i++) {
+        ASSERT(memcmp(area + 16 * i, want_src + 10 * i, 6) == 0);
+        for (int j = 6; j < 16; j++) ASSERT(area[16 * i + j] == 0); /* gaps untouched */
+    }
+    /* Gather back what we put at right, landing every 15 bytes. */
+    memset(back, 0xAB, sizeof back);
+    OK(mw_get_strided(ep, right, skey, OFF_STRIDED, back, 6, 8, 16, 15));
+    for (int i = 0; i < 8; i++) {
+        ASSERT(memcmp(back + 15 * i, src + 10 * i, 6) == 0);
+        if (i < 7) ASSERT(back[15 * i + 6] == 0xAB);
+    }
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_get_strided(ep, right, skey, OFF_STRIDED, back, 6, 8, 16, 3));
+    EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_get_strided(ep, right, skey, S_LEN - 8, back, 6, 8, 16, 15));
+
+    /* Vectored put, including an empty segment with no data pointer. */
+    uint8_t a[5], b[17], c[1];
+    fill(a, sizeof a, me);
+    fill(b, sizeof b, me + 1);
+    fill(c, sizeof c, me + 2);
+    mw_iov segs[4] = {
+        {OFF_IOV, a, sizeof a},
+        {OFF_IOV + 100, b, sizeof b},
+        {OFF_IOV + 50, NULL, 0},
+        {OFF_IOV + 200, c, sizeof c},
+    };
+    OK(mw_put_iov(ep, right, skey, segs, 4));
+    EXPECT(MW_ERR_NULL_POINTER, mw_put_iov(ep, right, skey, NULL, 2));
+    OK(mw_put_iov(ep, right, skey, NULL, 0));
+    OK(mw_barrier(ep));
+    read_local(S, OFF_IOV, area, 256);
+    check_pattern(area, 5, left, "iov segment 0");
+    check_pattern(area + 100, 17, left + 1, "iov segment 1");
+    check_pattern(area + 200, 1, left + 2, "iov segment 2");
+    ASSERT(area[5] == 0 && area[99] == 0 && area[117] == 0 && area[199] == 0 && area[201] == 0);
+
+    /* Masked put: only the selected 4-byte words of the block are written. */
+    uint8_t ones[64 + 256 + 64];
+    memset(ones, 0x11, sizeof ones);
+    OK(mw_region_write(S, OFF_MASK64, ones, 64 + 256 + 64));
+    OK(mw_barrier(ep));
+    uint8_t blk[256];
+    fill(blk, sizeof blk, me);
+    uint64_t mask64 = (1u << 0) | (1u << 2) | (1u << 13) | (1u << 15);
+    OK(mw_put_masked(ep, right, skey, OFF_MASK64, blk, 64, mask64));
+    uint64_t mask256 = (1ull << 63) | 1ull;
+    OK(mw_put_masked(ep, right, skey, OFF_MASK256, blk, 256, mask256));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_put_masked(ep, right, skey, OFF_MASK64, blk, 32, 1));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_put_masked(ep, right, skey, OFF_MASK64, blk, 64, 1u << 16));
+    OK(mw_barrier(ep));
+    uint8_t want[256];
+    fill(want, sizeof want, left);
+    read_local(S, OFF_MASK64, area, 64);
+    for (int word = 0; word < 16; word++)
+        for (int k = 0; k < 4; k++)
+            ASSERT(area[4 * word + k] == ((mask64 >> word) & 1 ? want[4 * word + k] : 0x11));
+    read_local(S, OFF_MASK256, area, 256);
+    for (int word = 0; word < 64; word++)
+        for (int k = 0; k < 4; k++)
+            ASSERT(area[4 * word + k] == ((mask256 >> word) & 1 ? want[4 * word + k] : 0x11));
+    OK(mw_barrier(ep));
+}
+
+static void test_registers(void) {
+    OK(mw_set_register(ep, 3, S, OFF_REG, 64));
+    EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_set_register(ep, 4, S, S_LEN - 8, 64));
+    EXPECT(MW_ERR_NULL_POINTER, mw_set_register(ep, 4, NULL, 0, 8));
+    OK(mw_barrier(ep));
+    char msg[32];
+    int len = snprintf(msg, sizeof msg, "hello from rank %u", me);
+    OK(mw_put_to_register(ep, right, 3, msg, (size_t)len + 1));
+    uint8_t big[65] = {0};
+    EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_put_to_register(ep, right, 3, big, sizeof big));
+    EXPECT(MW_ERR_UNSUPPORTED, mw_put_to_register(ep, right, 9, msg, 4));
+    OK(mw_barrier(ep));
+    char got[64], want[32];
+    read_local(S, OFF_REG, got, sizeof got);
+    snprintf(want, sizeof want, "hello from rank %u", left);
+    ASSERT(strcmp(got, want) == 0);
+    OK(mw_clear_register(ep, 3));
+    OK(mw_barrier(ep));
+    EXPECT(MW_ERR_UNSUPPORTED, mw_put_to_register(ep, right, 3, msg, 4));
+    OK(mw_barrier(ep));
+}
+
+static void test_arrival_log(void) {
+    mw_region *A;
+    OK(mw_region_alloc_symmetric(ep, 256, MW_ACCESS_ALL, &A));
+    mw_key akey;
+    OK(mw_region_key(A, &akey));
+    OK(mw_region_enable_arrival_log(A, 4));
+    OK(mw_barrier(ep));
+    uint8_t data[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    uint64_t old;
+    OK(mw_put(ep, right, akey, 16, data, sizeof data));
+    OK(mw_fetch_add_u64(ep, right, akey, 0, 1, &old));
+    OK(mw_barrier(ep));
+    mw_arrival a;
+    bool found = false;
+    OK(mw_region_pop_arrival(A, &a, &found));
+    ASSERT(found);
+    ASSERT_U64(a.kind, MW_ARRIVAL_PUT);
+    ASSERT_U64(a.source, left);
+    ASSERT_U64(a.offset, 16);
+    ASSERT_U64(a.len, 10);
+    OK(mw_region_pop_arrival(A, &a, &found));
+    ASSERT(found);
+    ASSERT_U64(a.kind, MW_ARRIVAL_ATOMIC);
+    ASSERT_U64(a.offset, 0);
+    ASSERT_U64(a.len, 8);
+    a.kind = 999;
+    OK(mw_region_pop_arrival(A, &a, &found));
+    ASSERT(!found);
+    ASSERT_U64(a.kind, 999);
+    uint64_t lost = 1;
+    OK(mw_region_arrivals_lost(A, &lost));
+    ASSERT_U64(lost, 0);
+    OK(mw_barrier(ep));
+    /* Six arrivals into a log of four: the newest four are kept. */
+    for (uint64_t i = 0; i < 6; i++) OK(mw_put(ep, right, akey, 32 + i, data, 1));
+    OK(mw_barrier(ep));
+    for (uint64_t i = 2; i < 6; i++) {
+        OK(mw_region_pop_arrival(A, &a, &found));
+        ASSERT(found);
+        ASSERT_U64(a.offset, 32 + i);
+    }
+    OK(mw_region_pop_arrival(A, &a, &found));
+    ASSERT(!found);
+    OK(mw_region_arrivals_lost(A, &lost));
+    ASSERT_U64(lost, 2);
+    EXPECT(MW_ERR_NULL_POINTER, mw_region_pop_arrival(A, NULL, &found));
+    OK(mw_barrier(ep));
+    OK(mw_region_free(&A));
+}
+
+static void test_handles(void) {
+    uint8_t src[4][64];
+    mw_handle *hs[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 4; i++) {
+        fill(src[i], 64, me + (uint32_t)i);
+        OK(mw_put_nb(ep, right, skey, OFF_NB + 64 * (uint64_t)i, src[i], 64, &hs[i == 3 ? 4 : i]));
+    }
+    OK(mw_wait_all(hs, 5)); /* hs[3] is NULL: skipped */
+    for (int i = 0; i < 5; i++) ASSERT(hs[i] == NULL);
+    OK(mw_wait_all(NULL, 0));
+    EXPECT(MW_ERR_NULL_POINTER, mw_wait_all(NULL, 2));
+    OK(mw_barrier(ep));
+    uint8_t area[256];
+    read_local(S, OFF_NB, area, sizeof area);
+    for (int i = 0; i < 4; i++) check_pattern(area + 64 * i, 64, left + (uint32_t)i, "wait_all put");
+
+    /* A failing operation in wait_all: the first error is reported, all are consumed. */
+    OK(mw_put_nb(ep, right, skey, OFF_NB, src[0], 8, &hs[0]));
+    OK(mw_put_nb(ep, right, skey, S_LEN - 2, src[0], 8, &hs[1]));
+    OK(mw_get_nb(ep, right, skey ^ 1, 0, area, 8, &hs[2]));
+    EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_wait_all(hs, 3));
+    ASSERT(hs[0] == NULL && hs[1] == NULL && hs[2] == NULL);
+
+    /* Completion flag at the initiator (Cenju-4 notification address). */
+    mw_region *flags;
+    OK(mw_region_alloc(ep, 16, MW_ACCESS_NONE, &flags));
+    mw_handle *h;
+    OK(mw_put_nb(ep, right, skey, OFF_NB, src[0], 64, &h));
+    OK(mw_handle_notify(h, flags, 0));
+    OK(mw_wait(&h));
+    OK(mw_wait_until(ep, flags, 0, MW_CMP_EQ, 1, NULL));
+    /* Asked after completion: the flag is bumped at once. */
+    OK(mw_put_nb(ep, right, skey, OFF_NB, src[0], 64, &h));
+    bool done = false;
+    while (!done) OK_UNCOUNTED(mw_test(h, &done));
+    OK(mw_handle_notify(h, flags, 0));
+    uint64_t flag;
+    OK(mw_region_load_u64(flags, 0, &flag));
+    ASSERT_U64(flag, 2);
+    EXPECT(MW_ERR_MISALIGNED, mw_handle_notify(h, flags, 3));
+    EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_handle_notify(h, flags, 16));
+    EXPECT(MW_ERR_NULL_POINTER, mw_handle_notify(h, NULL, 0));
+    EXPECT(MW_ERR_NULL_POINTER, mw_handle_notify(NULL, flags, 0));
+
+    /* The endpoint outlives its handles and regions. */
+    EXPECT(MW_ERR_IN_USE, mw_finalize(&ep));
+    ASSERT(ep != NULL);
+    OK(mw_handle_free(&h));
+    ASSERT(h == NULL);
+    OK(mw_region_free(&flags));
+    OK(mw_barrier(ep));
+}
+
+static void test_flush_and_stats(void) {
+    uint8_t src[64], back[64];
+    fill(src, sizeof src, me + 7);
+    mw_handle *h;
+    OK(mw_put_nb(ep, right, skey, OFF_FLUSH, src, sizeof src, &h));
+    OK(mw_handle_free(&h)); /* released: the put still completes */
+    OK(mw_flush(ep, right));
+    OK(mw_get(ep, right, skey, OFF_FLUSH, back, sizeof back));
+    check_pattern(back, sizeof back, me + 7, "put completed by flush");
+    OK(mw_fence(ep));
+    OK(mw_quiet(ep));
+    OK(mw_barrier(ep));
+
+    mw_stats st;
+    memset(&st, 0, sizeof st);
+    OK(mw_stats_get(ep, &st));
+    ASSERT(st.ops_initiated > 100);
+    /* Our left neighbour sent us a bad key, an out-of-bounds and a no-permission op. */
+    ASSERT(st.rejected_bad_key >= 1);
+    ASSERT(st.rejected_out_of_bounds >= 1);
+    ASSERT(st.rejected_no_permission >= 1);
+    if (n > 1) {
+        ASSERT(st.packets_sent > 0 && st.packets_received > 0);
+        ASSERT(st.bytes_sent >= (1u << 20));
+        ASSERT(st.messages_delivered > 0);
+    }
+    EXPECT(MW_ERR_NULL_POINTER, mw_stats_get(ep, NULL));
+}
+
+int main(void) {
+    test_status_and_null_arguments();
+    test_endpoint();
+    test_regions_local();
+    test_put_get();
+    test_registered_and_big();
+    test_atomics();
+    test_signal();
+    test_strided_iov_masked();
+    test_registers();
+    test_arrival_log();
+    test_handles();
+    test_flush_and_stats();
+
+    mw_region *s_copy = S;
+    (void)s_copy;
+    OK(mw_region_free(&S));
+    ASSERT(S == NULL);
+    OK(mw_finalize(&ep));
+    ASSERT(ep == NULL);
+    EXPECT(MW_ERR_NULL_POINTER, mw_finalize(&ep));
+    printf("capi_test: rank %u of %u: %u checks passed\n", me, n, checks);
+    return 0;
+}
