@@ -129,7 +129,8 @@ static csr makea(const cg_class *c, int row0, int row1, uint64_t *tran) {
         size *= ratio;
     }
     /* The diagonal shift. */
-    for (int i = row0; i < row1; i++) push(&t, i, i, RCOND - c->shift);
+    double diag = RCOND - c->shift + (npb_inject_error() ? 1e-6 : 0.0); /* test of the test */
+    for (int i = row0; i < row1; i++) push(&t, i, i, diag);
     size_t nnza = t.n;
     int *arow = t.row, *acol = t.col;
     double *aelt = t.val;

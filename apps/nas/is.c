@@ -143,6 +143,7 @@ static void rank_keys(is_state *s, int iteration) {
     int32_t *cnt = s->count;
     memset(cnt, 0, sizeof(int32_t) * (size_t)(max_key - min_key + 1));
     for (int64_t i = 0; i < s->nlocal; i++) cnt[s->recvbuf[i] - min_key]++;
+    if (npb_inject_error()) cnt[0]++; /* a phantom key: the test of the test */
     for (int64_t v = 1; v <= max_key - min_key; v++) cnt[v] += cnt[v - 1];
     s->min_key = min_key;
 

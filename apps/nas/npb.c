@@ -75,3 +75,8 @@ void *npb_alloc(size_t bytes) {
     }
     return p;
 }
+
+int npb_inject_error(void) {
+    const char *v = getenv("NAS_INJECT_ERROR");
+    return v && *v && strcmp(v, "0") != 0;
+}

@@ -37,6 +37,11 @@ char npb_class(int argc, char **argv, const char *kernel);
 int npb_report(const char *kernel, char cls, const char *size, int iterations, double seconds,
                double mops, const char *optype, int verified);
 
+/* True when NAS_INJECT_ERROR is set: each kernel then perturbs its
+ * computation slightly, so that a test can check that verification fails
+ * and the exit status is 1. */
+int npb_inject_error(void);
+
 /* Allocation that exits with status 2 when memory runs out. */
 void *npb_alloc(size_t bytes);
 
