@@ -61,6 +61,8 @@ pub struct Config {
     pub bind_addr: Option<std::net::IpAddr>,
     /// Fault injection on the send path (`MW_FAULT_*`), for tests.
     pub fault: Option<mw_transport::fault::FaultConfig>,
+    /// Default collective algorithms of new teams (`MW_COLL_*`).
+    pub coll: crate::coll::CollTuning,
 }
 
 impl Default for Config {
@@ -82,6 +84,7 @@ impl Default for Config {
             chunk_bytes: 256 << 10,
             bind_addr: None,
             fault: None,
+            coll: crate::coll::CollTuning::default(),
         }
     }
 }
@@ -103,6 +106,12 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_CHUNK", "largest message an operation is cut into, bytes (default 256 KiB)"),
     ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
     ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
+    ("MW_COLL_BARRIER", "barrier method: auto, a|all_to_all, b|tree, c|counters, d|multicast, e|dissemination"),
+    ("MW_COLL_BCAST", "broadcast: auto, binomial, scatter_allgather"),
+    ("MW_COLL_ALLGATHER", "allgather: auto, ring, recursive_doubling, bruck"),
+    ("MW_COLL_ALLTOALL", "alltoall: auto, pairwise, bruck"),
+    ("MW_COLL_ALLREDUCE", "allreduce: auto, recursive_doubling, reduce_scatter_allgather, ring"),
+    ("MW_COLL_REDUCE", "reduce: auto, binomial, reduce_scatter_gather"),
 ];
 
 fn parse_num(name: &'static str, value: &str) -> Result<u64> {
@@ -169,6 +178,7 @@ impl Config {
             cfg.bind_addr =
                 Some(v.trim().parse().map_err(|_| Error::InvalidArgument("MW_BIND must be an IP address"))?);
         }
+        cfg.coll = crate::coll::CollTuning::from_lookup(&lookup)?;
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
         cfg.fault = fault.is_active().then_some(fault);

@@ -10,6 +10,7 @@
 //! helper in `memory`), each block with its `// SAFETY:` reasoning.
 #![deny(unsafe_code)]
 
+mod coll;
 pub mod config;
 mod endpoint;
 mod error;
@@ -22,6 +23,10 @@ mod rma;
 mod stats;
 mod target;
 
+pub use coll::{
+    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastGroup, ReduceAlgo,
+    ReduceOp, Team,
+};
 pub use config::{Config, ProgressMode};
 pub use endpoint::Endpoint;
 pub use error::{Error, Result};
