@@ -24,8 +24,8 @@ mod stats;
 mod target;
 
 pub use coll::{
-    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastGroup, ReduceAlgo,
-    ReduceOp, Team,
+    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastGroup,
+    ReduceAlgo, ReduceOp, Team,
 };
 pub use config::{Config, ProgressMode};
 pub use endpoint::Endpoint;

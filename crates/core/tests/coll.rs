@@ -327,7 +327,9 @@ fn multicast_into_every_members_region() {
         let group = team.multicast_group(&region).unwrap();
         assert_eq!(group.len(), 300_000);
         for (round, (root, offset, len)) in
-            [(0u32, 0usize, 0usize), (2, 10, 1), (4, 7, 200_001), (1, 0, 300_000), (4, 99, 5000)].into_iter().enumerate()
+            [(0u32, 0usize, 0usize), (2, 10, 1), (4, 7, 200_001), (1, 0, 300_000), (4, 99, 5000)]
+                .into_iter()
+                .enumerate()
         {
             let data = pattern(round as u32 + 1, len);
             if me == root as usize {

@@ -291,7 +291,8 @@ impl<'ep> Team<'ep> {
     pub fn subset(&mut self, members: &[u32]) -> Result<Option<Team<'ep>>> {
         let mut seen = vec![false; self.p()];
         for &m in members {
-            let slot = seen.get_mut(m as usize).ok_or(Error::InvalidArgument("subset names a rank outside the team"))?;
+            let slot =
+                seen.get_mut(m as usize).ok_or(Error::InvalidArgument("subset names a rank outside the team"))?;
             if std::mem::replace(slot, true) {
                 return Err(Error::InvalidArgument("subset names a rank twice"));
             }
@@ -361,7 +362,8 @@ impl<'ep> Team<'ep> {
     /// `flag[me]` there to this collective's `step`. Does not wait.
     fn put_to(&self, to: usize, key: RegionKey, offset: u64, data: &[u8], step: u32) -> Result<()> {
         debug_assert_ne!(to, self.me, "collectives copy to themselves locally");
-        let signal = Signal { key: self.keys[to], offset: self.lay.flag(self.me), op: SignalOp::Set, value: self.sig(step) };
+        let signal =
+            Signal { key: self.keys[to], offset: self.lay.flag(self.me), op: SignalOp::Set, value: self.sig(step) };
         // The data is copied into the send queue before this returns, so the
         // handle can go: a failure shows as a dead peer to whoever waits.
         drop(self.ep.put_signal_nb(self.ranks[to], key, offset, data, signal)?);

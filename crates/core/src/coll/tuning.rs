@@ -137,7 +137,11 @@ pub struct CollTuning {
 impl CollTuning {
     /// Defaults overridden through `lookup` (config.rs passes the environment).
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<CollTuning> {
-        fn get<T>(lookup: &impl Fn(&str) -> Option<String>, name: &str, parse: fn(&str) -> Option<T>) -> Result<Option<T>> {
+        fn get<T>(
+            lookup: &impl Fn(&str) -> Option<String>,
+            name: &str,
+            parse: fn(&str) -> Option<T>,
+        ) -> Result<Option<T>> {
             match lookup(name) {
                 None => Ok(None),
                 Some(v) => parse(&v).map(Some).ok_or(Error::InvalidArgument("unknown MW_COLL_* algorithm name")),
