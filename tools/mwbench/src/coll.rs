@@ -155,7 +155,7 @@ pub fn measure_mpi(benches: &[&str], ranks: u32, sizes: &[usize], iters: usize) 
     let dir = std::env::temp_dir().join("mwbench-mpi");
     let _ = std::fs::create_dir_all(&dir);
     let mut rows = Vec::new();
-    for (label, cc, opts, transport, env) in mpi_variants() {
+    for MpiVariant { label, cc, launcher_opts: opts, transport, env } in mpi_variants() {
         let exe = dir.join(format!("coll_bench_{label}"));
         if !exe.exists() {
             let built = Command::new(cc).args(["-O2", "-o"]).arg(&exe).arg(source).status();
