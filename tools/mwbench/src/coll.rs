@@ -126,17 +126,27 @@ pub fn measure(bench: &str, algo: &str, ranks: u32, size: usize, iters: usize) -
     .emit()
 }
 
-/// The MPI baselines: (label, compiler, launcher and its options, transport name, extra env).
-fn mpi_variants(
-) -> Vec<(&'static str, &'static str, Vec<&'static str>, &'static str, Vec<(&'static str, &'static str)>)> {
+/// One MPI baseline configuration.
+struct MpiVariant {
+    label: &'static str,
+    cc: &'static str,
+    launcher_opts: Vec<&'static str>,
+    transport: &'static str,
+    env: Vec<(&'static str, &'static str)>,
+}
+
+/// MPICH and Open MPI, each over shared memory (its default on one host)
+/// and over TCP loopback (the path memwire's UDP takes).
+fn mpi_variants() -> Vec<MpiVariant> {
     let ompi = vec!["--allow-run-as-root", "--oversubscribe", "--bind-to", "none"];
     let mut ompi_tcp = ompi.clone();
     ompi_tcp.extend(["--mca", "btl", "tcp,self", "--mca", "pml", "ob1"]);
+    let v = |label, cc, launcher_opts, transport, env| MpiVariant { label, cc, launcher_opts, transport, env };
     vec![
-        ("mpich", "mpicc.mpich", vec![], "shm", vec![]),
-        ("mpich", "mpicc.mpich", vec![], "tcp", vec![("MPIR_CVAR_NOLOCAL", "1"), ("UCX_TLS", "tcp,self")]),
-        ("openmpi", "mpicc.openmpi", ompi, "shm", vec![]),
-        ("openmpi", "mpicc.openmpi", ompi_tcp, "tcp", vec![]),
+        v("mpich", "mpicc.mpich", vec![], "shm", vec![]),
+        v("mpich", "mpicc.mpich", vec![], "tcp", vec![("MPIR_CVAR_NOLOCAL", "1"), ("UCX_TLS", "tcp,self")]),
+        v("openmpi", "mpicc.openmpi", ompi, "shm", vec![]),
+        v("openmpi", "mpicc.openmpi", ompi_tcp, "tcp", vec![]),
     ]
 }
 
