@@ -161,6 +161,9 @@ pub struct Team<'ep> {
     counter_rounds: u64,
     /// Per peer and rooted phase: the rooted count of my last write into its slot for me.
     last_write: Vec<[u64; 2]>,
+    /// Credits owed to writers, sent when the next collective starts (off
+    /// the critical path of the one that consumed the data).
+    owed_credits: Vec<(usize, u64)>,
     tuning: CollTuning,
 }
 
@@ -206,6 +209,7 @@ impl<'ep> Team<'ep> {
             rooted_count: 0,
             counter_rounds: 0,
             last_write: vec![[0; 2]; p],
+            owed_credits: Vec::new(),
             tuning,
             ranks,
         }
@@ -303,8 +307,11 @@ impl<'ep> Team<'ep> {
 
     // ------------------------------------------------------------ plumbing
 
-    /// Starts a collective: the next sequence number.
+    /// Starts a collective: pays the credits owed, takes the next sequence number.
     fn begin(&mut self) -> Result<()> {
+        for (writer, phase) in std::mem::take(&mut self.owed_credits) {
+            self.send_credit(phase, writer)?;
+        }
         self.seq += 1;
         if self.seq >= 1 << (64 - STEP_BITS) {
             return Err(Error::InvalidArgument("team sequence numbers exhausted"));
@@ -446,8 +453,16 @@ impl<'ep> Team<'ep> {
         self.put_to(to, self.keys[to], offset, data, step)
     }
 
-    /// Tells `writer` that its rooted data of `phase` was consumed.
-    fn return_credit(&self, phase: u64, writer: usize) -> Result<()> {
+    /// Records that `writer`'s rooted data of `phase` was consumed; the
+    /// credit goes out when this team's next collective starts. A writer
+    /// waits for it only two rooted collectives later, which this rank
+    /// enters only after starting the next one, so deferring cannot deadlock.
+    fn return_credit(&mut self, phase: u64, writer: usize) -> Result<()> {
+        self.owed_credits.push((writer, phase));
+        Ok(())
+    }
+
+    fn send_credit(&self, phase: u64, writer: usize) -> Result<()> {
         let signal =
             Signal { key: self.keys[writer], offset: self.lay.credit(self.me), op: SignalOp::Set, value: phase };
         drop(self.ep.put_signal_nb(self.ranks[writer], self.keys[writer], 0, &[], signal)?);
