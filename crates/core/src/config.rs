@@ -74,6 +74,8 @@ pub struct Config {
     pub port_range: Option<(u16, u16)>,
     /// Fault injection on the send path (`MW_FAULT_*`), for tests.
     pub fault: Option<mw_transport::fault::FaultConfig>,
+    /// Default collective algorithms of new teams (`MW_COLL_*`).
+    pub coll: crate::coll::CollTuning,
 }
 
 impl Default for Config {
@@ -98,6 +100,7 @@ impl Default for Config {
             bind_addr: None,
             port_range: None,
             fault: None,
+            coll: crate::coll::CollTuning::default(),
         }
     }
 }
@@ -122,6 +125,12 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
     ("MW_PORT_RANGE", "UDP ports to bind within, FIRST-LAST, one per rank on a host (default: any)"),
     ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
+    ("MW_COLL_BARRIER", "barrier method: auto, a|all_to_all, b|tree, c|counters, d|multicast, e|dissemination"),
+    ("MW_COLL_BCAST", "broadcast: auto, binomial, scatter_allgather"),
+    ("MW_COLL_ALLGATHER", "allgather: auto, ring, recursive_doubling, bruck"),
+    ("MW_COLL_ALLTOALL", "alltoall: auto, pairwise, bruck"),
+    ("MW_COLL_ALLREDUCE", "allreduce: auto, recursive_doubling, reduce_scatter_allgather, ring"),
+    ("MW_COLL_REDUCE", "reduce: auto, binomial, reduce_scatter_gather"),
 ];
 
 fn parse_num(name: &'static str, value: &str) -> Result<u64> {
@@ -217,6 +226,7 @@ impl Config {
         if let Some(v) = lookup("MW_PORT_RANGE") {
             cfg.port_range = Some(parse_port_range(&v)?);
         }
+        cfg.coll = crate::coll::CollTuning::from_lookup(&lookup)?;
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
         cfg.fault = fault.is_active().then_some(fault);

@@ -73,6 +73,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+mod coll;
 pub mod config;
 mod endpoint;
 mod error;
@@ -86,6 +87,10 @@ mod rma;
 mod stats;
 mod target;
 
+pub use coll::{
+    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastGroup,
+    ReduceAlgo, ReduceOp, Team,
+};
 pub use config::{Config, ProgressMode};
 pub use endpoint::{Endpoint, PeerEvent};
 pub use error::{Error, Result};

@@ -195,6 +195,11 @@ impl Region<'_> {
         self.mem.base()
     }
 
+    /// The raw view (collectives read their scratch regions through it).
+    pub(crate) fn raw(&self) -> RawMem {
+        self.mem
+    }
+
     /// Whether the region has no bytes.
     pub fn is_empty(&self) -> bool {
         self.mem.is_empty()

@@ -6,6 +6,7 @@
 //! This first version runs its two ranks as two threads of one process, each
 //! with its own endpoint and socket (the same syscalls as two processes).
 
+mod coll;
 mod harness;
 mod points;
 
@@ -18,7 +19,8 @@ struct Args {
     /// Short standard set (under a minute).
     #[arg(long)]
     quick: bool,
-    /// Which benchmark: pingpong, bandwidth or overlap (default: all).
+    /// Which benchmarks, comma-separated: pingpong, bandwidth, overlap, barrier,
+    /// bcast, allgather, alltoall, allreduce (default: all).
     #[arg(long)]
     bench: Option<String>,
     /// Comma-separated ops (put_signal, fetch_add, get, put, send_recv, am, udp_raw).
@@ -30,9 +32,21 @@ struct Args {
     /// Transport (only udp so far).
     #[arg(long, default_value = "udp")]
     transport: String,
-    /// Iterations per latency point (default 20000, 5000 with --quick).
+    /// Iterations per latency point (default 20000, 5000 with --quick;
+    /// collectives 2000, 300 with --quick).
     #[arg(long)]
     iters: Option<usize>,
+    /// Comma-separated job sizes for the collective benchmarks (default 2,4).
+    #[arg(long, value_delimiter = ',')]
+    ranks: Vec<u32>,
+    /// Comma-separated algorithms of a collective benchmark (e.g. a,b,c,d,e
+    /// for barrier; default: auto and every algorithm, auto only with --quick).
+    #[arg(long, value_delimiter = ',')]
+    method: Vec<String>,
+    /// Also run the MPI baselines (mpi/coll_bench.c with mpicc.mpich and
+    /// mpicc.openmpi, over shared memory and over TCP) for the collective points.
+    #[arg(long)]
+    mpi: bool,
 }
 
 fn main() {
@@ -43,7 +57,7 @@ fn main() {
     }
     let iters = args.iters.unwrap_or(if args.quick { 5_000 } else { 20_000 });
     let wants = |op: &str| args.op.is_empty() || args.op.iter().any(|o| o == op);
-    let bench_on = |b: &str| args.bench.as_deref().is_none_or(|x| x == b);
+    let bench_on = |b: &str| args.bench.as_deref().is_none_or(|x| x.split(',').any(|x| x == b));
     let mut rows = Vec::new();
     if bench_on("pingpong") {
         let sizes = if args.sizes.is_empty() { vec![8] } else { args.sizes.clone() };
@@ -92,5 +106,39 @@ fn main() {
             rows.push(points::overlap_recv(size, if args.quick { 5 } else { 15 }));
         }
     }
-    points::print_table(&rows);
+    if !rows.is_empty() {
+        points::print_table(&rows);
+    }
+    let benches: Vec<&str> = coll::BENCHES.iter().copied().filter(|b| bench_on(b)).collect();
+    if !benches.is_empty() {
+        let ranks = if args.ranks.is_empty() { vec![2, 4] } else { args.ranks.clone() };
+        let sizes = if args.sizes.is_empty() { vec![8, 65_536] } else { args.sizes.clone() };
+        let iters = args.iters.unwrap_or(if args.quick { 300 } else { 2_000 });
+        let mut crows = Vec::new();
+        for &n in &ranks {
+            for &bench in &benches {
+                let algos: Vec<String> = if !args.method.is_empty() {
+                    args.method.clone()
+                } else if args.quick {
+                    vec!["auto".into()]
+                } else {
+                    coll::algos(bench).into_iter().map(String::from).collect()
+                };
+                let bench_sizes = if bench == "barrier" { vec![0] } else { sizes.clone() };
+                for algo in &algos {
+                    if !coll::algos(bench).contains(&algo.as_str()) {
+                        eprintln!("mwbench: {bench} has no algorithm {algo:?} (have {:?})", coll::algos(bench));
+                        std::process::exit(2);
+                    }
+                    for &size in &bench_sizes {
+                        crows.push(coll::measure(bench, algo, n, size, iters));
+                    }
+                }
+            }
+            if args.mpi {
+                crows.extend(coll::measure_mpi(&benches, n, &sizes, iters));
+            }
+        }
+        coll::print_table(&crows);
+    }
 }

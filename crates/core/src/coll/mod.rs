@@ -1,0 +1,493 @@
+//! Collectives over teams, built only on the one-sided operations: every
+//! byte a collective moves is a `put_signal` into a peer's team scratch
+//! region (or a direct put into a multicast group's regions), every wait is
+//! `wait_for` on a signal word, so waiting yields the CPU like any other wait.
+//!
+//! Owns: teams (world, split, explicit list), their scratch regions, the
+//! sequence numbers that keep consecutive collectives and concurrent teams
+//! apart, the algorithms (one file per collective) and their automatic
+//! choice, multicast groups and `quiesce`. Must not: touch the protocol or
+//! the transport, or depend on messaging (send/recv); it runs unchanged over
+//! any transport the endpoint uses.
+//!
+//! # How scratch space is kept safe (read this before adding an algorithm)
+//!
+//! Every team member owns one scratch region laid out identically on all
+//! members ([`Layout`]):
+//!
+//! * **Signal words**, one per *writer*: `flag[w]` is written only by team
+//!   rank `w`, always with `SignalOp::Set` and the value `seq << 20 | step`,
+//!   where `seq` counts the team's collectives (the same on every member,
+//!   because collectives are called in the same order) and `step` numbers the
+//!   messages `w` sends to this rank within one collective, increasing. The
+//!   endpoint delivers one peer's operations in issue order, so the word only
+//!   grows, and seeing `flag[w] >= seq << 20 | step` proves that `w`'s data
+//!   for that step has landed (put_signal writes the data first).
+//! * **All-dependent data** (allgather, alltoall, allreduce, large broadcast,
+//!   large reduce, barrier-free): two phases, alternated by a counter of such
+//!   collectives. A rank can only finish one of them after every member
+//!   entered it (its result depends on all of them), so when writer `w`
+//!   starts all-dependent collective `m`, every member has finished `m - 2`,
+//!   the last one that used the same phase. No handshake needed.
+//! * **Rooted data** (small broadcast, reduce, gather, scatter): a rank may
+//!   leave before the others entered, so these land in per-writer slots (two
+//!   phases by a counter of rooted collectives) and the reader returns a
+//!   *credit* (`credit[reader]` in the writer's region) once it has consumed
+//!   the slot. A writer reuses a slot phase only after the credit for its
+//!   previous write there came back (usually long before).
+//! * **Large data** (more than a phase or slot holds) goes to a separate,
+//!   growable region, after a small allgather that both synchronizes the
+//!   team (everyone finished everything before) and exchanges the keys when
+//!   a member had to grow it.
+//!
+//! Different teams have different regions and counters, so they never mix.
+
+mod allgather;
+mod alltoall;
+mod barrier;
+mod bcast;
+mod kernel;
+mod multicast;
+mod quiesce;
+mod reduce;
+mod rooted;
+mod tree;
+mod tuning;
+
+use mw_wire::op::SignalOp;
+
+use crate::endpoint::Endpoint;
+use crate::memory::Region;
+use crate::region::{Access, RawMem, RegionKey};
+use crate::rma::Signal;
+use crate::{Error, Result};
+
+pub use kernel::{DType, Element, ReduceOp};
+pub use multicast::McastGroup;
+pub use tuning::{AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, ReduceAlgo};
+
+/// Bits of a signal value below the sequence number (the step).
+const STEP_BITS: u32 = 20;
+
+/// Default bytes per all-dependent phase.
+const FULL_PHASE_BYTES: usize = 1 << 20;
+/// Bounds of the per-writer rooted slot (scaled down for large teams).
+const ROOTED_SLOT_MAX: usize = 64 << 10;
+const ROOTED_SLOT_MIN: usize = 4 << 10;
+/// Total rooted area per phase the slot size aims at.
+const ROOTED_PHASE_TARGET: usize = 1 << 20;
+
+/// Where things are in a team member's scratch region (identical on all).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layout {
+    p: usize,
+    ctrl: usize,
+    /// Bytes per all-dependent phase.
+    pub full: usize,
+    /// Bytes per rooted writer slot.
+    pub slot: usize,
+}
+
+impl Layout {
+    fn new(p: usize) -> Layout {
+        let ctrl = (8 * (3 * p + 1)).div_ceil(64) * 64;
+        let slot = (ROOTED_PHASE_TARGET / p.max(1)).clamp(ROOTED_SLOT_MIN, ROOTED_SLOT_MAX) / 64 * 64;
+        Layout { p, ctrl, full: FULL_PHASE_BYTES, slot }
+    }
+    /// Signal word written only by team rank `writer`.
+    fn flag(&self, writer: usize) -> u64 {
+        (8 * writer) as u64
+    }
+    /// Credit word written only by team rank `reader` (rooted slots).
+    fn credit(&self, reader: usize) -> u64 {
+        (8 * (self.p + reader)) as u64
+    }
+    /// Multicast-arrival word for origin `o` (barrier D).
+    fn arrival(&self, origin: usize) -> u64 {
+        (8 * (2 * self.p + origin)) as u64
+    }
+    /// The atomic counter of barrier C.
+    fn counter(&self) -> u64 {
+        (8 * 3 * self.p) as u64
+    }
+    fn full_base(&self, phase: u64) -> u64 {
+        (self.ctrl + (phase as usize % 2) * self.full) as u64
+    }
+    /// The slot that `writer`'s rooted data lands in.
+    fn slot_base(&self, phase: u64, writer: usize) -> u64 {
+        (self.ctrl + 2 * self.full + ((phase as usize % 2) * self.p + writer) * self.slot) as u64
+    }
+    fn total(&self) -> usize {
+        self.ctrl + 2 * self.full + 2 * self.p * self.slot
+    }
+}
+
+/// A landing area for one collective: where peers put its data.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Area {
+    /// This rank's memory holding the area.
+    mem: RawMem,
+    /// Offset of the area in every member's region.
+    base: u64,
+    /// In the large region (else in the scratch region).
+    large: bool,
+    /// Usable bytes.
+    len: usize,
+}
+
+/// An ordered set of ranks on which collectives run.
+///
+/// Created collectively ([`Endpoint::team_world`], [`Team::split`],
+/// [`Team::subset`]); every member must call the team's collectives in the
+/// same order with matching arguments. A team is used by one thread at a
+/// time (`&mut self`); different teams may be used from different threads
+/// at once.
+#[derive(Debug)]
+pub struct Team<'ep> {
+    ep: &'ep Endpoint,
+    /// Team rank → world rank.
+    ranks: Vec<u32>,
+    me: usize,
+    scratch: Region<'ep>,
+    mem: RawMem,
+    keys: Vec<RegionKey>,
+    lay: Layout,
+    large: Option<Region<'ep>>,
+    large_keys: Vec<RegionKey>,
+    /// Collectives started on this team (the current one's number).
+    seq: u64,
+    full_count: u64,
+    rooted_count: u64,
+    counter_rounds: u64,
+    /// Per peer and rooted phase: the rooted count of my last write into its slot for me.
+    last_write: Vec<[u64; 2]>,
+    /// Credits owed to writers, sent when the next collective starts (off
+    /// the critical path of the one that consumed the data).
+    owed_credits: Vec<(usize, u64)>,
+    tuning: CollTuning,
+}
+
+impl Endpoint {
+    /// Collective over the whole job: the team of every rank, in rank order.
+    pub fn team_world(&self) -> Result<Team<'_>> {
+        let n = self.size() as usize;
+        let lay = Layout::new(n);
+        let scratch = self.alloc(lay.total(), Access::ALL)?;
+        // Registered before it is announced, so no put can arrive first.
+        let all = self.allgather_bytes(&scratch.key().0.to_le_bytes())?;
+        let keys = decode_keys(&all)?;
+        Ok(Team::assemble(self, (0..n as u32).collect(), self.rank() as usize, scratch, keys))
+    }
+}
+
+fn decode_keys(blobs: &[Vec<u8>]) -> Result<Vec<RegionKey>> {
+    blobs
+        .iter()
+        .map(|b| {
+            <[u8; 8]>::try_from(b.as_slice())
+                .map(|b| RegionKey(u64::from_le_bytes(b)))
+                .map_err(|_| Error::InvalidArgument("team key exchange returned a malformed key"))
+        })
+        .collect()
+}
+
+impl<'ep> Team<'ep> {
+    fn assemble(ep: &'ep Endpoint, ranks: Vec<u32>, me: usize, scratch: Region<'ep>, keys: Vec<RegionKey>) -> Self {
+        let p = ranks.len();
+        let tuning = ep.lock().config.coll;
+        Team {
+            ep,
+            me,
+            mem: scratch.raw(),
+            scratch,
+            keys,
+            lay: Layout::new(p),
+            large: None,
+            large_keys: Vec::new(),
+            seq: 0,
+            full_count: 0,
+            rooted_count: 0,
+            counter_rounds: 0,
+            last_write: vec![[0; 2]; p],
+            owed_credits: Vec::new(),
+            tuning,
+            ranks,
+        }
+    }
+
+    /// This rank's position in the team.
+    pub fn rank(&self) -> u32 {
+        self.me as u32
+    }
+
+    /// Number of members.
+    pub fn size(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+
+    /// The job (world) rank of team rank `rank`.
+    pub fn world_rank(&self, rank: u32) -> Option<u32> {
+        self.ranks.get(rank as usize).copied()
+    }
+
+    /// The endpoint this team runs on.
+    pub fn endpoint(&self) -> &'ep Endpoint {
+        self.ep
+    }
+
+    /// The algorithms picked when a call does not name one.
+    pub fn tuning(&self) -> CollTuning {
+        self.tuning
+    }
+
+    /// Replaces the default algorithms of this team (per-call `_with`
+    /// variants still override them).
+    pub fn set_tuning(&mut self, tuning: CollTuning) {
+        self.tuning = tuning;
+    }
+
+    fn p(&self) -> usize {
+        self.ranks.len()
+    }
+
+    /// Collective over this team: members passing the same `color` form a
+    /// new team, ordered by `key` (ties by rank in this team); `None` takes
+    /// no part and gets `None` back (MPI_Comm_split).
+    pub fn split(&mut self, color: Option<u32>, key: u32) -> Result<Option<Team<'ep>>> {
+        let mut mine = [0u8; 12];
+        mine[..4].copy_from_slice(&color.map_or(u32::MAX, |c| c).to_le_bytes());
+        mine[4..8].copy_from_slice(&key.to_le_bytes());
+        mine[8..].copy_from_slice(&u32::from(color.is_some()).to_le_bytes());
+        let all = self.allgather_small(&mine)?;
+        let field = |b: &[u8], i: usize| u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("12-byte record"));
+        let mut members: Vec<(u32, usize)> = Vec::new();
+        if color.is_some() {
+            for (r, rec) in all.chunks_exact(12).enumerate() {
+                if field(rec, 2) == 1 && field(rec, 0) == field(&mine, 0) {
+                    members.push((field(rec, 1), r));
+                }
+            }
+            members.sort_unstable();
+        }
+        let new_p = members.len();
+        let scratch = match color {
+            Some(_) => Some(self.ep.alloc(Layout::new(new_p).total(), Access::ALL)?),
+            None => None,
+        };
+        // Second round: every member's new key (0 for those not joining).
+        let key_bytes = scratch.as_ref().map_or(0, |r| r.key().0).to_le_bytes();
+        let keys_all = self.allgather_small(&key_bytes)?;
+        let Some(scratch) = scratch else {
+            return Ok(None);
+        };
+        let keys: Vec<RegionKey> = members
+            .iter()
+            .map(|&(_, r)| RegionKey(u64::from_le_bytes(keys_all[8 * r..8 * r + 8].try_into().expect("8 bytes"))))
+            .collect();
+        let ranks: Vec<u32> = members.iter().map(|&(_, r)| self.ranks[r]).collect();
+        let me = members.iter().position(|&(_, r)| r == self.me).expect("a member finds itself");
+        Ok(Some(Team::assemble(self.ep, ranks, me, scratch, keys)))
+    }
+
+    /// Collective over this team: the members listed (team ranks, in the
+    /// order given, which becomes the new team's rank order) form a new
+    /// team; everyone passes the same list; non-members get `None`.
+    pub fn subset(&mut self, members: &[u32]) -> Result<Option<Team<'ep>>> {
+        let mut seen = vec![false; self.p()];
+        for &m in members {
+            let slot =
+                seen.get_mut(m as usize).ok_or(Error::InvalidArgument("subset names a rank outside the team"))?;
+            if std::mem::replace(slot, true) {
+                return Err(Error::InvalidArgument("subset names a rank twice"));
+            }
+        }
+        let position = members.iter().position(|&m| m as usize == self.me);
+        self.split(position.map(|_| 0), position.unwrap_or(0) as u32)
+    }
+
+    // ------------------------------------------------------------ plumbing
+
+    /// Starts a collective: pays the credits owed, takes the next sequence number.
+    fn begin(&mut self) -> Result<()> {
+        for (writer, phase) in std::mem::take(&mut self.owed_credits) {
+            self.send_credit(phase, writer)?;
+        }
+        self.seq += 1;
+        if self.seq >= 1 << (64 - STEP_BITS) {
+            return Err(Error::InvalidArgument("team sequence numbers exhausted"));
+        }
+        Ok(())
+    }
+
+    fn sig(&self, step: u32) -> u64 {
+        (self.seq << STEP_BITS) | u64::from(step)
+    }
+
+    /// Landing area for an all-dependent collective needing `need` bytes.
+    fn full_area(&mut self, need: usize) -> Result<Area> {
+        if need <= self.lay.full {
+            self.full_count += 1;
+            return Ok(Area { mem: self.mem, base: self.lay.full_base(self.full_count), large: false, len: need });
+        }
+        self.large_area(need)
+    }
+
+    /// The large region, at least `need` bytes on every member, after a
+    /// synchronizing exchange (every member has finished all earlier calls).
+    fn large_area(&mut self, need: usize) -> Result<Area> {
+        let have = self.large.as_ref().map_or(0, Region::len);
+        let grown = if have < need { Some(self.ep.alloc(need.next_multiple_of(1 << 20), Access::ALL)?) } else { None };
+        let key = grown.as_ref().or(self.large.as_ref()).map_or(0, |r| r.key().0);
+        let mut rec = [0u8; 16];
+        rec[..8].copy_from_slice(&key.to_le_bytes());
+        rec[8..].copy_from_slice(&(need as u64).to_le_bytes());
+        let all = self.allgather_small(&rec)?;
+        let mut keys = Vec::with_capacity(self.p());
+        for r in all.chunks_exact(16) {
+            if u64::from_le_bytes(r[8..].try_into().expect("16-byte record")) != need as u64 {
+                return Err(Error::InvalidArgument("collective called with different sizes on different ranks"));
+            }
+            keys.push(RegionKey(u64::from_le_bytes(r[..8].try_into().expect("16-byte record"))));
+        }
+        if let Some(region) = grown {
+            self.large = Some(region);
+        }
+        self.large_keys = keys;
+        let region = self.large.as_ref().expect("large region present");
+        Ok(Area { mem: region.raw(), base: 0, large: true, len: need })
+    }
+
+    fn area_key(&self, area: &Area, to: usize) -> RegionKey {
+        if area.large {
+            self.large_keys[to]
+        } else {
+            self.keys[to]
+        }
+    }
+
+    /// Puts `data` at `offset` of `to`'s region `key` and then sets
+    /// `flag[me]` there to this collective's `step`. Does not wait.
+    fn put_to(&self, to: usize, key: RegionKey, offset: u64, data: &[u8], step: u32) -> Result<()> {
+        debug_assert_ne!(to, self.me, "collectives copy to themselves locally");
+        let signal =
+            Signal { key: self.keys[to], offset: self.lay.flag(self.me), op: SignalOp::Set, value: self.sig(step) };
+        // The data is copied into the send queue before this returns, so the
+        // handle can go: a failure shows as a dead peer to whoever waits.
+        drop(self.ep.put_signal_nb(self.ranks[to], key, offset, data, signal)?);
+        Ok(())
+    }
+
+    /// `put_to` into `to`'s part of `area` at `offset` within the area.
+    fn put_area(&self, area: &Area, to: usize, offset: usize, data: &[u8], step: u32) -> Result<()> {
+        debug_assert!(offset + data.len() <= area.len, "put beyond the landing area");
+        self.put_to(to, self.area_key(area, to), area.base + offset as u64, data, step)
+    }
+
+    /// A signal without data.
+    fn notify(&self, to: usize, step: u32) -> Result<()> {
+        self.put_to(to, self.keys[to], 0, &[], step)
+    }
+
+    /// Waits until `from` has signalled `step` of this collective.
+    fn wait_from(&self, from: usize, step: u32) -> Result<()> {
+        self.wait_word(self.lay.flag(from), self.sig(step), from)
+    }
+
+    /// Waits until the word at `offset` of the scratch region is at least
+    /// `want`, failing if team rank `peer` (who would write it) is dead.
+    fn wait_word(&self, offset: u64, want: u64, peer: usize) -> Result<()> {
+        let mem = self.mem;
+        let at = offset as usize;
+        if mem.load_u64(at) >= want {
+            return Ok(());
+        }
+        let world = self.ranks[peer] as usize;
+        let mut dead = false;
+        self.ep.wait_for(|state| {
+            if mem.load_u64(at) >= want {
+                return true;
+            }
+            dead = state.dead[world];
+            dead
+        });
+        if dead && mem.load_u64(at) < want {
+            return Err(Error::PeerUnreachable { rank: world as u32 });
+        }
+        Ok(())
+    }
+
+    /// Copies `out.len()` bytes at `offset` of `area` (this rank's) into `out`.
+    fn read_area(&self, area: &Area, offset: usize, out: &mut [u8]) {
+        let _guard = self.ep.lock();
+        area.mem.read(area.base as usize + offset, out);
+    }
+
+    /// Runs `f` on `len` bytes at `offset` of this rank's `area`.
+    fn with_area<R>(&self, area: &Area, offset: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        let _guard = self.ep.lock();
+        area.mem.with_slice(area.base as usize + offset, len, f)
+    }
+
+    // ----------------------------------------------- rooted slots, credits
+
+    /// Starts a rooted collective whose per-writer data fits a slot.
+    fn rooted_phase(&mut self) -> u64 {
+        self.rooted_count += 1;
+        self.rooted_count
+    }
+
+    /// This rank's slot for `writer`'s data, as an area.
+    fn slot_area(&self, phase: u64, writer: usize) -> Area {
+        Area { mem: self.mem, base: self.lay.slot_base(phase, writer), large: false, len: self.lay.slot }
+    }
+
+    /// Puts `data` into my slot at `to` (rooted), after the credit for my
+    /// previous write into that slot phase came back.
+    fn put_slot(&mut self, phase: u64, to: usize, data: &[u8], step: u32) -> Result<()> {
+        let owed = self.last_write[to][(phase % 2) as usize];
+        if owed > 0 {
+            self.wait_word(self.lay.credit(to), owed, to)?;
+        }
+        self.last_write[to][(phase % 2) as usize] = phase;
+        let offset = self.lay.slot_base(phase, self.me);
+        self.put_to(to, self.keys[to], offset, data, step)
+    }
+
+    /// Records that `writer`'s rooted data of `phase` was consumed; the
+    /// credit goes out when this team's next collective starts. A writer
+    /// waits for it only two rooted collectives later, which this rank
+    /// enters only after starting the next one, so deferring cannot deadlock.
+    fn return_credit(&mut self, phase: u64, writer: usize) -> Result<()> {
+        self.owed_credits.push((writer, phase));
+        Ok(())
+    }
+
+    fn send_credit(&self, phase: u64, writer: usize) -> Result<()> {
+        let signal =
+            Signal { key: self.keys[writer], offset: self.lay.credit(self.me), op: SignalOp::Set, value: phase };
+        drop(self.ep.put_signal_nb(self.ranks[writer], self.keys[writer], 0, &[], signal)?);
+        Ok(())
+    }
+
+    /// Allgather of small equal-sized records (control data), through the
+    /// all-dependent area; Bruck, any team size.
+    fn allgather_small(&mut self, mine: &[u8]) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; mine.len() * self.p()];
+        self.allgather_with(AllgatherAlgo::Bruck, mine, &mut out)?;
+        Ok(out)
+    }
+}
+
+/// Checks the byte lengths of a reduction buffer.
+fn check_reduce(dtype: DType, op: ReduceOp, send: &[u8], recv_len: usize) -> Result<usize> {
+    if send.len() != recv_len {
+        return Err(Error::InvalidArgument("reduction send and receive buffers differ in length"));
+    }
+    if send.len() % dtype.size() != 0 {
+        return Err(Error::InvalidArgument("reduction buffer is not a whole number of elements"));
+    }
+    if op.is_bitwise() && dtype.is_float() {
+        return Err(Error::InvalidArgument("bitwise reduction on a floating-point type"));
+    }
+    Ok(send.len() / dtype.size())
+}

@@ -1,0 +1,95 @@
+//! Communication schedules as pure functions of (rank, team size): binomial
+//! trees, binary trees, block partitions. No I/O, unit-tested below.
+
+/// Binomial tree rooted at team rank `root`: the parent of `rank`, or `None`
+/// for the root. Relative rank `v` receives from `v` minus its lowest set bit.
+pub(crate) fn binomial_parent(rank: usize, root: usize, p: usize) -> Option<usize> {
+    let v = (rank + p - root) % p;
+    if v == 0 {
+        return None;
+    }
+    let parent = v & (v - 1);
+    Some((parent + root) % p)
+}
+
+/// Children of `rank` in the binomial tree rooted at `root`, largest subtree
+/// first (the order a sender should serve them in).
+pub(crate) fn binomial_children(rank: usize, root: usize, p: usize) -> Vec<usize> {
+    let v = (rank + p - root) % p;
+    let limit = if v == 0 { p.next_power_of_two() } else { v & v.wrapping_neg() };
+    let mut out = Vec::new();
+    let mut mask = limit >> 1;
+    while mask > 0 {
+        if v + mask < p {
+            out.push((v + mask + root) % p);
+        }
+        mask >>= 1;
+    }
+    out
+}
+
+/// Binary tree (rank 0 at the top): parent of `rank`.
+pub(crate) fn binary_parent(rank: usize) -> Option<usize> {
+    (rank > 0).then(|| (rank - 1) / 2)
+}
+
+/// Binary tree: children of `rank`.
+pub(crate) fn binary_children(rank: usize, p: usize) -> impl Iterator<Item = usize> {
+    [2 * rank + 1, 2 * rank + 2].into_iter().filter(move |&c| c < p)
+}
+
+/// Element range of block `i` when `count` elements are cut into `parts`
+/// nearly equal blocks.
+pub(crate) fn block(count: usize, parts: usize, i: usize) -> std::ops::Range<usize> {
+    (i * count / parts)..((i + 1) * count / parts)
+}
+
+/// Largest power of two not above `p` (p >= 1).
+pub(crate) fn pow2_floor(p: usize) -> usize {
+    1 << (usize::BITS - 1 - p.leading_zeros())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every non-root has exactly one parent, and parent/children agree.
+    #[test]
+    fn binomial_tree_is_a_spanning_tree() {
+        for p in 1..=33 {
+            for root in 0..p {
+                let mut reached = vec![0usize; p];
+                for r in 0..p {
+                    for c in binomial_children(r, root, p) {
+                        assert_eq!(binomial_parent(c, root, p), Some(r), "p {p} root {root} child {c}");
+                        reached[c] += 1;
+                    }
+                }
+                assert_eq!(binomial_parent(root, root, p), None);
+                for (r, &n) in reached.iter().enumerate() {
+                    assert_eq!(n, usize::from(r != root), "p {p} root {root} rank {r}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn binary_tree_and_blocks() {
+        for p in 1..20 {
+            for r in 1..p {
+                let parent = binary_parent(r).unwrap();
+                assert!(binary_children(parent, p).any(|c| c == r));
+            }
+        }
+        for count in [0, 1, 7, 100] {
+            for parts in 1..10 {
+                let total: usize = (0..parts).map(|i| block(count, parts, i).len()).sum();
+                assert_eq!(total, count);
+                assert_eq!(block(count, parts, parts - 1).end, count);
+            }
+        }
+        assert_eq!(pow2_floor(1), 1);
+        assert_eq!(pow2_floor(7), 4);
+        assert_eq!(pow2_floor(8), 8);
+    }
+}

@@ -1,0 +1,387 @@
+//! Collectives on teams of 1 to 9 ranks, every algorithm forced in turn,
+//! checked against a reference computed locally from every rank's
+//! (deterministic) input; lossless and under injected loss, duplication
+//! and reordering.
+//!
+//! The base configuration comes from the `MW_*` environment, so the whole
+//! suite reruns over another transport or setting by exporting variables
+//! (e.g. `MW_MTU=1472 cargo test -p mw-core --release --test coll`).
+
+mod common;
+
+use common::{pattern, run_job};
+use mw_core::{
+    Access, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, Config, DType, Error, ReduceAlgo,
+    ReduceOp, Team,
+};
+
+fn base() -> Config {
+    Config::from_env().expect("MW_* settings")
+}
+
+fn with_faults(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
+    Config {
+        fault: Some(mw_transport::fault::FaultConfig { drop, dup, reorder, seed }),
+        rto_min: std::time::Duration::from_micros(300),
+        ..base()
+    }
+}
+
+/// Rank r's block for destination j in alltoall (and its allgather block when j = 0).
+fn block(r: u32, j: u32, n: usize) -> Vec<u8> {
+    pattern(r * 131 + j * 7 + n as u32, n)
+}
+
+/// Rank r's i-th reduction input: small integers so float sums and products are exact.
+fn val(r: usize, i: usize) -> u64 {
+    ((r * 7 + i * 13) % 5 + 1) as u64
+}
+
+fn encode(dtype: DType, vals: &[u64]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &v in vals {
+        match dtype {
+            DType::I8 => out.extend_from_slice(&(v as i8).to_ne_bytes()),
+            DType::U8 => out.extend_from_slice(&(v as u8).to_ne_bytes()),
+            DType::I16 => out.extend_from_slice(&(v as i16).to_ne_bytes()),
+            DType::U16 => out.extend_from_slice(&(v as u16).to_ne_bytes()),
+            DType::I32 => out.extend_from_slice(&(v as i32).to_ne_bytes()),
+            DType::U32 => out.extend_from_slice(&(v as u32).to_ne_bytes()),
+            DType::I64 => out.extend_from_slice(&(v as i64).to_ne_bytes()),
+            DType::U64 => out.extend_from_slice(&v.to_ne_bytes()),
+            DType::F32 => out.extend_from_slice(&(v as f32).to_ne_bytes()),
+            DType::F64 => out.extend_from_slice(&(v as f64).to_ne_bytes()),
+        }
+    }
+    out
+}
+
+/// The reference: fold over ranks in u64 (wrapping), then encoded like the
+/// inputs (the truncation commutes with +, *, &, |, ^; min/max inputs are
+/// small positives, so they fit every type).
+fn reference(dtype: DType, op: ReduceOp, p: usize, count: usize) -> Vec<u8> {
+    let vals: Vec<u64> = (0..count)
+        .map(|i| {
+            (1..p).fold(val(0, i), |acc, r| {
+                let x = val(r, i);
+                match op {
+                    ReduceOp::Sum => acc.wrapping_add(x),
+                    ReduceOp::Prod => acc.wrapping_mul(x),
+                    ReduceOp::Min => acc.min(x),
+                    ReduceOp::Max => acc.max(x),
+                    ReduceOp::BitAnd => acc & x,
+                    ReduceOp::BitOr => acc | x,
+                    ReduceOp::BitXor => acc ^ x,
+                }
+            })
+        })
+        .collect();
+    encode(dtype, &vals)
+}
+
+fn input(dtype: DType, r: usize, count: usize) -> Vec<u8> {
+    encode(dtype, &(0..count).map(|i| val(r, i)).collect::<Vec<_>>())
+}
+
+/// Every collective with every algorithm at every size in `sizes` (bytes
+/// per block / per vector), checked on every rank.
+fn check_everything(team: &mut Team<'_>, sizes: &[usize]) {
+    let p = team.size() as usize;
+    let me = team.rank();
+    for &algo in BarrierAlgo::ALL.iter().chain([BarrierAlgo::Auto].iter()) {
+        for _ in 0..3 {
+            team.barrier_with(algo).unwrap();
+        }
+    }
+    for &n in sizes {
+        let tag = format!("p {p} rank {me} size {n}");
+        for &algo in BcastAlgo::ALL.iter().chain([BcastAlgo::Auto].iter()) {
+            for root in [0, (p as u32) - 1, (p as u32) / 2] {
+                let want = block(root, 99, n);
+                let mut buf = if me == root { want.clone() } else { vec![0xEE; n] };
+                team.broadcast_with(algo, root, &mut buf).unwrap();
+                assert!(buf == want, "{tag}: broadcast {algo:?} root {root}");
+            }
+        }
+        let want: Vec<u8> = (0..p as u32).flat_map(|r| block(r, 0, n)).collect();
+        for &algo in AllgatherAlgo::ALL.iter().chain([AllgatherAlgo::Auto].iter()) {
+            let mut recv = vec![0xEE; n * p];
+            team.allgather_with(algo, &block(me, 0, n), &mut recv).unwrap();
+            assert!(recv == want, "{tag}: allgather {algo:?}");
+        }
+        let send: Vec<u8> = (0..p as u32).flat_map(|j| block(me, j, n)).collect();
+        let want: Vec<u8> = (0..p as u32).flat_map(|r| block(r, me, n)).collect();
+        for &algo in AlltoallAlgo::ALL.iter().chain([AlltoallAlgo::Auto].iter()) {
+            let mut recv = vec![0xEE; n * p];
+            team.alltoall_with(algo, &send, &mut recv).unwrap();
+            assert!(recv == want, "{tag}: alltoall {algo:?}");
+        }
+        let root = (p as u32) - 1;
+        let mut gathered = if me == root { vec![0xEE; n * p] } else { Vec::new() };
+        team.gather(root, &block(me, 0, n), &mut gathered).unwrap();
+        if me == root {
+            let want: Vec<u8> = (0..p as u32).flat_map(|r| block(r, 0, n)).collect();
+            assert!(gathered == want, "{tag}: gather");
+        }
+        let send: Vec<u8> = if me == 0 { (0..p as u32).flat_map(|j| block(0, j, n)).collect() } else { Vec::new() };
+        let mut recv = vec![0xEE; n];
+        team.scatter(0, &send, &mut recv).unwrap();
+        assert!(recv == block(0, me, n), "{tag}: scatter");
+
+        let count = n / 4;
+        let (dtype, op) = (DType::U32, ReduceOp::Sum);
+        let want = reference(dtype, op, p, count);
+        let mine = input(dtype, me as usize, count);
+        for &algo in AllreduceAlgo::ALL.iter().chain([AllreduceAlgo::Auto].iter()) {
+            let mut recv = vec![0xEE; count * 4];
+            team.allreduce_with(algo, dtype, op, &mine, &mut recv).unwrap();
+            assert!(recv == want, "{tag}: allreduce {algo:?}");
+        }
+        for &algo in ReduceAlgo::ALL.iter().chain([ReduceAlgo::Auto].iter()) {
+            for root in [0, (p as u32) - 1] {
+                let mut recv = vec![0xEE; count * 4];
+                team.reduce_with(algo, root, dtype, op, &mine, &mut recv).unwrap();
+                if me == root {
+                    assert!(recv == want, "{tag}: reduce {algo:?} root {root}");
+                } else {
+                    assert!(recv.iter().all(|&b| b == 0xEE), "{tag}: reduce wrote a non-root buffer");
+                }
+            }
+        }
+    }
+}
+
+const SIZES: &[usize] = &[0, 1, 8, 100, 4099, 70_000];
+
+#[test]
+fn every_algorithm_on_team_sizes_1_to_9() {
+    for n in 1..=9 {
+        eprintln!("{n} ranks");
+        run_job(n, base(), |ep| {
+            let mut world = ep.team_world().unwrap();
+            assert_eq!(world.size(), ep.size());
+            check_everything(&mut world, SIZES);
+        });
+    }
+}
+
+#[test]
+fn every_algorithm_under_loss_duplication_and_reordering() {
+    for (n, cfg) in [
+        (3, with_faults(0.05, 0.0, 0.0, 21)),
+        (4, with_faults(0.0, 0.05, 0.05, 22)),
+        (7, with_faults(0.03, 0.03, 0.03, 23)),
+    ] {
+        eprintln!("{n} ranks, faults {:?}", cfg.fault);
+        run_job(n, cfg, |ep| {
+            let mut world = ep.team_world().unwrap();
+            check_everything(&mut world, &[0, 13, 5000, 70_000]);
+        });
+    }
+}
+
+/// The big end of the size range, on a few shapes (memory: each rank keeps
+/// a large area of the biggest collective's size).
+#[test]
+fn four_mebibytes() {
+    const MIB4: usize = 4 << 20;
+    run_job(3, base(), |ep| {
+        let mut team = ep.team_world().unwrap();
+        let me = team.rank();
+        for algo in [BcastAlgo::Binomial, BcastAlgo::ScatterAllgather] {
+            let want = block(1, 5, MIB4);
+            let mut buf = if me == 1 { want.clone() } else { vec![0; MIB4] };
+            team.broadcast_with(algo, 1, &mut buf).unwrap();
+            assert!(buf == want, "broadcast {algo:?}");
+        }
+        let count = MIB4 / 8;
+        let want = reference(DType::F64, ReduceOp::Sum, 3, count);
+        for algo in AllreduceAlgo::ALL {
+            let mut recv = vec![0; MIB4];
+            team.allreduce_with(*algo, DType::F64, ReduceOp::Sum, &input(DType::F64, me as usize, count), &mut recv)
+                .unwrap();
+            assert!(recv == want, "allreduce {algo:?}");
+        }
+        let mut recv = vec![0; MIB4];
+        team.reduce(0, DType::F64, ReduceOp::Sum, &input(DType::F64, me as usize, count), &mut recv).unwrap();
+        if me == 0 {
+            assert!(recv == want);
+        }
+    });
+    run_job(2, base(), |ep| {
+        let mut team = ep.team_world().unwrap();
+        let me = team.rank();
+        let want: Vec<u8> = (0..2).flat_map(|r| block(r, 0, MIB4)).collect();
+        for algo in AllgatherAlgo::ALL {
+            let mut recv = vec![0; 2 * MIB4];
+            team.allgather_with(*algo, &block(me, 0, MIB4), &mut recv).unwrap();
+            assert!(recv == want, "allgather {algo:?}");
+        }
+        let half = MIB4 / 2;
+        let send: Vec<u8> = (0..2).flat_map(|j| block(me, j, half)).collect();
+        let want: Vec<u8> = (0..2).flat_map(|r| block(r, me, half)).collect();
+        let mut recv = vec![0; MIB4];
+        team.alltoall(&send, &mut recv).unwrap();
+        assert!(recv == want);
+        let mut gathered = if me == 0 { vec![0; 2 * MIB4] } else { Vec::new() };
+        team.gather(0, &block(me, 0, MIB4), &mut gathered).unwrap();
+        if me == 0 {
+            assert!(gathered == (0..2).flat_map(|r| block(r, 0, MIB4)).collect::<Vec<u8>>());
+        }
+    });
+}
+
+#[test]
+fn every_type_and_operation() {
+    use DType::*;
+    use ReduceOp::*;
+    run_job(5, base(), |ep| {
+        let mut team = ep.team_world().unwrap();
+        let me = team.rank() as usize;
+        for dtype in [I8, U8, I16, U16, I32, U32, I64, U64, F32, F64] {
+            for op in [Sum, Prod, Min, Max, BitAnd, BitOr, BitXor] {
+                let mine = input(dtype, me, 37);
+                let mut recv = vec![0; mine.len()];
+                let result = team.allreduce(dtype, op, &mine, &mut recv);
+                if dtype.is_float() && op.is_bitwise() {
+                    assert!(matches!(result, Err(Error::InvalidArgument(_))), "{dtype:?} {op:?}");
+                    continue;
+                }
+                result.unwrap();
+                assert!(recv == reference(dtype, op, 5, 37), "{dtype:?} {op:?}");
+            }
+        }
+        // Typed form.
+        let mine: Vec<f32> = (0..10).map(|i| (me + i) as f32).collect();
+        let mut out = vec![0f32; 10];
+        team.allreduce_typed(Max, &mine, &mut out).unwrap();
+        assert_eq!(out, (0..10).map(|i| (4 + i) as f32).collect::<Vec<_>>());
+        // A ragged buffer is refused before anything moves.
+        assert!(matches!(team.allreduce(U32, Sum, &[1, 2, 3], &mut [0; 3]), Err(Error::InvalidArgument(_))));
+    });
+}
+
+/// Split, explicit subsets and the world used at the same time from
+/// different threads of each rank: no team sees another's data.
+#[test]
+fn several_teams_at_once() {
+    run_job(6, base(), |ep| {
+        let mut world = ep.team_world().unwrap();
+        let me = world.rank();
+        // Reverse order inside each color.
+        let mut half = world.split(Some(me % 2), 100 - me).unwrap().expect("every rank has a color");
+        assert_eq!(half.size(), 3);
+        assert_eq!(half.world_rank(0), Some(if me % 2 == 0 { 4 } else { 5 }));
+        let mut trio = world.subset(&[5, 0, 3]).unwrap();
+        assert_eq!(trio.is_some(), [0, 3, 5].contains(&me));
+        if let Some(t) = &trio {
+            assert_eq!(t.world_rank(0), Some(5));
+        }
+        let none = world.split(None, 0).unwrap();
+        assert!(none.is_none());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..150u64 {
+                    let mut sum = [0u64];
+                    half.allreduce_typed(ReduceOp::Sum, &[u64::from(me) + i], &mut sum).unwrap();
+                    let members: u64 = if me % 2 == 0 { 6 } else { 9 };
+                    assert_eq!(sum[0], members + 3 * i);
+                    let mut b = [0u8; 300];
+                    if half.rank() == 1 {
+                        b = [i as u8; 300];
+                    }
+                    half.broadcast(1, &mut b).unwrap();
+                    assert_eq!(b, [i as u8; 300]);
+                }
+            });
+            s.spawn(|| {
+                for i in 0..150u64 {
+                    let mut all = vec![0u8; 6 * 9];
+                    world.allgather(&[me as u8 ^ i as u8; 9], &mut all).unwrap();
+                    for r in 0..6u8 {
+                        assert!(all[r as usize * 9..][..9].iter().all(|&b| b == r ^ i as u8));
+                    }
+                }
+            });
+            s.spawn(|| {
+                if let Some(t) = trio.as_mut() {
+                    for i in 0..150u32 {
+                        let mut max = [0u32];
+                        t.allreduce_typed(ReduceOp::Max, &[me * 1000 + i], &mut max).unwrap();
+                        assert_eq!(max[0], 5000 + i);
+                        t.barrier_with(BarrierAlgo::Counters).unwrap();
+                    }
+                }
+            });
+        });
+    });
+}
+
+#[test]
+fn multicast_into_every_members_region() {
+    run_job(5, base(), |ep| {
+        let mut team = ep.team_world().unwrap();
+        let me = team.rank() as usize;
+        // Different lengths and keys per rank: the group takes the smallest.
+        let region = ep.alloc(300_000 + 1000 * me, Access::READ_WRITE).unwrap();
+        let group = team.multicast_group(&region).unwrap();
+        assert_eq!(group.len(), 300_000);
+        for (round, (root, offset, len)) in
+            [(0u32, 0usize, 0usize), (2, 10, 1), (4, 7, 200_001), (1, 0, 300_000), (4, 99, 5000)]
+                .into_iter()
+                .enumerate()
+        {
+            let data = pattern(round as u32 + 1, len);
+            if me == root as usize {
+                region.write(offset as u64, &data).unwrap();
+            }
+            team.multicast(&group, root, offset, len).unwrap();
+            let mut got = vec![0u8; len];
+            region.read(offset as u64, &mut got).unwrap();
+            assert!(got == data, "rank {me} round {round}");
+        }
+        assert!(matches!(team.multicast(&group, 0, 299_999, 2), Err(Error::OutOfBounds)));
+        let read_only = ep.alloc(64, Access::READ).unwrap();
+        assert!(matches!(team.multicast_group(&read_only), Err(Error::NoPermission)));
+    });
+}
+
+/// After `quiesce` every put issued before it is in place at its target,
+/// with no other synchronization; collectives go on afterwards.
+#[test]
+fn quiesce_completes_everything_in_flight() {
+    run_job(4, with_faults(0.05, 0.02, 0.02, 31), |ep| {
+        let region = ep.alloc_symmetric(4 * 100_000, Access::READ_WRITE).unwrap();
+        let me = ep.rank();
+        let n = ep.size();
+        let data = pattern(me, 100_000);
+        let handles: Vec<_> = (0..n)
+            .filter(|&r| r != me)
+            .map(|r| ep.put_nb(r, region.key(), u64::from(me) * 100_000, &data).unwrap())
+            .collect();
+        drop(handles);
+        ep.quiesce().unwrap();
+        for r in (0..n).filter(|&r| r != me) {
+            let mut got = vec![0u8; 100_000];
+            region.read(u64::from(r) * 100_000, &mut got).unwrap();
+            assert!(got == pattern(r, 100_000), "rank {me}: data from {r} not in place after quiesce");
+        }
+        let mut team = ep.team_world().unwrap();
+        team.barrier().unwrap();
+        ep.quiesce().unwrap();
+    });
+}
+
+/// Large collectives agree on sizes first: a mismatch is an error on every
+/// rank instead of a hang.
+#[test]
+fn mismatched_large_sizes_are_refused() {
+    run_job(2, base(), |ep| {
+        let mut team = ep.team_world().unwrap();
+        let n = if team.rank() == 0 { 2 << 20 } else { 3 << 20 };
+        let mut buf = vec![0u8; n];
+        let result = team.broadcast_with(BcastAlgo::Binomial, 0, &mut buf);
+        assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
+        team.barrier().unwrap();
+    });
+}

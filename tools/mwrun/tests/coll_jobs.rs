@@ -1,0 +1,232 @@
+//! Collectives and `quiesce` across real processes. Like `memwire_jobs.rs`
+//! this binary re-runs itself as the ranks (role in `MWCOLL_ROLE`), with a
+//! custom harness (`harness = false`): without the variable it is the driver.
+//!
+//! The preemption case is PM/UDP's gang scheduling (seed 004): the job
+//! quiesces, the driver stops every process with SIGSTOP for longer than
+//! the dead-peer timeout, resumes them with SIGCONT, and the job carries on
+//! with nothing lost and no peer declared dead.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use mw_core::{Access, AllgatherAlgo, AllreduceAlgo, BarrierAlgo, DType, Endpoint, ReduceOp};
+
+const ROLE: &str = "MWCOLL_ROLE";
+
+fn main() -> ExitCode {
+    if let Ok(role) = std::env::var(ROLE) {
+        return rank_main(&role);
+    }
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let cases: &[(&str, fn())] = &[
+        ("collectives_across_4_processes", collectives_across_4_processes),
+        ("quiesce_sigstop_sigcont_loses_nothing", quiesce_sigstop_sigcont_loses_nothing),
+    ];
+    let mut failed = 0;
+    for (name, case) in cases {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let start = Instant::now();
+        match std::panic::catch_unwind(case) {
+            Ok(()) => println!("test {name} ... ok ({:.1} s)", start.elapsed().as_secs_f64()),
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        println!("{failed} multi-process case(s) failed");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+// ---------------------------------------------------------------- driver side
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+fn spawn_ranks(n: u32, role: &str, extra: &[(&str, &str)]) -> Vec<Child> {
+    let me = std::env::current_exe().expect("own path");
+    let boot = format!("127.0.0.1:{}", free_port());
+    (0..n)
+        .map(|rank| {
+            let mut cmd = Command::new(&me);
+            cmd.env(ROLE, role)
+                .env("MW_RANK", rank.to_string())
+                .env("MW_SIZE", n.to_string())
+                .env("MW_BOOTSTRAP", &boot)
+                .env("MW_BOOTSTRAP_TIMEOUT", "30")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            for (k, v) in extra {
+                cmd.env(k, v);
+            }
+            cmd.spawn().expect("spawn rank")
+        })
+        .collect()
+}
+
+fn finish(children: Vec<Child>, role: &str) {
+    for (rank, child) in children.into_iter().enumerate() {
+        let out = child.wait_with_output().expect("wait");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(&format!("{role} ok")),
+            "rank {rank}: {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn collectives_across_4_processes() {
+    finish(spawn_ranks(4, "collectives", &[]), "collectives");
+}
+
+fn signal(children: &[Child], sig: i32) {
+    for child in children {
+        // SAFETY: plain kill(2) on a child process we spawned and still own.
+        let rc = unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        assert_eq!(rc, 0, "kill({}, {sig}) failed", child.id());
+    }
+}
+
+fn quiesce_sigstop_sigcont_loses_nothing() {
+    // A stop three times longer than the dead-peer timeout.
+    let mut children = spawn_ranks(4, "preempt", &[("MW_PEER_DEAD_MS", "1000")]);
+    // Each rank prints "quiesced" once quiesce() returned.
+    let mut readers: Vec<_> = children.iter_mut().map(|c| BufReader::new(c.stdout.take().expect("stdout"))).collect();
+    for (rank, reader) in readers.iter_mut().enumerate() {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(reader.read_line(&mut line).expect("read") > 0, "rank {rank} exited before quiescing");
+            if line.trim() == "quiesced" {
+                break;
+            }
+        }
+    }
+    signal(&children, libc::SIGSTOP);
+    std::thread::sleep(Duration::from_secs(3));
+    signal(&children, libc::SIGCONT);
+    // Rank 0 waits for this before joining the others, who wait in a barrier.
+    writeln!(children[0].stdin.as_mut().expect("stdin"), "go").expect("write go");
+    let mut report = String::new();
+    let mut ok = true;
+    for (rank, (child, mut reader)) in children.into_iter().zip(readers).enumerate() {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut reader, &mut rest).expect("read");
+        let out = child.wait_with_output().expect("wait");
+        ok &= out.status.success() && rest.contains("preempt ok");
+        report += &format!(
+            "rank {rank}: {:?}\nstdout:\n{rest}\nstderr:\n{}\n",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(ok, "{report}");
+}
+
+// ------------------------------------------------------------------ rank side
+
+fn rank_main(role: &str) -> ExitCode {
+    let ep = match Endpoint::init() {
+        Ok(ep) => ep,
+        Err(e) => {
+            eprintln!("init failed: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    match role {
+        "collectives" => collectives(&ep),
+        "preempt" => preempt(&ep),
+        _ => panic!("unknown role {role}"),
+    }
+    println!("{role} ok");
+    ep.finalize().expect("finalize");
+    ExitCode::SUCCESS
+}
+
+fn collectives(ep: &Endpoint) {
+    let mut team = ep.team_world().expect("team");
+    let (p, me) = (team.size() as usize, team.rank() as usize);
+    for &algo in BarrierAlgo::ALL {
+        for _ in 0..20 {
+            team.barrier_with(algo).expect("barrier");
+        }
+    }
+    for n in [8usize, 65_536] {
+        let mut buf = vec![me as u8; n];
+        team.broadcast(2, &mut buf).expect("broadcast");
+        assert!(buf.iter().all(|&b| b == 2));
+        for &algo in AllgatherAlgo::ALL {
+            let mut all = vec![0u8; n * p];
+            team.allgather_with(algo, &vec![me as u8; n], &mut all).expect("allgather");
+            assert!((0..p).all(|r| all[r * n..(r + 1) * n].iter().all(|&b| b == r as u8)));
+        }
+        let send: Vec<u8> = (0..p).flat_map(|j| vec![(me * 16 + j) as u8; n]).collect();
+        let mut recv = vec![0u8; n * p];
+        team.alltoall(&send, &mut recv).expect("alltoall");
+        assert!((0..p).all(|r| recv[r * n..(r + 1) * n].iter().all(|&b| b == (r * 16 + me) as u8)));
+        for &algo in AllreduceAlgo::ALL {
+            let count = n / 8;
+            let mine: Vec<u8> = (0..count).flat_map(|i| ((me + i) as f64).to_ne_bytes()).collect();
+            let mut out = vec![0u8; n];
+            team.allreduce_with(algo, DType::F64, ReduceOp::Sum, &mine, &mut out).expect("allreduce");
+            for (i, chunk) in out.chunks_exact(8).enumerate() {
+                let want = (0..p).map(|r| (r + i) as f64).sum::<f64>();
+                assert_eq!(f64::from_ne_bytes(chunk.try_into().unwrap()), want);
+            }
+        }
+    }
+}
+
+fn preempt(ep: &Endpoint) {
+    let mut team = ep.team_world().expect("team");
+    let (p, me) = (team.size(), team.rank());
+    let region = ep.alloc_symmetric(p as usize * 200_000, Access::READ_WRITE).expect("alloc");
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + me) as u8).collect();
+    // Traffic in flight when quiesce is called: puts to everyone, not waited for.
+    let handles: Vec<_> = (0..p)
+        .filter(|&r| r != me)
+        .map(|r| ep.put_nb(r, region.key(), u64::from(me) * 200_000, &data).expect("put"))
+        .collect();
+    drop(handles);
+    let mut sum = [0u64];
+    team.allreduce_typed(ReduceOp::Sum, &[u64::from(me)], &mut sum).expect("allreduce");
+    ep.quiesce().expect("quiesce");
+    println!("quiesced");
+    std::io::stdout().flush().expect("flush");
+    if me == 0 {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).expect("stdin");
+    }
+    // The others wait here through the stop, inside the library.
+    team.barrier().expect("barrier after the stop");
+    for r in (0..p).filter(|&r| r != me) {
+        let mut got = vec![0u8; 200_000];
+        region.read(u64::from(r) * 200_000, &mut got).expect("read");
+        assert!(got.iter().enumerate().all(|(i, &b)| b == (i as u32 * 7 + r) as u8), "data from {r} lost");
+    }
+    for _ in 0..50 {
+        team.allreduce_typed(ReduceOp::Sum, &[1u64], &mut sum).expect("allreduce after the stop");
+        assert_eq!(sum[0], u64::from(p));
+    }
+    let (_, proto) = ep.stats();
+    eprintln!("rank {me}: {proto:?}");
+    for peer in 0..p {
+        if let Err(e) = ep.put(peer, region.key(), 0, &[1]) {
+            panic!("put to {peer} after the stop: {e:?}");
+        }
+    }
+    // Nobody deregisters the region while another rank still puts into it.
+    team.barrier().expect("final barrier");
+}
