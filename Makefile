@@ -16,8 +16,12 @@ demo: build
 	@scripts/demo.sh
 
 ## deps: install what the tests need on a fresh Debian machine (idempotent)
+# gcc/g++/pkg-config/binutils: the C API tests (ctest); mpich: the PMI-1/PMI-2
+# launcher tests run real mpiexec.hydra; iproute2 and nftables: the netns test
+# cluster (scripts/netns-cluster).
+DEB_PACKAGES := gcc g++ pkg-config binutils mpich iproute2 nftables
 deps:
-	@scripts/install-deps.sh gcc g++ pkg-config binutils
+	@scripts/install-deps.sh $(DEB_PACKAGES)
 
 ## test: install dependencies, then lint and run every test
 test: deps lint unit ctest

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::error::BootstrapError;
 use crate::job::job_key_from_hex;
+use crate::pmi::PmiPlan;
 
 /// This process's rank, `0..MW_SIZE`.
 pub const RANK: &str = "MW_RANK";
@@ -24,6 +25,10 @@ pub const LOCAL_SIZE: &str = "MW_LOCAL_SIZE";
 pub const HOST: &str = "MW_HOST";
 /// Seconds any one bootstrap step may wait (decimal allowed).
 pub const TIMEOUT: &str = "MW_BOOTSTRAP_TIMEOUT";
+/// Which PMI wire protocol to speak under a PMI launcher: `1`, `2`, or
+/// `off` to ignore the launcher (default: 2 when `PMI_JOBID` is set, as
+/// Slurm's `--mpi=pmi2` does, else 1).
+pub const PMI: &str = "MW_PMI";
 
 /// Every variable this crate reads, with a one-line description, for help
 /// texts and documentation.
@@ -36,6 +41,7 @@ pub const VARS: &[(&str, &str)] = &[
     (LOCAL_SIZE, "number of ranks on this host (set together with MW_LOCAL_RANK)"),
     (HOST, "name of this rank's host (default: the kernel's host name)"),
     (TIMEOUT, "seconds one bootstrap step may wait before failing (default 60)"),
+    (PMI, "PMI protocol under mpiexec/srun: 1, 2 or off (default: 2 if PMI_JOBID is set, else 1)"),
 ];
 
 /// How long a bootstrap step waits when `MW_BOOTSTRAP_TIMEOUT` is not set.
@@ -48,6 +54,8 @@ pub(crate) enum Launch {
     Single { job_key: Option<[u8; 16]>, host: Option<String> },
     /// Ranks meet at a TCP rendezvous server.
     Rendezvous(RendezvousPlan),
+    /// Ranks meet through a PMI launcher's key-value space.
+    Pmi(PmiPlan),
 }
 
 /// What a rank needs to join a TCP rendezvous.
@@ -76,7 +84,7 @@ impl RendezvousPlan {
 ///
 /// Order: any of `MW_RANK`/`MW_SIZE`/`MW_BOOTSTRAP` set → the MW rendezvous
 /// (they must then be complete and consistent); otherwise a PMI launcher's
-/// variables → refused until PMI support lands; otherwise a job of one.
+/// variables → PMI-2 or PMI-1 ([`detect_pmi`]); otherwise a job of one.
 pub(crate) fn detect(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Launch, BootstrapError> {
     let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
     let rank = get(RANK);
@@ -86,17 +94,10 @@ pub(crate) fn detect(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Launch, 
     let host = get(HOST).map(|h| h.trim().to_owned());
 
     if rank.is_none() && size.is_none() && addr.is_none() {
-        // Extension point: PMI-2 (Slurm `srun --mpi=pmi2`) and PMI-1 (Hydra)
-        // become launch modes here, before the job-of-one fallback.
-        for (evidence, launcher) in [
-            ("PMI_FD", "a PMI launcher (MPICH mpiexec/Hydra or Slurm srun --mpi=pmi2)"),
-            ("PMI_RANK", "a PMI launcher (MPICH mpiexec/Hydra or Slurm srun --mpi=pmi2)"),
-        ] {
-            if get(evidence).is_some() {
-                return Err(BootstrapError::UnsupportedLauncher { launcher, evidence });
-            }
-        }
-        return Ok(Launch::Single { job_key, host });
+        return match detect_pmi(&get, job_key)? {
+            Some(plan) => Ok(Launch::Pmi(plan)),
+            None => Ok(Launch::Single { job_key, host }),
+        };
     }
 
     let missing = |var, because: &str| BootstrapError::MissingEnv { var, because: because.to_owned() };
@@ -124,6 +125,68 @@ pub(crate) fn detect(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Launch, 
         return Err(invalid(BOOTSTRAP, addr, "must be host:port"));
     }
     Ok(Launch::Rendezvous(RendezvousPlan { addr, rank, size, job_key, local, host, timeout }))
+}
+
+/// The PMI launch, if the launcher left its socket (`PMI_FD`).
+///
+/// Hydra and Slurm both set `PMI_FD`, `PMI_RANK` and `PMI_SIZE`, and both
+/// accept either protocol on that socket; Slurm's `mpi/pmi2` plugin also
+/// sets `PMI_JOBID`, so that picks PMI-2, the protocol Slurm is built
+/// around, and anything else gets PMI-1, which every PMI server speaks.
+/// `MW_PMI` overrides the choice.
+fn detect_pmi(
+    get: &dyn Fn(&str) -> Option<String>,
+    job_key: Option<[u8; 16]>,
+) -> Result<Option<PmiPlan>, BootstrapError> {
+    const LAUNCHER: &str = "a PMI launcher (MPICH mpiexec/Hydra or Slurm srun --mpi=pmi2)";
+    let choice = get(PMI).map(|v| v.trim().to_ascii_lowercase());
+    if matches!(choice.as_deref(), Some("off" | "0" | "none")) {
+        return Ok(None);
+    }
+    let jobid = get("PMI_JOBID").map(|v| v.trim().to_owned());
+    let version = match choice.as_deref() {
+        None => {
+            if jobid.is_some() {
+                2
+            } else {
+                1
+            }
+        }
+        Some("1") => 1,
+        Some("2") => 2,
+        Some(other) => return Err(invalid(PMI, other.to_owned(), "must be 1, 2 or off")),
+    };
+    let Some(fd) = get("PMI_FD") else {
+        // PMI_PORT (a TCP address instead of an inherited socket) is how
+        // old MPICH process managers and singleton init talk PMI.
+        for evidence in ["PMI_PORT", "PMI_RANK"] {
+            if get(evidence).is_some() {
+                return Err(BootstrapError::UnsupportedLauncher { launcher: LAUNCHER, evidence });
+            }
+        }
+        return Ok(None);
+    };
+    let fd = fd.trim().parse().map_err(|_| invalid("PMI_FD", fd.clone(), "must be a descriptor number"))?;
+    let need = |var: &'static str| {
+        get(var).ok_or_else(|| BootstrapError::MissingEnv {
+            var,
+            because: "PMI_FD is, so this looks like a PMI launch".into(),
+        })
+    };
+    let rank = parse_u32("PMI_RANK", &need("PMI_RANK")?)?;
+    let size = parse_u32("PMI_SIZE", &need("PMI_SIZE")?)?;
+    if size == 0 || rank >= size {
+        return Err(invalid("PMI_RANK", rank.to_string(), &format!("must be less than PMI_SIZE={size}")));
+    }
+    // The launcher's name for this host: Hydra exports the -hosts entry,
+    // Slurm the node name; both beat the kernel's name, which network
+    // namespaces and containers share.
+    let host = [HOST, "MPIR_CVAR_CH3_INTERFACE_HOSTNAME", "SLURMD_NODENAME"]
+        .into_iter()
+        .find_map(get)
+        .map(|h| h.trim().to_owned());
+    let timeout = get(TIMEOUT).map(|v| parse_timeout(&v)).transpose()?.unwrap_or(DEFAULT_TIMEOUT);
+    Ok(Some(PmiPlan { version, fd, rank, size, jobid, host, job_key, timeout }))
 }
 
 fn invalid(var: &'static str, value: String, reason: &str) -> BootstrapError {
@@ -251,12 +314,57 @@ mod tests {
             .starts_with("MW_LOCAL_SIZE=\"3\""));
     }
 
+    fn pmi_plan(vars: &[(&str, &str)]) -> PmiPlan {
+        match detect_with(vars).unwrap() {
+            Launch::Pmi(plan) => plan,
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
-    fn pmi_launchers_are_refused_not_ignored() {
-        let e = err(&[("PMI_RANK", "0"), ("PMI_SIZE", "2")]);
-        assert!(e.contains("PMI") && e.contains("mwrun"), "{e}");
+    fn hydra_gets_pmi1_and_slurm_gets_pmi2() {
+        let hydra = pmi_plan(&[
+            ("PMI_FD", "6"),
+            ("PMI_RANK", "1"),
+            ("PMI_SIZE", "4"),
+            ("MPIR_CVAR_CH3_INTERFACE_HOSTNAME", "node7"),
+        ]);
+        assert_eq!((hydra.version, hydra.fd, hydra.rank, hydra.size), (1, 6, 1, 4));
+        assert_eq!(hydra.host.as_deref(), Some("node7"));
+        let slurm = pmi_plan(&[
+            ("PMI_FD", "5"),
+            ("PMI_RANK", "0"),
+            ("PMI_SIZE", "2"),
+            ("PMI_JOBID", "1234.0"),
+            ("SLURMD_NODENAME", "cn01"),
+            (JOB_KEY, KEY),
+        ]);
+        assert_eq!((slurm.version, slurm.jobid.as_deref(), slurm.host.as_deref()), (2, Some("1234.0"), Some("cn01")));
+        assert_eq!(slurm.job_key, Some(core::array::from_fn(|i| i as u8)));
+        let forced = pmi_plan(&[("PMI_FD", "5"), ("PMI_RANK", "0"), ("PMI_SIZE", "2"), (PMI, "2")]);
+        assert_eq!(forced.version, 2);
+        let forced = pmi_plan(&[("PMI_FD", "5"), ("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("PMI_JOBID", "7"), (PMI, "1")]);
+        assert_eq!(forced.version, 1);
+    }
+
+    #[test]
+    fn selection_order_is_mw_then_pmi_then_single() {
         // The MW variables win when both are present.
-        assert!(detect_with(&[("PMI_RANK", "0"), (RANK, "0"), (SIZE, "1")]).is_ok());
+        let both = detect_with(&[("PMI_FD", "5"), ("PMI_RANK", "0"), ("PMI_SIZE", "1"), (RANK, "0"), (SIZE, "1")]);
+        assert!(matches!(both.unwrap(), Launch::Single { .. }));
+        let off = detect_with(&[("PMI_FD", "5"), ("PMI_RANK", "0"), ("PMI_SIZE", "2"), (PMI, "off")]);
+        assert!(matches!(off.unwrap(), Launch::Single { .. }));
+    }
+
+    #[test]
+    fn pmi_without_a_socket_is_refused_not_ignored() {
+        let e = err(&[("PMI_RANK", "0"), ("PMI_SIZE", "2")]);
+        assert!(e.contains("PMI_RANK") && e.contains("mwrun"), "{e}");
+        assert!(err(&[("PMI_PORT", "host:1234")]).contains("PMI_PORT"));
+        assert!(err(&[("PMI_FD", "x"), ("PMI_RANK", "0"), ("PMI_SIZE", "2")]).starts_with("PMI_FD=\"x\""));
+        assert!(err(&[("PMI_FD", "5"), ("PMI_SIZE", "2")]).starts_with("PMI_RANK is not set"));
+        assert!(err(&[("PMI_FD", "5"), ("PMI_RANK", "2"), ("PMI_SIZE", "2")]).contains("less than PMI_SIZE=2"));
+        assert!(err(&[("PMI_FD", "5"), ("PMI_RANK", "0"), ("PMI_SIZE", "2"), (PMI, "3")]).starts_with("MW_PMI"));
     }
 
     #[test]

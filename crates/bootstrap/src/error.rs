@@ -175,6 +175,18 @@ pub enum BootstrapError {
     /// Ranks made different collective calls at the same point.
     #[error("ranks disagree on the collective call: {0}")]
     Mismatch(String),
+    /// The PMI launcher (MPICH Hydra, Slurm) refused a request or answered
+    /// something this client cannot use.
+    #[error("PMI-{version} launcher: {detail}")]
+    Pmi {
+        /// The PMI wire protocol spoken, 1 or 2.
+        version: u8,
+        /// What went wrong, naming the request.
+        detail: String,
+    },
+    /// No local address could be found that the other ranks reach.
+    #[error("cannot choose the local address for the data path: {0}")]
+    Address(io::Error),
     /// An earlier failure left the connection in an unknown state.
     #[error("the bootstrap is unusable after an earlier error")]
     Poisoned,

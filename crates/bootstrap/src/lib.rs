@@ -27,12 +27,22 @@
 //!      as they join; they retry connecting until rank 0 is up. Rank 0 keeps
 //!      serving after its own finalize until the others have left (at most
 //!      the timeout), so it should be the last to exit.
-//! 2. **PMI**: the PMI-1 (`PMI_FD`, `PMI_RANK`, `PMI_SIZE`; MPICH Hydra) and
-//!    PMI-2 (Slurm `srun --mpi=pmi2`) launchers are recognised and refused with
-//!    [`BootstrapError::UnsupportedLauncher`] until their clients land: they
-//!    become further `Backend` variants in `lib.rs` and a step in
-//!    `env::detect`, nothing else changes.
-//! 3. **A job of one**: nothing set. Rank 0 of 1, collectives complete at once.
+//! 2. **PMI-2**: `PMI_FD`, `PMI_RANK`, `PMI_SIZE` and `PMI_JOBID` are set,
+//!    as Slurm's `srun --mpi=pmi2` does. The rank speaks PMI-2 on the
+//!    inherited socket `PMI_FD`: `fullinit`, then `kvs-put`/`kvs-fence`/
+//!    `kvs-get` carry the collectives, `finalize` when the `Bootstrap` is
+//!    dropped.
+//! 3. **PMI-1**: `PMI_FD`, `PMI_RANK`, `PMI_SIZE` without `PMI_JOBID`, as
+//!    MPICH's `mpiexec` (Hydra) sets them: the simple PMI-1 protocol, `put`,
+//!    `barrier_in`, `get`. `MW_PMI=1|2` forces either protocol, `MW_PMI=off`
+//!    ignores the launcher. Under PMI, rank 0 draws the job key (or takes
+//!    `MW_JOB_KEY`) and publishes it in the launcher's key-value space; the
+//!    host name is the launcher's (`MPIR_CVAR_CH3_INTERFACE_HOSTNAME` from
+//!    Hydra, `SLURMD_NODENAME` from Slurm, else `MW_HOST` or the kernel's).
+//!    `PMI_RANK` without `PMI_FD` (Slurm's `--mpi=pmi1` library mode, or
+//!    `PMI_PORT` launchers) is refused with
+//!    [`BootstrapError::UnsupportedLauncher`] rather than ignored.
+//! 4. **A job of one**: nothing set. Rank 0 of 1, collectives complete at once.
 //!
 //! The other variables are listed in [`env::VARS`].
 //!
@@ -51,23 +61,34 @@
 //! boot.barrier()?;
 //! # Ok(()) }
 //! ```
-#![forbid(unsafe_code)]
+// Denied, not forbidden: adopting the launcher's PMI socket needs one
+// `unsafe` call, allowed in `pmi/fd.rs` alone.
+#![deny(unsafe_code)]
 
 mod client;
 pub mod env;
 mod error;
 mod job;
+mod pmi;
+mod route;
 mod server;
 mod wire;
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 pub use error::{BootstrapError, Step};
 pub use job::{job_key_from_hex, job_key_to_hex, random_job_key, JobInfo};
 pub use server::{RendezvousHandle, RendezvousServer, ServerSummary};
 
+/// A minimal PMI-1/PMI-2 server for tests (there is no Slurm on the test
+/// machines); not for production use.
+#[doc(hidden)]
+pub use pmi::testing as pmi_testing;
+
 use client::RendezvousClient;
 use env::{Launch, RendezvousPlan};
+use pmi::PmiSession;
 
 /// A rank's membership in its job: who it is, and the out-of-band
 /// collectives. Dropping it leaves the job cleanly (a goodbye to the server).
@@ -77,13 +98,15 @@ pub struct Bootstrap {
     backend: Backend,
 }
 
-/// Where the collectives go. PMI-1 and PMI-2 join here as variants.
+/// Where the collectives go.
 #[derive(Debug)]
 enum Backend {
     /// A job of one: collectives complete locally.
     Single,
-    /// The TCP rendezvous, served by mwrun or by `hosted` (rank 0 in env mode).
-    Rendezvous { client: RendezvousClient, hosted: Option<RendezvousHandle>, timeout: Duration },
+    /// The TCP rendezvous at `addr`, served by mwrun or by `hosted` (rank 0 in env mode).
+    Rendezvous { client: RendezvousClient, hosted: Option<RendezvousHandle>, timeout: Duration, addr: String },
+    /// A PMI-1 or PMI-2 launcher's key-value space.
+    Pmi(PmiSession),
     /// After `abort`: nothing left to say goodbye to.
     Closed,
 }
@@ -107,6 +130,11 @@ impl Bootstrap {
                 Ok(Bootstrap::single(job_key, host.unwrap_or_else(job::kernel_hostname)))
             }
             Launch::Rendezvous(plan) => Bootstrap::join(plan),
+            Launch::Pmi(plan) => {
+                let kvs = pmi::connect(&plan)?;
+                let (session, info) = PmiSession::join(kvs, &plan)?;
+                Ok(Bootstrap { info, backend: Backend::Pmi(session) })
+            }
         }
     }
 
@@ -126,7 +154,8 @@ impl Bootstrap {
         let (client, job_key) = RendezvousClient::join(&plan.addr, plan.rank, plan.size, plan.job_key, plan.timeout)?;
         let host = plan.host.unwrap_or_else(job::kernel_hostname);
         let info = JobInfo { rank: plan.rank, size: plan.size, job_key, local_rank: 0, local_size: 1, host };
-        let mut boot = Bootstrap { info, backend: Backend::Rendezvous { client, hosted, timeout: plan.timeout } };
+        let backend = Backend::Rendezvous { client, hosted, timeout: plan.timeout, addr: plan.addr.clone() };
+        let mut boot = Bootstrap { info, backend };
         // Every rank exchanges host names, whether or not the launcher set the
         // local placement, so all ranks make the same collective calls.
         let my_host = boot.info.host.clone();
@@ -149,6 +178,7 @@ impl Bootstrap {
         match &mut self.backend {
             Backend::Single => Ok(vec![my_blob.to_vec()]),
             Backend::Rendezvous { client, .. } => client.allgather(my_blob),
+            Backend::Pmi(session) => session.allgather(my_blob),
             Backend::Closed => Err(BootstrapError::Poisoned),
         }
     }
@@ -159,6 +189,23 @@ impl Bootstrap {
         match &mut self.backend {
             Backend::Single => Ok(()),
             Backend::Rendezvous { client, .. } => client.barrier(),
+            Backend::Pmi(session) => session.barrier(),
+            Backend::Closed => Err(BootstrapError::Poisoned),
+        }
+    }
+
+    /// The local IP address the other ranks can reach this rank at: where
+    /// the data path should bind. Loopback when the whole job is on this
+    /// host; under mwrun, the address the kernel routes from toward mwrun's
+    /// rendezvous; under PMI, the address this host's launcher-given name
+    /// resolves to, else the one routed toward another rank's host. `MW_BIND`
+    /// (read by the endpoint) overrides all of this.
+    pub fn reachable_ip(&self) -> Result<IpAddr, BootstrapError> {
+        let io = BootstrapError::Address;
+        match &self.backend {
+            Backend::Single => Ok(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+            Backend::Rendezvous { addr, .. } => route::toward_server(addr).map_err(io),
+            Backend::Pmi(session) => route::among_hosts(&session.hosts, self.info.rank as usize).map_err(io),
             Backend::Closed => Err(BootstrapError::Poisoned),
         }
     }
@@ -169,8 +216,10 @@ impl Bootstrap {
     /// the process; the caller should, with a non-zero status, and mwrun then
     /// stops the remaining ranks.
     pub fn abort(mut self, reason: &str) {
-        if let Backend::Rendezvous { client, .. } = &mut self.backend {
-            client.abort(reason);
+        match &mut self.backend {
+            Backend::Rendezvous { client, .. } => client.abort(reason),
+            Backend::Pmi(session) => session.abort(reason),
+            Backend::Single | Backend::Closed => {}
         }
         self.backend = Backend::Closed;
     }
@@ -178,7 +227,10 @@ impl Bootstrap {
 
 impl Drop for Bootstrap {
     fn drop(&mut self) {
-        if let Backend::Rendezvous { client, hosted, timeout } = &mut self.backend {
+        if let Backend::Pmi(session) = &mut self.backend {
+            session.finalize();
+        }
+        if let Backend::Rendezvous { client, hosted, timeout, .. } = &mut self.backend {
             let healthy = client.is_healthy();
             client.leave();
             // Rank 0 in env mode is the server: keep serving until the others

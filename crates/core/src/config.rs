@@ -11,9 +11,19 @@ use crate::{Error, Result};
 /// How incoming operations make progress while the application computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProgressMode {
-    /// Only when the application calls into the library (default; lowest latency).
+    /// Only when the application calls into the library. A rank that computes
+    /// for longer than `peer_dead_after` without calling memwire looks dead
+    /// to peers waiting on it.
     Inline,
-    /// A background thread also serves gets, atomics and puts (passive target).
+    /// Default. The application drives progress whenever it calls memwire; a
+    /// light background thread steps in only when it has not for a few
+    /// milliseconds, so a computing rank still answers acks, keepalives,
+    /// gets and atomics (at millisecond latency) and is never taken for dead.
+    /// Costs nothing on the latency path: the thread sleeps while the
+    /// application is active.
+    Auto,
+    /// A background thread blocks on the socket and serves every arrival at
+    /// once (passive target at full speed; costs a thread wake-up per burst).
     Thread,
 }
 
@@ -34,8 +44,12 @@ pub struct Config {
     pub progress: ProgressMode,
     /// Print counters when the endpoint finalizes.
     pub print_stats: bool,
-    /// Silence after which a peer with unacknowledged traffic is declared dead.
+    /// Silence after which a peer we wait on is declared dead.
     pub peer_dead_after: Duration,
+    /// Probe idle peers every quarter of `peer_dead_after`, so a peer that
+    /// dies is noticed even when nothing is outstanding toward it (e.g. while
+    /// waiting for it in a collective). Default on.
+    pub keepalive: bool,
     /// Floor of the retransmission timeout.
     pub rto_min: Duration,
     /// Bytes queued toward one peer before a new operation waits for room.
@@ -45,6 +59,9 @@ pub struct Config {
     pub chunk_bytes: usize,
     /// Local address to bind; `None` picks one that reaches the bootstrap host.
     pub bind_addr: Option<std::net::IpAddr>,
+    /// UDP ports to bind within, inclusive (`MW_PORT_RANGE`), so a firewall
+    /// can let exactly those through; `None`: any port the kernel picks.
+    pub port_range: Option<(u16, u16)>,
     /// Fault injection on the send path (`MW_FAULT_*`), for tests.
     pub fault: Option<mw_transport::fault::FaultConfig>,
 }
@@ -59,13 +76,15 @@ impl Default for Config {
             // starves oversubscribed ranks; yielding, then blocking, does not.
             spin: Duration::ZERO,
             yield_for: Duration::from_micros(100),
-            progress: ProgressMode::Inline,
+            progress: ProgressMode::Auto,
             print_stats: false,
             peer_dead_after: Duration::from_secs(2),
+            keepalive: true,
             rto_min: Duration::from_micros(500),
             max_queued_bytes: 8 << 20,
             chunk_bytes: 256 << 10,
             bind_addr: None,
+            port_range: None,
             fault: None,
         }
     }
@@ -76,18 +95,35 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_MTU", "largest datagram in bytes (default 1472 between hosts, 65000 on loopback)"),
     ("MW_SPIN_US", "busy-poll time before yielding the CPU, microseconds (default 0)"),
     ("MW_YIELD_US", "time spent yielding before blocking, microseconds (default 100)"),
-    ("MW_PROGRESS", "'inline' (default) or 'thread' for a passive-target progress thread"),
+    (
+        "MW_PROGRESS",
+        "'auto' (default: a background thread steps in when the application is busy), 'inline' or 'thread'",
+    ),
+    ("MW_KEEPALIVE", "0 turns off probing of idle peers (default on, every MW_PEER_DEAD_MS / 4)"),
     ("MW_STATS", "1 prints per-endpoint counters at finalize"),
     ("MW_PEER_DEAD_MS", "silence before a peer is declared unreachable, ms (default 2000)"),
     ("MW_RTO_MIN_US", "retransmission timeout floor, microseconds (default 500)"),
     ("MW_MAX_QUEUED", "bytes queued toward one peer before senders wait (default 8 MiB)"),
     ("MW_CHUNK", "largest message an operation is cut into, bytes (default 256 KiB)"),
     ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
+    ("MW_PORT_RANGE", "UDP ports to bind within, FIRST-LAST, one per rank on a host (default: any)"),
     ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
 ];
 
 fn parse_num(name: &'static str, value: &str) -> Result<u64> {
     value.trim().parse::<u64>().map_err(|_| Error::InvalidArgument(name))
+}
+
+/// Parses `FIRST-LAST` (or a single port) into an inclusive range.
+fn parse_port_range(value: &str) -> Result<(u16, u16)> {
+    const BAD: &str = "MW_PORT_RANGE must be FIRST-LAST with 1 <= FIRST <= LAST <= 65535";
+    let (first, last) = value.trim().split_once('-').unwrap_or((value.trim(), value.trim()));
+    let port = |p: &str| p.trim().parse::<u16>().map_err(|_| Error::InvalidArgument(BAD));
+    let (first, last) = (port(first)?, port(last)?);
+    if first == 0 || first > last {
+        return Err(Error::InvalidArgument(BAD));
+    }
+    Ok((first, last))
 }
 
 impl Config {
@@ -114,10 +150,14 @@ impl Config {
         }
         if let Some(v) = lookup("MW_PROGRESS") {
             cfg.progress = match v.trim() {
-                "" | "inline" | "none" => ProgressMode::Inline,
+                "" | "auto" => ProgressMode::Auto,
+                "inline" | "none" => ProgressMode::Inline,
                 "thread" => ProgressMode::Thread,
-                _ => return Err(Error::InvalidArgument("MW_PROGRESS must be 'inline' or 'thread'")),
+                _ => return Err(Error::InvalidArgument("MW_PROGRESS must be 'auto', 'inline' or 'thread'")),
             };
+        }
+        if let Some(v) = lookup("MW_KEEPALIVE") {
+            cfg.keepalive = !matches!(v.trim(), "0" | "no" | "false" | "off");
         }
         if let Some(v) = lookup("MW_STATS") {
             cfg.print_stats = !matches!(v.trim(), "" | "0" | "no" | "false");
@@ -146,6 +186,9 @@ impl Config {
             cfg.bind_addr =
                 Some(v.trim().parse().map_err(|_| Error::InvalidArgument("MW_BIND must be an IP address"))?);
         }
+        if let Some(v) = lookup("MW_PORT_RANGE") {
+            cfg.port_range = Some(parse_port_range(&v)?);
+        }
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
         cfg.fault = fault.is_active().then_some(fault);
@@ -166,7 +209,11 @@ mod tests {
     #[test]
     fn defaults_and_overrides() {
         let cfg = with(&[]).unwrap();
-        assert_eq!(cfg.progress, ProgressMode::Inline);
+        assert_eq!(cfg.progress, ProgressMode::Auto);
+        assert!(cfg.keepalive);
+        assert_eq!(with(&[("MW_PROGRESS", "inline"), ("MW_KEEPALIVE", "0")]).unwrap().progress, ProgressMode::Inline);
+        assert!(!with(&[("MW_KEEPALIVE", "off")]).unwrap().keepalive);
+        assert!(with(&[("MW_PROGRESS", "sometimes")]).is_err());
         let cfg = with(&[("MW_PROGRESS", "thread"), ("MW_MTU", "9000"), ("MW_STATS", "1")]).unwrap();
         assert_eq!(cfg.progress, ProgressMode::Thread);
         assert_eq!(cfg.max_datagram, Some(9000));
@@ -179,5 +226,15 @@ mod tests {
         assert!(matches!(with(&[("MW_MTU", "big")]), Err(Error::InvalidArgument(_))));
         assert!(matches!(with(&[("MW_PROGRESS", "sometimes")]), Err(Error::InvalidArgument(_))));
         assert!(matches!(with(&[("MW_BIND", "nowhere")]), Err(Error::InvalidArgument(_))));
+        for bad in ["0-10", "20-10", "x", "1-70000", "-5"] {
+            assert!(matches!(with(&[("MW_PORT_RANGE", bad)]), Err(Error::InvalidArgument(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn port_ranges_parse() {
+        assert_eq!(with(&[("MW_PORT_RANGE", "40000-40063")]).unwrap().port_range, Some((40000, 40063)));
+        assert_eq!(with(&[("MW_PORT_RANGE", " 5000 ")]).unwrap().port_range, Some((5000, 5000)));
+        assert_eq!(with(&[]).unwrap().port_range, None);
     }
 }

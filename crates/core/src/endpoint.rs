@@ -9,8 +9,8 @@
 //! time, as DESIGN §3 requires).
 
 use std::collections::VecDeque;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -42,6 +42,8 @@ pub(crate) struct State {
     /// Messages to self: executed by the progress engine, never sent.
     pub loopback: VecDeque<(Vec<u8>, Option<RequestId>)>,
     pub dead: Vec<bool>,
+    /// Peer failures and restarts noticed, for the application to poll.
+    pub peer_events: VecDeque<PeerEvent>,
     pub stats: CoreStats,
     pub config: Config,
     pub internal: Internal,
@@ -55,10 +57,34 @@ pub(crate) struct Shared {
     pub state: Mutex<State>,
     pub rank: u32,
     pub size: u32,
+    /// `Config::chunk_bytes`, readable without the lock.
+    pub chunk_bytes: usize,
     fd: std::os::fd::RawFd,
     stop: AtomicBool,
+    /// Bumped on every application call into the endpoint; the watchdog
+    /// (`ProgressMode::Auto`) steps in only when it stops moving.
+    app_calls: AtomicU64,
+    /// Nonzero while application threads are inside `wait_for` (driving
+    /// progress themselves): the watchdog stays out of their way.
+    app_waiting: AtomicU64,
     clock_base: std::time::Instant,
     wait_policy: mw_transport::wait::WaitPolicy,
+}
+
+/// A change in a peer's liveness, from [`Endpoint::poll_peer_event`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerEvent {
+    /// The peer stayed silent past the deadline: it is treated as dead.
+    Down {
+        /// Its rank.
+        rank: u32,
+    },
+    /// The peer came back as a new incarnation (a restarted process):
+    /// operations addressed to the old one failed.
+    Restarted {
+        /// Its rank.
+        rank: u32,
+    },
 }
 
 /// A memwire endpoint: this process's place in the job.
@@ -83,27 +109,33 @@ fn random_u64() -> u64 {
     u64::from_le_bytes(bytes)
 }
 
-/// Picks the local address peers can reach: loopback for a job on one host,
-/// otherwise the address the kernel routes toward the bootstrap host.
-fn choose_bind_ip(config: &Config) -> Result<IpAddr> {
+/// Picks the local address peers can reach: `MW_BIND`, else the one the
+/// bootstrap knows the other ranks reach (loopback for a job on one host).
+fn choose_bind_ip(config: &Config, boot: &mw_bootstrap::Bootstrap) -> Result<IpAddr> {
     if let Some(ip) = config.bind_addr {
         return Ok(ip);
     }
-    let Ok(boot) = std::env::var("MW_BOOTSTRAP") else {
-        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    boot.reachable_ip().map_err(|e| Error::Bootstrap(format!("choosing the address to bind: {e}")))
+}
+
+/// Binds the UDP transport on `ip`, at a port of `MW_PORT_RANGE` when one is
+/// set (for firewalls), else wherever the kernel likes.
+fn bind_udp(
+    ip: IpAddr,
+    ports: Option<(u16, u16)>,
+    cfg: &mw_transport::udp::UdpConfig,
+) -> Result<mw_transport::udp::UdpTransport> {
+    let Some((first, last)) = ports else {
+        return Ok(mw_transport::udp::UdpTransport::bind(SocketAddr::new(ip, 0), cfg)?);
     };
-    use std::net::ToSocketAddrs;
-    let target = boot
-        .to_socket_addrs()
-        .map_err(|e| Error::Bootstrap(format!("MW_BOOTSTRAP={boot}: {e}")))?
-        .next()
-        .ok_or_else(|| Error::Bootstrap(format!("MW_BOOTSTRAP={boot} resolves to nothing")))?;
-    if target.ip().is_loopback() {
-        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    for port in first..=last {
+        match mw_transport::udp::UdpTransport::bind(SocketAddr::new(ip, port), cfg) {
+            Ok(udp) => return Ok(udp),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(e) => return Err(e.into()),
+        }
     }
-    let probe = std::net::UdpSocket::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))?;
-    probe.connect(target)?;
-    Ok(probe.local_addr()?.ip())
+    Err(Error::Bootstrap(format!("every UDP port of MW_PORT_RANGE={first}-{last} on {ip} is in use")))
 }
 
 impl Endpoint {
@@ -124,9 +156,9 @@ impl Endpoint {
     /// several ranks in one process this way; launchers may too).
     pub fn init_with_bootstrap(config: Config, mut boot: mw_bootstrap::Bootstrap) -> Result<Endpoint> {
         let info = boot.info().clone();
-        let bind_ip = choose_bind_ip(&config)?;
+        let bind_ip = choose_bind_ip(&config, &boot)?;
         let udp_cfg = mw_transport::udp::UdpConfig::default();
-        let udp = mw_transport::udp::UdpTransport::bind(SocketAddr::new(bind_ip, 0), &udp_cfg)?;
+        let udp = bind_udp(bind_ip, config.port_range, &udp_cfg)?;
         let me = udp.local_addr();
         let blobs = boot.allgather(me.to_string().as_bytes()).map_err(|e| Error::Bootstrap(e.to_string()))?;
         let mut peers = Vec::with_capacity(blobs.len());
@@ -141,6 +173,7 @@ impl Endpoint {
         let max_datagram = config.max_datagram.unwrap_or(if all_loopback { config.loopback_datagram } else { 1472 });
         let mut proto_cfg = mw_proto::Config { max_datagram, ..mw_proto::Config::default() };
         proto_cfg.peer_dead_after = config.peer_dead_after;
+        proto_cfg.keepalive = config.keepalive.then(|| config.peer_dead_after / 4);
         proto_cfg.rto_min = config.rto_min;
         proto_cfg.max_window_bytes = proto_cfg.max_window_bytes.min(udp_cfg.socket_buffer_bytes / 2);
         let job_id = job_id_from_key(&info.job_key);
@@ -157,6 +190,7 @@ impl Endpoint {
         let rank = info.rank;
         let wait_policy = mw_transport::wait::WaitPolicy { spin: config.spin, yield_for: config.yield_for };
         let progress = config.progress;
+        let chunk_bytes = config.chunk_bytes;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&udp);
         let state = State {
             rank,
@@ -172,6 +206,7 @@ impl Endpoint {
             ack_waiters: (0..size).map(|_| VecDeque::new()).collect(),
             loopback: VecDeque::new(),
             dead: vec![false; size as usize],
+            peer_events: VecDeque::new(),
             stats: CoreStats::default(),
             config,
             internal: Internal::new(rank, size),
@@ -180,11 +215,14 @@ impl Endpoint {
             hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
         };
         let shared = Arc::new(Shared {
+            chunk_bytes,
             state: Mutex::new(state),
             rank,
             size,
             fd,
             stop: AtomicBool::new(false),
+            app_calls: AtomicU64::new(0),
+            app_waiting: AtomicU64::new(0),
             clock_base: std::time::Instant::now(),
             wait_policy,
         });
@@ -193,10 +231,49 @@ impl Endpoint {
         boot.barrier().map_err(|e| Error::Bootstrap(e.to_string()))?;
         drop(boot);
         let mut ep = Endpoint { shared, progress_thread: None, finalized: false };
-        if progress == ProgressMode::Thread {
-            ep.start_progress_thread();
+        match progress {
+            ProgressMode::Inline => {}
+            ProgressMode::Auto => ep.start_watchdog(),
+            ProgressMode::Thread => ep.start_progress_thread(),
         }
         Ok(ep)
+    }
+
+    /// `ProgressMode::Auto`: wakes every few milliseconds and, if the
+    /// application neither called in since the last wake nor is waiting
+    /// inside the library, makes progress on its behalf (acks, keepalive
+    /// answers, passive-target gets and atomics). Never blocks on the lock:
+    /// if the application holds it, it is active.
+    fn start_watchdog(&mut self) {
+        let shared = Arc::clone(&self.shared);
+        let interval = {
+            let state = shared.lock();
+            (state.config.peer_dead_after / 50).clamp(Duration::from_millis(1), Duration::from_millis(10))
+        };
+        let handle = std::thread::Builder::new()
+            .name("memwire-watchdog".into())
+            .spawn(move || {
+                let mut seen = shared.app_calls.load(Ordering::Relaxed);
+                while !shared.stop.load(Ordering::Acquire) {
+                    std::thread::park_timeout(interval);
+                    let calls = shared.app_calls.load(Ordering::Relaxed);
+                    if calls != seen || shared.app_waiting.load(Ordering::Relaxed) != 0 {
+                        seen = calls;
+                        continue;
+                    }
+                    let Ok(mut state) = shared.state.try_lock() else {
+                        continue;
+                    };
+                    for _ in 0..16 {
+                        let now = shared.now();
+                        if !state.progress(now) {
+                            break;
+                        }
+                    }
+                }
+            })
+            .expect("spawning the watchdog thread failed");
+        self.progress_thread = Some(handle);
     }
 
     fn start_progress_thread(&mut self) {
@@ -235,12 +312,15 @@ impl Endpoint {
     /// Makes progress once without waiting: receives, executes incoming
     /// operations, retransmits, acknowledges.
     pub fn progress(&self) {
-        let mut state = self.shared.lock();
+        let mut state = self.lock();
         let now = self.shared.now();
         state.progress(now);
     }
 
+    /// Locks the state for an application call (which counts as activity:
+    /// the watchdog leaves an active application alone).
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared.app_calls.fetch_add(1, Ordering::Relaxed);
         self.shared.lock()
     }
 
@@ -248,11 +328,15 @@ impl Endpoint {
     /// blocking (seed 004: PM/UDP hands the CPU over when polling finds nothing).
     pub(crate) fn wait_for(&self, mut done: impl FnMut(&mut State) -> bool) {
         let mut waiter = mw_transport::wait::Waiter::new(self.shared.wait_policy);
+        let _waiting = WaitingMark::new(&self.shared.app_waiting);
         loop {
             let deadline = {
                 let mut state = self.shared.lock();
                 let now = self.shared.now();
-                let worked = state.progress(now);
+                // One datagram per round: the caller's condition is checked
+                // as soon as something arrived, instead of after another
+                // receive syscall that would only report an empty socket.
+                let worked = state.progress_with(now, 1);
                 if done(&mut state) {
                     return;
                 }
@@ -320,6 +404,19 @@ impl Endpoint {
         self.internal_allgather(blob)
     }
 
+    /// The next peer failure or restart noticed so far, oldest first. A peer
+    /// is declared down after `peer_dead_after` of silence while this rank
+    /// waits on it (keepalives make that include idle peers); from then on
+    /// every operation toward it fails with `PeerUnreachable`.
+    pub fn poll_peer_event(&self) -> Option<PeerEvent> {
+        self.lock().peer_events.pop_front()
+    }
+
+    /// Whether `rank` has been declared down (and has not come back).
+    pub fn is_peer_down(&self, rank: u32) -> bool {
+        self.lock().dead.get(rank as usize).copied().unwrap_or(false)
+    }
+
     /// Counters of this endpoint: the operation layer's and the protocol's.
     pub fn stats(&self) -> (CoreStats, mw_proto::Stats) {
         let state = self.lock();
@@ -357,6 +454,7 @@ impl Endpoint {
     fn stop_progress_thread(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
         if let Some(handle) = self.progress_thread.take() {
+            handle.thread().unpark();
             let _ = handle.join();
         }
     }
@@ -421,6 +519,23 @@ impl Endpoint {
     }
 }
 
+/// Marks an application thread as waiting inside the library for as long as
+/// it lives (also when the wait unwinds).
+struct WaitingMark<'a>(&'a AtomicU64);
+
+impl<'a> WaitingMark<'a> {
+    fn new(counter: &'a AtomicU64) -> WaitingMark<'a> {
+        counter.fetch_add(1, Ordering::Relaxed);
+        WaitingMark(counter)
+    }
+}
+
+impl Drop for WaitingMark<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 fn job_id_from_key(key: &[u8; 16]) -> u64 {
     let mut lo = [0u8; 8];
     let mut hi = [0u8; 8];
@@ -454,8 +569,13 @@ impl Shared {
 impl State {
     /// One round of progress. Returns whether anything happened.
     pub(crate) fn progress(&mut self, now: ProtoInstant) -> bool {
+        self.progress_with(now, 64)
+    }
+
+    /// One round of progress receiving at most `max_datagrams`.
+    pub(crate) fn progress_with(&mut self, now: ProtoInstant, max_datagrams: usize) -> bool {
         let mut worked = self.drain_loopback(now);
-        for _ in 0..64 {
+        for _ in 0..max_datagrams {
             match self.udp.recv_one(&mut self.rx_buf) {
                 Ok(Some((len, _from))) => {
                     worked = true;
@@ -469,7 +589,7 @@ impl State {
             self.proto.handle_timeout(now);
             worked = true;
         }
-        worked |= self.drain_events();
+        worked |= self.drain_events(now);
         self.internal_progress(now);
         worked |= self.transmit(now);
         worked
@@ -517,6 +637,9 @@ impl State {
         let replies = std::mem::take(&mut self.replies);
         for reply in &replies {
             self.send_reply(now, reply);
+        }
+        if !replies.is_empty() {
+            self.transmit(now);
         }
         let mut replies = replies;
         replies.clear();
@@ -609,6 +732,10 @@ impl State {
                 if let Some(w) = waiter {
                     self.ack_waiters[peer as usize].push_back((id.0, w));
                 }
+                // Out now rather than at the end of the next progress round,
+                // which would first spend a receive syscall (latency: the
+                // initiator's request and the target's reply both leave here).
+                self.transmit(now);
                 Ok(())
             }
             Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank: peer }),
@@ -628,7 +755,7 @@ impl State {
         }
     }
 
-    fn drain_events(&mut self) -> bool {
+    fn drain_events(&mut self, now: ProtoInstant) -> bool {
         let mut worked = false;
         while let Some(event) = self.proto.poll_event() {
             worked = true;
@@ -645,26 +772,25 @@ impl State {
                 mw_proto::Event::PeerDead { peer } => {
                     let error = Error::PeerUnreachable { rank: peer };
                     self.dead[peer as usize] = true;
+                    self.peer_events.push_back(PeerEvent::Down { rank: peer });
                     self.ack_waiters[peer as usize].clear();
                     let done = self.requests.fail_target(peer, &error);
                     self.completions.extend(done);
                     self.internal.peer_failed(peer);
                 }
-                mw_proto::Event::PeerRestarted { peer, failed_upto } => {
-                    // Only messages sent to the old incarnation are lost; ids keep
-                    // counting, so later ones ride the new connection and get acked.
+                mw_proto::Event::PeerRestarted { peer, .. } => {
+                    // Everything outstanding toward the peer was addressed to
+                    // its old incarnation: its regions and keys died with it
+                    // (a restarted process allocates new, random keys), and a
+                    // get or fetching atomic it had accepted will never be
+                    // answered. Fail them all rather than let a caller hang;
+                    // operations issued from now on use the new connection.
                     self.dead[peer as usize] = false;
+                    self.peer_events.push_back(PeerEvent::Restarted { rank: peer });
                     let error = Error::PeerUnreachable { rank: peer };
-                    let waiters = &mut self.ack_waiters[peer as usize];
-                    while let Some(&(id, req)) = waiters.front() {
-                        if failed_upto.is_none_or(|upto| id > upto.0) {
-                            break;
-                        }
-                        waiters.pop_front();
-                        if let Some(c) = self.requests.fail(req, error.clone()) {
-                            self.completions.push(c);
-                        }
-                    }
+                    self.ack_waiters[peer as usize].clear();
+                    let done = self.requests.fail_target(peer, &error);
+                    self.completions.extend(done);
                     self.internal.peer_failed(peer);
                 }
                 #[allow(unreachable_patterns)]
@@ -672,7 +798,7 @@ impl State {
             }
         }
         if !self.completions.is_empty() {
-            self.after_delivery(ProtoInstant::ZERO);
+            self.after_delivery(now);
         }
         worked
     }

@@ -23,7 +23,7 @@ mod stats;
 mod target;
 
 pub use config::{Config, ProgressMode};
-pub use endpoint::Endpoint;
+pub use endpoint::{Endpoint, PeerEvent};
 pub use error::{Error, Result};
 pub use handle::{wait_all, Handle};
 pub use internal::RESERVED_HANDLER_BASE;

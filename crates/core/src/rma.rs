@@ -76,8 +76,14 @@ impl Endpoint {
         issue: impl FnOnce(&mut State, RequestId) -> Result<()>,
     ) -> Result<Handle<'a>> {
         self.check_rank(rank)?;
-        self.wait_for_room(rank);
+        // One lock on the common path: room is checked under the same lock
+        // the operation is issued under, and waited for only when short.
         let mut state = self.lock();
+        if queue_full(&state, rank) {
+            drop(state);
+            self.wait_for_room(rank);
+            state = self.lock();
+        }
         let id = state.requests.alloc(rank, parts)?;
         state.requests.set_output(id, output);
         state.stats.ops_initiated += 1;
@@ -90,16 +96,13 @@ impl Endpoint {
 
     /// Waits while too many bytes are queued toward `rank`.
     fn wait_for_room(&self, rank: u32) {
-        let over = |state: &mut State| {
-            state.proto.queued_bytes(rank) >= state.config.max_queued_bytes && !state.dead[rank as usize]
-        };
-        if over(&mut self.lock()) {
-            self.wait_for(|state| !over(state));
+        if queue_full(&self.lock(), rank) {
+            self.wait_for(|state| !queue_full(state, rank));
         }
     }
 
     fn chunk_bytes(&self) -> usize {
-        self.lock().config.chunk_bytes
+        self.shared.chunk_bytes
     }
 
     /// Sends `data` as one or more put messages; the last one may be a
@@ -140,6 +143,16 @@ impl Endpoint {
     /// The handle completes when the data is in the target's memory.
     pub fn put_nb<'a>(&'a self, rank: u32, key: RegionKey, offset: u64, data: &'a [u8]) -> Result<Handle<'a>> {
         let chunks = data.len().div_ceil(self.chunk_bytes()).max(1) as u32;
+        if chunks == 1 {
+            return self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
+                let repr = if data.len() <= op::INLINE_MAX {
+                    OpRepr::PutInline(op::PutInline { req: id.0, key: key.0, offset, body: &[] })
+                } else {
+                    OpRepr::Put(op::Put { req: id.0, key: key.0, offset, body: &[] })
+                };
+                state.send_op(self.shared.now(), rank, &repr, data, Some(id))
+            });
+        }
         let handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
         if let Err(error) = self.issue_chunked_put(rank, key, offset, data, handle_id(&handle), None) {
             self.lock().requests.fail(handle_id(&handle), error);
@@ -168,9 +181,7 @@ impl Endpoint {
         signal: Signal,
     ) -> Result<Handle<'a>> {
         let chunks = data.len().div_ceil(self.chunk_bytes()).max(1) as u32;
-        let handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
-        let id = handle_id(&handle);
-        let build = move |at: u64, _body: &[u8]| {
+        let build = move |id: RequestId, at: u64| {
             OpRepr::PutSignal(op::PutSignal {
                 req: id.0,
                 key: key.0,
@@ -182,7 +193,15 @@ impl Endpoint {
                 body: &[],
             })
         };
-        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, id, Some(&build)) {
+        if chunks == 1 {
+            return self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
+                state.send_op(self.shared.now(), rank, &build(id, offset), data, Some(id))
+            });
+        }
+        let handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
+        let id = handle_id(&handle);
+        let last = move |at: u64, _body: &[u8]| build(id, at);
+        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, id, Some(&last)) {
             self.lock().requests.fail(id, error);
         }
         Ok(handle)
@@ -544,6 +563,12 @@ impl Endpoint {
         })?
         .wait()
     }
+}
+
+/// Too many bytes queued toward `rank` to issue more now (a dead peer never
+/// drains its queue, so it never blocks: its operations fail instead).
+fn queue_full(state: &State, rank: u32) -> bool {
+    state.proto.queued_bytes(rank) >= state.config.max_queued_bytes && !state.dead[rank as usize]
 }
 
 fn handle_id(handle: &Handle<'_>) -> RequestId {

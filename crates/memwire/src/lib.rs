@@ -34,3 +34,9 @@
 #![forbid(unsafe_code)]
 
 pub use mw_core::*;
+
+/// The README's Rust examples, compiled and run as doctests so the program a
+/// newcomer copies keeps working.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -85,6 +85,38 @@ impl Endpoint {
         }
     }
 
+    /// Notes a call at `now`. The caller promised to call again by our
+    /// earliest timer; being more than a quarter of `peer_dead_after` past it
+    /// means *we* were not running (the process was stopped, e.g. for gang
+    /// scheduling, or starved of CPU): our peers' silence over that gap
+    /// proves nothing, and their packets may still sit unread in the socket.
+    /// Every peer gets the benefit of the doubt: silence counts from now. A
+    /// peer that really died is still declared dead, one deadline later.
+    fn note_call(&mut self, now: Instant) {
+        let late =
+            self.timers.next().is_some_and(|due| now.saturating_duration_since(due) > self.config.peer_dead_after / 4);
+        if !late {
+            return;
+        }
+        self.stats.stalls_forgiven += 1;
+        for index in 0..self.peers.len() {
+            let p = &mut self.peers[index];
+            if p.dead || index == self.ids.rank as usize {
+                continue;
+            }
+            if p.last_heard.is_some() {
+                p.last_heard = Some(now);
+            }
+            if p.busy_since.is_some() {
+                p.busy_since = Some(now);
+            }
+            if p.keepalive_sent.is_some() {
+                p.keepalive_sent = Some(now);
+            }
+            self.refresh(now, index);
+        }
+    }
+
     /// The configuration in use.
     pub fn config(&self) -> &Config {
         &self.config
@@ -113,6 +145,7 @@ impl Endpoint {
         if self.peers[index].dead {
             return Err(SubmitError::PeerDead);
         }
+        self.note_call(now);
         let id = self.peers[index].send.submit(parts);
         self.stats.messages_submitted += 1;
         self.mark_ready(index);
@@ -157,6 +190,7 @@ impl Endpoint {
     ) -> Result<(), DropReason> {
         self.stats.packets_received += 1;
         self.stats.bytes_received += datagram.len() as u64;
+        self.note_call(now);
         let result = self.receive(now, datagram, deliver);
         if let Err(reason) = &result {
             self.stats.drops.count(reason);
@@ -321,6 +355,7 @@ impl Endpoint {
 
     /// Runs every timer due at `now`. Follow with `poll_transmit` and `poll_event`.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.note_call(now);
         while let Some((peer, kind)) = self.timers.pop_due(now, &mut self.peers, |p| &mut p.timers) {
             let index = peer as usize;
             let p = &mut self.peers[index];

@@ -98,6 +98,9 @@ pub struct Stats {
     pub peers_dead: u64,
     /// Peer restarts noticed.
     pub peers_restarted: u64,
+    /// Times this endpoint noticed it had not been running for a while
+    /// (stopped or starved) and restarted its peers' silence clocks.
+    pub stalls_forgiven: u64,
     /// Rejected datagrams by reason.
     pub drops: DropCounts,
 }

@@ -319,3 +319,51 @@ fn settle_until_idle(a: &mut Endpoint, b: &mut Endpoint, now: &mut Instant, end:
         }
     }
 }
+
+/// The whole job is stopped (SIGSTOP for gang scheduling) far longer than
+/// `peer_dead_after`, then resumed: nobody is declared dead, because each
+/// endpoint sees that it was itself not running when its timers were due.
+#[test]
+fn a_job_stopped_and_resumed_declares_nobody_dead() {
+    let config = Config { keepalive: Some(Duration::from_millis(10)), ..Config::default() };
+    let dead_after = config.peer_dead_after;
+    let (mut a, mut b) = pair(config);
+    let mut now = at(0);
+    a.submit(now, 1, &[b"before"]).unwrap();
+    settle_until_idle(&mut a, &mut b, &mut now, at(30_000));
+    // Data in flight when the job stops: a sent it, b has not read it yet.
+    a.submit(now, 1, &[b"in flight"]).unwrap();
+    let in_flight = drain(&mut a, now);
+    now += dead_after * 5;
+    // On resume a's timers fire first (the worst order): late, so forgiven.
+    a.handle_timeout(now);
+    b.handle_timeout(now);
+    let got = feed(&mut b, now, &in_flight);
+    assert_eq!(got, vec![(0, b"in flight".to_vec())]);
+    let end = now + Duration::from_millis(300);
+    settle_until_idle(&mut a, &mut b, &mut now, end);
+    assert!(a.peer_stats(1).is_some_and(|s| !s.dead) && b.peer_stats(0).is_some_and(|s| !s.dead));
+    assert!(!events(&mut a).iter().any(|e| matches!(e, Event::PeerDead { .. })));
+    assert!(!events(&mut b).iter().any(|e| matches!(e, Event::PeerDead { .. })));
+    assert!(a.stats().stalls_forgiven >= 1 && b.stats().stalls_forgiven >= 1);
+}
+
+/// Only one side stops: the other keeps running its timers on time, so it
+/// does declare the silent one dead within the deadline.
+#[test]
+fn a_peer_that_alone_stops_is_declared_dead() {
+    let config = Config { keepalive: Some(Duration::from_millis(10)), ..Config::default() };
+    let dead_after = config.peer_dead_after;
+    let (mut a, mut b) = pair(config);
+    let mut now = at(0);
+    a.submit(now, 1, &[b"hello"]).unwrap();
+    settle_until_idle(&mut a, &mut b, &mut now, at(30_000));
+    let stopped = now;
+    while a.peer_stats(1).is_some_and(|s| !s.dead) {
+        now = a.poll_timeout().expect("a keeps probing");
+        a.handle_timeout(now);
+        drain(&mut a, now);
+    }
+    assert!(now <= stopped + Duration::from_millis(10) + dead_after, "dead at {now:?}");
+    assert_eq!(a.stats().stalls_forgiven, 0, "a ran on time");
+}
