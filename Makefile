@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build demo test deps lint unit ctest capi header install fuzz bench clean
+.PHONY: all build demo test deps lint unit ctest capi header install nas nas-bench fuzz bench clean
 
 all: build
 
@@ -17,14 +17,15 @@ demo: build
 
 ## deps: install what the tests need on a fresh Debian machine (idempotent)
 # gcc/g++/pkg-config/binutils: the C API tests (ctest); mpich: the PMI-1/PMI-2
-# launcher tests run real mpiexec.hydra; iproute2 and nftables: the netns test
+# launcher tests run real mpiexec.hydra, and with Open MPI the NAS kernels'
+# MPI comparison builds; iproute2 and nftables: the netns test
 # cluster (scripts/netns-cluster).
-DEB_PACKAGES := gcc g++ pkg-config binutils mpich iproute2 nftables
+DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libopenmpi-dev iproute2 nftables
 deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
 
 ## test: install dependencies, then lint and run every test
-test: deps lint unit ctest
+test: deps lint unit ctest nas
 	@echo "make test: all suites passed"
 
 lint:
@@ -96,6 +97,14 @@ ctest: capi
 	    $(CC) $(CWARN) examples/c/hello_rma.c $$(pkg-config --cflags --libs memwire) -o $(C_OUT)/hello_rma-installed
 	$(C_OUT)/prefix/bin/mwrun -n 2 --timeout 120 $(C_OUT)/hello_rma-installed
 	@echo "ctest: C API example and tests passed (shared, static, installed)"
+
+## nas: NAS-style CG, FT, IS (apps/nas) over memwire, class S on 1, 2, 4 ranks, verified; MPI variants too when installed
+nas: capi
+	$(MAKE) --no-print-directory -C apps/nas check
+
+## nas-bench: NAS kernels, classes S and W on 1, 2, 4 ranks, memwire vs MPICH vs Open MPI, Mop/s table
+nas-bench: capi
+	$(MAKE) --no-print-directory -C apps/nas bench
 
 ## fuzz: long fuzzing run of the packet decoder (needs nightly; see README)
 fuzz:

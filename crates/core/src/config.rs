@@ -57,6 +57,16 @@ pub struct Config {
     /// Largest message an operation is cut into (puts and gets of any size
     /// are split into messages of at most this many bytes).
     pub chunk_bytes: usize,
+    /// Tagged messages up to this many bytes travel eagerly (data in the
+    /// message); larger ones use the receiver-driven rendezvous (the receiver
+    /// GETs the data into the posted buffer). Also the inline limit of
+    /// active-message payloads and replies.
+    pub eager_limit: usize,
+    /// Bytes of this rank's unexpected-message buffer each sender may fill
+    /// (the credit a sender starts with; each eager message costs its length
+    /// plus 64, each rendezvous announcement 64). Raised to at least
+    /// `2 × (eager_limit + 64)` so a sender can always make progress.
+    pub unexpected_credit: usize,
     /// Local address to bind; `None` picks one that reaches the bootstrap host.
     pub bind_addr: Option<std::net::IpAddr>,
     /// UDP ports to bind within, inclusive (`MW_PORT_RANGE`), so a firewall
@@ -83,6 +93,8 @@ impl Default for Config {
             rto_min: Duration::from_micros(500),
             max_queued_bytes: 8 << 20,
             chunk_bytes: 256 << 10,
+            eager_limit: 16 << 10,
+            unexpected_credit: 256 << 10,
             bind_addr: None,
             port_range: None,
             fault: None,
@@ -105,6 +117,8 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_RTO_MIN_US", "retransmission timeout floor, microseconds (default 500)"),
     ("MW_MAX_QUEUED", "bytes queued toward one peer before senders wait (default 8 MiB)"),
     ("MW_CHUNK", "largest message an operation is cut into, bytes (default 256 KiB)"),
+    ("MW_EAGER_LIMIT", "largest tagged message sent eagerly, bytes (default 16384); larger ones use rendezvous"),
+    ("MW_UNEXPECTED_CREDIT", "unexpected-message buffer bytes per sender (default 256 KiB)"),
     ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
     ("MW_PORT_RANGE", "UDP ports to bind within, FIRST-LAST, one per rank on a host (default: any)"),
     ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
@@ -182,6 +196,20 @@ impl Config {
             }
             cfg.chunk_bytes = chunk as usize;
         }
+        if let Some(v) = lookup("MW_EAGER_LIMIT") {
+            let limit = parse_num("MW_EAGER_LIMIT must be a byte count", &v)?;
+            if limit > 16 << 20 {
+                return Err(Error::InvalidArgument("MW_EAGER_LIMIT must be at most 16 MiB"));
+            }
+            cfg.eager_limit = limit as usize;
+        }
+        if let Some(v) = lookup("MW_UNEXPECTED_CREDIT") {
+            let credit = parse_num("MW_UNEXPECTED_CREDIT must be a byte count", &v)?;
+            if credit > u64::from(u32::MAX) {
+                return Err(Error::InvalidArgument("MW_UNEXPECTED_CREDIT must be below 4 GiB"));
+            }
+            cfg.unexpected_credit = credit as usize;
+        }
         if let Some(v) = lookup("MW_BIND") {
             cfg.bind_addr =
                 Some(v.trim().parse().map_err(|_| Error::InvalidArgument("MW_BIND must be an IP address"))?);
@@ -218,6 +246,8 @@ mod tests {
         assert_eq!(cfg.progress, ProgressMode::Thread);
         assert_eq!(cfg.max_datagram, Some(9000));
         assert!(cfg.print_stats);
+        let cfg = with(&[("MW_EAGER_LIMIT", "0"), ("MW_UNEXPECTED_CREDIT", "1000")]).unwrap();
+        assert_eq!((cfg.eager_limit, cfg.unexpected_credit), (0, 1000));
     }
 
     #[test]
@@ -226,6 +256,8 @@ mod tests {
         assert!(matches!(with(&[("MW_MTU", "big")]), Err(Error::InvalidArgument(_))));
         assert!(matches!(with(&[("MW_PROGRESS", "sometimes")]), Err(Error::InvalidArgument(_))));
         assert!(matches!(with(&[("MW_BIND", "nowhere")]), Err(Error::InvalidArgument(_))));
+        assert!(matches!(with(&[("MW_EAGER_LIMIT", "lots")]), Err(Error::InvalidArgument(_))));
+        assert!(matches!(with(&[("MW_EAGER_LIMIT", "999999999")]), Err(Error::InvalidArgument(_))));
         for bad in ["0-10", "20-10", "x", "1-70000", "-5"] {
             assert!(matches!(with(&[("MW_PORT_RANGE", bad)]), Err(Error::InvalidArgument(_))), "{bad}");
         }

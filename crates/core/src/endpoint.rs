@@ -47,6 +47,8 @@ pub(crate) struct State {
     pub stats: CoreStats,
     pub config: Config,
     pub internal: Internal,
+    /// Tagged messages, active messages, FIFOs, raw datagrams (crate::msg).
+    pub msg: crate::msg::MsgState,
     rx_buf: Vec<u8>,
     tx_buf: Vec<u8>,
     /// Scratch for operation headers (`MAX_HEADER_LEN`: a 256-segment iov header).
@@ -67,6 +69,8 @@ pub(crate) struct Shared {
     /// Nonzero while application threads are inside `wait_for` (driving
     /// progress themselves): the watchdog stays out of their way.
     app_waiting: AtomicU64,
+    /// A progress thread runs: it may consume the datagram a waiter sleeps on.
+    threaded: AtomicBool,
     clock_base: std::time::Instant,
     wait_policy: mw_transport::wait::WaitPolicy,
 }
@@ -208,6 +212,7 @@ impl Endpoint {
             dead: vec![false; size as usize],
             peer_events: VecDeque::new(),
             stats: CoreStats::default(),
+            msg: crate::msg::MsgState::new(rank, size, &config),
             config,
             internal: Internal::new(rank, size),
             rx_buf: vec![0u8; 65_536],
@@ -223,6 +228,7 @@ impl Endpoint {
             stop: AtomicBool::new(false),
             app_calls: AtomicU64::new(0),
             app_waiting: AtomicU64::new(0),
+            threaded: AtomicBool::new(false),
             clock_base: std::time::Instant::now(),
             wait_policy,
         });
@@ -277,6 +283,7 @@ impl Endpoint {
     }
 
     fn start_progress_thread(&mut self) {
+        self.shared.threaded.store(true, Ordering::Release);
         let shared = Arc::clone(&self.shared);
         let handle = std::thread::Builder::new()
             .name("memwire-progress".into())
@@ -346,7 +353,13 @@ impl Endpoint {
                 }
                 state.proto.poll_timeout()
             };
-            let deadline = deadline.map(|t| self.shared.to_std(t));
+            let mut deadline = deadline.map(|t| self.shared.to_std(t));
+            if self.shared.threaded.load(Ordering::Relaxed) {
+                // The progress thread may have received what we wait for (the
+                // socket then stays quiet): never sleep long on the socket alone.
+                let cap = std::time::Instant::now() + Duration::from_micros(500);
+                deadline = Some(deadline.map_or(cap, |d| d.min(cap)));
+            }
             let _ = waiter.idle(&[self.shared.fd], deadline);
         }
     }
@@ -485,6 +498,7 @@ fn internal_am(handler: u16, seq: u64) -> OpRepr<'static> {
         req: 0,
         handler,
         want_reply: false,
+        rndv: false,
         args: op::AmArgs::from_slice(&[seq]).expect("one argument fits"),
         body: &[],
     })
@@ -591,13 +605,14 @@ impl State {
         }
         worked |= self.drain_events(now);
         self.internal_progress(now);
+        worked |= self.msg_progress(now);
         worked |= self.transmit(now);
         worked
     }
 
     fn handle_datagram(&mut self, now: ProtoInstant, len: usize) {
-        let State { proto, regions, requests, replies, completions, stats, rx_buf, internal, .. } = self;
-        let mut target = Target { regions, requests, replies, completions, stats, internal };
+        let State { proto, regions, requests, replies, completions, stats, rx_buf, internal, msg, .. } = self;
+        let mut target = Target { regions, requests, replies, completions, stats, internal, msg };
         // Rejected packets are counted by the protocol; nothing else to do.
         let _ = proto.handle_datagram(now, &rx_buf[..len], &mut |peer, msg| target.on_message(peer, msg));
         self.after_delivery(now);
@@ -608,8 +623,8 @@ impl State {
         while let Some((msg, waiter)) = self.loopback.pop_front() {
             worked = true;
             let me = self.rank;
-            let State { regions, requests, replies, completions, stats, internal, .. } = self;
-            Target { regions, requests, replies, completions, stats, internal }.on_message(me, &msg);
+            let State { regions, requests, replies, completions, stats, internal, msg: m, .. } = self;
+            Target { regions, requests, replies, completions, stats, internal, msg: m }.on_message(me, &msg);
             if let Some(id) = waiter {
                 // A put to ourselves completes on delivery (there is no ack),
                 // so a rejection must fail it now: its status reply, queued
@@ -793,6 +808,7 @@ impl State {
                     self.completions.extend(done);
                     self.internal.peer_failed(peer);
                 }
+                mw_proto::Event::Raw { peer, data } => self.msg.raw.push(peer, data),
                 #[allow(unreachable_patterns)]
                 _ => {}
             }
@@ -803,7 +819,7 @@ impl State {
         worked
     }
 
-    fn transmit(&mut self, now: ProtoInstant) -> bool {
+    pub(crate) fn transmit(&mut self, now: ProtoInstant) -> bool {
         let mut worked = false;
         let State { proto, tx_buf, peers, fault, udp, stats, .. } = self;
         while let Some(tx) = proto.poll_transmit(now, tx_buf) {
@@ -836,7 +852,12 @@ impl State {
 /// Sends one datagram. A full socket buffer is transient: retry briefly
 /// rather than lose the packet (the protocol would recover, but only after a
 /// retransmission timeout).
-fn send_retrying(udp: &mut mw_transport::udp::UdpTransport, stats: &mut CoreStats, packet: &[u8], dst: SocketAddr) {
+pub(crate) fn send_retrying(
+    udp: &mut mw_transport::udp::UdpTransport,
+    stats: &mut CoreStats,
+    packet: &[u8],
+    dst: SocketAddr,
+) {
     for attempt in 0..1000 {
         match udp.send_to(packet, dst) {
             Ok(()) => return,

@@ -156,6 +156,27 @@ fn unsafe_region_mem(memory: &mut [u8]) -> RawMem {
     unsafe { RawMem::new(memory.as_mut_ptr(), memory.len()) }
 }
 
+/// A raw view of a buffer that a blocking call (`recv`) lends to the
+/// progress engine for the duration of the call only.
+#[allow(unsafe_code)]
+pub(crate) fn scoped_mem(memory: &mut [u8]) -> RawMem {
+    // SAFETY: the caller keeps `memory` exclusively borrowed until the request
+    // writing through this view is complete or cancelled (a drop guard, so
+    // also on unwind); writes happen only under the endpoint lock.
+    unsafe { RawMem::new(memory.as_mut_ptr(), memory.len()) }
+}
+
+/// A raw view of data that a blocking `send` exposes, in place, to one
+/// rendezvous pull for the duration of the call only.
+#[allow(unsafe_code)]
+pub(crate) fn readonly_mem(memory: &[u8]) -> RawMem {
+    // SAFETY: the view is registered with `Access::READ` only, so no remote
+    // operation writes through it (every write path checks WRITE or ATOMIC
+    // first) and no `Region` handle exists for it; the caller deregisters it
+    // before the borrow of `memory` ends (a drop guard, so also on unwind).
+    unsafe { RawMem::new(memory.as_ptr().cast_mut(), memory.len()) }
+}
+
 impl Region<'_> {
     /// The key remote ranks name this region by.
     pub fn key(&self) -> RegionKey {

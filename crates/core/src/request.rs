@@ -39,6 +39,8 @@ pub enum Output {
     Value(u64),
     /// Fetched bytes (gets), copied into the user's buffer when the handle is waited.
     Data(Vec<u8>),
+    /// A receive, an active-message reply or payload (see [`crate::msg`]).
+    Msg(crate::msg::MsgOutput),
 }
 
 #[derive(Debug)]
@@ -160,11 +162,53 @@ impl Requests {
         }
     }
 
-    /// Mutable access to a request's data output (gets landing chunk by chunk).
-    pub fn data_mut(&mut self, id: RequestId) -> Option<&mut Vec<u8>> {
+    /// Appends fetched bytes to a request's output (a get's chunks, or a
+    /// rendezvous pull landing in a receive). `Err` when they do not fit;
+    /// a request without a data output (released, or fetching nothing)
+    /// ignores them.
+    pub fn land(&mut self, id: RequestId, bytes: &[u8]) -> Result<(), ()> {
+        let Some(slot) = self.slot_mut(id) else {
+            return Ok(());
+        };
+        match &mut slot.output {
+            Output::Data(data) if data.len() + bytes.len() <= data.capacity() => {
+                data.extend_from_slice(bytes);
+                Ok(())
+            }
+            Output::Data(_) => Err(()),
+            Output::Msg(msg) => msg.land(bytes),
+            Output::None | Output::Value(_) => Ok(()),
+        }
+    }
+
+    /// The messaging output of a pending request, if it has one.
+    pub fn msg_mut(&mut self, id: RequestId) -> Option<&mut crate::msg::MsgOutput> {
         match &mut self.slot_mut(id)?.output {
-            Output::Data(data) => Some(data),
+            Output::Msg(msg) => Some(msg),
             _ => None,
+        }
+    }
+
+    /// Resets how many parts a pending request still waits for (a matched
+    /// rendezvous receive waits for its pulled chunks).
+    pub fn set_pending(&mut self, id: RequestId, pending: u32) {
+        if let Some(slot) = self.slot_mut(id) {
+            if slot.result.is_none() {
+                slot.pending = pending.max(1);
+            }
+        }
+    }
+
+    /// Parts still to arrive; `None` for an unknown id.
+    pub fn pending(&self, id: RequestId) -> Option<u32> {
+        self.slot(id).map(|slot| if slot.result.is_some() { 0 } else { slot.pending })
+    }
+
+    /// Re-targets a pending request (a wildcard receive matched to a sender),
+    /// so it fails if that peer becomes unreachable.
+    pub fn set_target(&mut self, id: RequestId, target: u32) {
+        if let Some(slot) = self.slot_mut(id) {
+            slot.target = target;
         }
     }
 

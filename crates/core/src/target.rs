@@ -41,6 +41,7 @@ pub(crate) struct Target<'a> {
     pub completions: &'a mut Vec<Completion>,
     pub stats: &'a mut CoreStats,
     pub internal: &'a mut crate::internal::Internal,
+    pub msg: &'a mut crate::msg::MsgState,
 }
 
 pub(crate) fn fail_status(status: Status) -> Error {
@@ -132,11 +133,8 @@ impl Target<'_> {
                     self.complete(completion);
                 }
             }
-            _ => {
-                // Messaging, active messages and FIFOs arrive with a later layer;
-                // until then they are counted, never silently applied.
-                self.stats.unsupported_ops += 1;
-            }
+            // Tagged messages, user active messages, FIFOs, credits: crate::msg.
+            op => crate::msg::on_message(self, peer, op),
         }
     }
 
@@ -303,14 +301,10 @@ impl Target<'_> {
             return;
         }
         // Chunks of one get come back in order on one peer's stream: append.
-        if let Some(data) = self.requests.data_mut(id) {
-            if data.len() + resp.body.len() <= data.capacity() {
-                data.extend_from_slice(resp.body);
-            } else {
-                let completion = self.requests.fail(id, Error::Truncated);
-                self.complete(completion);
-                return;
-            }
+        if self.requests.land(id, resp.body).is_err() {
+            let completion = self.requests.fail(id, Error::Truncated);
+            self.complete(completion);
+            return;
         }
         let completion = self.requests.part_done(id);
         self.complete(completion);

@@ -113,17 +113,18 @@ fn op() -> impl Strategy<Value = OpRepr<'static>> {
         (any::<u32>(), any::<u16>(), body(0..100))
             .prop_map(|(req, register, body)| { OpRepr::RegisterPut(RegisterPut { req, register, body }) }),
         (any::<u32>(), status()).prop_map(|(req, status)| OpRepr::OpStatus(OpStatus { req, status })),
-        (any::<u32>(), any::<u16>(), any::<bool>(), am_args(), body(0..100)).prop_map(
-            |(req, handler, want_reply, args, body)| OpRepr::AmRequest(AmRequest {
+        (any::<u32>(), any::<u16>(), any::<bool>(), any::<bool>(), am_args(), body(0..100)).prop_map(
+            |(req, handler, want_reply, rndv, args, body)| OpRepr::AmRequest(AmRequest {
                 req,
                 handler,
                 want_reply,
+                rndv,
                 args,
                 body
             })
         ),
-        (any::<u32>(), status(), am_args(), body(0..100))
-            .prop_map(|(req, status, args, body)| { OpRepr::AmReply(AmReply { req, status, args, body }) }),
+        (any::<u32>(), status(), any::<bool>(), am_args(), body(0..100))
+            .prop_map(|(req, status, rndv, args, body)| { OpRepr::AmReply(AmReply { req, status, rndv, args, body }) }),
         (any::<u32>(), any::<u64>(), body(0..200)).prop_map(|(context, tag, body)| OpRepr::Eager(Eager {
             context,
             tag,

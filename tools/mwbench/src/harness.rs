@@ -5,6 +5,14 @@ use mw_core::{Config, Endpoint};
 
 /// Runs `body(ep)` on both ranks of a 2-rank job; returns rank 0's result.
 pub fn two_ranks<R: Send + 'static>(body: impl Fn(&Endpoint) -> R + Send + Sync + 'static) -> R {
+    two_ranks_with(|_| {}, body)
+}
+
+/// [`two_ranks`] with the `MW_*` configuration adjusted by `tweak`.
+pub fn two_ranks_with<R: Send + 'static>(
+    tweak: fn(&mut Config),
+    body: impl Fn(&Endpoint) -> R + Send + Sync + 'static,
+) -> R {
     let key = mw_bootstrap::random_job_key().expect("random job key");
     let server = mw_bootstrap::RendezvousServer::bind("127.0.0.1:0", 2, key).expect("rendezvous bind");
     let addr = server.local_addr().to_string();
@@ -24,7 +32,8 @@ pub fn two_ranks<R: Send + 'static>(body: impl Fn(&Endpoint) -> R + Send + Sync 
                     _ => None,
                 })
                 .expect("bootstrap");
-                let config = Config::from_env().expect("MW_* settings");
+                let mut config = Config::from_env().expect("MW_* settings");
+                tweak(&mut config);
                 let ep = Endpoint::init_with_bootstrap(config, boot).expect("endpoint");
                 let result = body(&ep);
                 ep.finalize().expect("finalize");

@@ -18,10 +18,10 @@ struct Args {
     /// Short standard set (under a minute).
     #[arg(long)]
     quick: bool,
-    /// Which benchmark: pingpong or bandwidth (default: both).
+    /// Which benchmark: pingpong, bandwidth or overlap (default: all).
     #[arg(long)]
     bench: Option<String>,
-    /// Comma-separated ops (put_signal, fetch_add, get, put, udp_raw).
+    /// Comma-separated ops (put_signal, fetch_add, get, put, send_recv, am, udp_raw).
     #[arg(long, value_delimiter = ',')]
     op: Vec<String>,
     /// Comma-separated sizes in bytes.
@@ -60,6 +60,12 @@ fn main() {
             if wants("get") {
                 rows.push(points::pingpong_get(size, iters));
             }
+            if wants("send_recv") {
+                rows.push(points::pingpong_send_recv(size, iters));
+            }
+            if wants("am") {
+                rows.push(points::pingpong_am(size, iters));
+            }
         }
     }
     if bench_on("bandwidth") {
@@ -72,6 +78,18 @@ fn main() {
             if wants("put") {
                 rows.push(points::bandwidth_put(size, total));
             }
+            if wants("get") {
+                rows.push(points::bandwidth_get(size, total));
+            }
+            if wants("send_recv") {
+                rows.push(points::bandwidth_send_recv(size, total));
+            }
+        }
+    }
+    if bench_on("overlap") {
+        let sizes = if args.sizes.is_empty() { vec![16 << 20] } else { args.sizes.clone() };
+        for &size in &sizes {
+            rows.push(points::overlap_recv(size, if args.quick { 5 } else { 15 }));
         }
     }
     points::print_table(&rows);

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use mw_core::{Access, Cmp, Signal, SignalOp};
 use mw_transport::udp::{UdpConfig, UdpTransport};
 
-use crate::harness::two_ranks;
+use crate::harness::{two_ranks, two_ranks_with};
 
 /// One measured point.
 #[derive(Debug, Clone)]
@@ -171,6 +171,200 @@ pub fn pingpong_get(size: usize, iters: usize) -> Row {
         samples
     });
     latency_row("get", size, samples).emit()
+}
+
+/// Tagged send/recv ping-pong: each side receives `size` bytes with a
+/// blocking `recv` and sends them back with `send`.
+pub fn pingpong_send_recv(size: usize, iters: usize) -> Row {
+    let total = iters + warmup(iters);
+    let samples = two_ranks(move |ep| {
+        let data = vec![3u8; size];
+        let mut buf = vec![0u8; size];
+        let mut samples = Vec::with_capacity(iters);
+        let peer = 1 - ep.rank();
+        for i in 0..total {
+            if ep.rank() == 0 {
+                let t0 = Instant::now();
+                ep.send(peer, 1, &data).expect("send");
+                ep.recv(peer, 1, &mut buf).expect("recv");
+                if i >= total - iters {
+                    samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
+                }
+            } else {
+                ep.recv(peer, 1, &mut buf).expect("recv");
+                ep.send(peer, 1, &data).expect("send");
+            }
+        }
+        ep.barrier().expect("barrier");
+        samples
+    });
+    latency_row("send_recv", size, samples).emit()
+}
+
+/// Active-message round trip (reported as half): the handler at rank 1
+/// replies with a payload of the same size.
+pub fn pingpong_am(size: usize, iters: usize) -> Row {
+    let total = iters + warmup(iters);
+    let samples = two_ranks(move |ep| {
+        let reply = vec![4u8; size];
+        ep.register_handler(1, move |ctx, _m| {
+            let _ = ctx.reply(&[], &reply);
+        })
+        .expect("register");
+        ep.barrier().expect("barrier");
+        let data = vec![3u8; size];
+        let mut samples = Vec::with_capacity(iters);
+        if ep.rank() == 0 {
+            for i in 0..total {
+                let t0 = Instant::now();
+                let r = ep.am_request(1, 1, &[], &data).expect("am_request");
+                if i >= total - iters {
+                    samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
+                }
+                assert_eq!(r.payload.len(), size);
+            }
+        }
+        ep.barrier().expect("barrier");
+        samples
+    });
+    latency_row("am", size, samples).emit()
+}
+
+/// Send/recv bandwidth: blocking `send` of `size`-byte messages (eager or
+/// rendezvous by size) against blocking `recv`s, until `total` bytes arrived.
+pub fn bandwidth_send_recv(size: usize, total: usize) -> Row {
+    let count = total.div_ceil(size).max(1);
+    let mbps = two_ranks(move |ep| {
+        let mut mbps = 0.0;
+        ep.barrier().expect("barrier");
+        if ep.rank() == 0 {
+            let data = vec![5u8; size];
+            let t0 = Instant::now();
+            for _ in 0..count {
+                ep.send(1, 2, &data).expect("send");
+            }
+            // Eager sends complete locally: the receiver's ack ends the clock.
+            ep.recv(1, 3, &mut [0u8; 1]).expect("ack");
+            mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
+        } else {
+            let mut buf = vec![0u8; size];
+            for _ in 0..count {
+                ep.recv(0, 2, &mut buf).expect("recv");
+            }
+            ep.send(0, 3, &[1]).expect("ack");
+        }
+        ep.barrier().expect("barrier");
+        mbps
+    });
+    Row { bench: "bandwidth", op: "send_recv", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }
+        .emit()
+}
+
+/// Get bandwidth: blocking gets of `size` bytes until `total` bytes arrived
+/// (the same one-at-a-time pattern as `bandwidth_send_recv`).
+pub fn bandwidth_get(size: usize, total: usize) -> Row {
+    let count = total.div_ceil(size).max(1);
+    let mbps = two_ranks(move |ep| {
+        let region = ep.alloc_symmetric(size, Access::ALL).expect("alloc");
+        let key = region.key();
+        let mut out = vec![0u8; size];
+        let mut mbps = 0.0;
+        if ep.rank() == 0 {
+            let t0 = Instant::now();
+            for _ in 0..count {
+                ep.get(1, key, 0, &mut out).expect("get");
+            }
+            mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
+        }
+        ep.barrier().expect("barrier");
+        mbps
+    });
+    Row { bench: "bandwidth", op: "get", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }.emit()
+}
+
+/// `units` of dependent integer work (the "computation" overlapped with
+/// communication); returns a value so it is not optimized away.
+fn compute(units: u64) -> u64 {
+    let mut x = 1u64;
+    for i in 0..units {
+        x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
+    }
+    x
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Overlap of a `size`-byte receive with computation, progress thread on
+/// (SR8000 Fig. 3): the receive alone (`comm`), a computation of about the
+/// same length alone (`comp`), then the receive posted before the
+/// computation and waited after it (`both`). Overlap = (comm + comp − both) /
+/// min(comm, comp): 100% when the transfer hides entirely behind the work.
+pub fn overlap_recv(size: usize, reps: usize) -> Row {
+    let (comm, comp, both) = two_ranks_with(
+        |cfg| cfg.progress = mw_core::ProgressMode::Thread,
+        move |ep| {
+            let mut comm = Vec::new();
+            let mut comp = Vec::new();
+            let mut both = Vec::new();
+            let data = vec![6u8; size];
+            let mut buf = vec![0u8; size];
+            // Phase 1: the receive alone. Phase 2: both.
+            for phase in 0..2 {
+                let mut units = 0u64;
+                if phase == 1 && ep.rank() == 0 {
+                    // Calibrate the work to last about as long as the receive.
+                    let target = median(comm.clone());
+                    let probe = 1u64 << 20;
+                    let t0 = Instant::now();
+                    compute(probe);
+                    let per_unit = t0.elapsed().as_secs_f64() * 1e6 / probe as f64;
+                    units = (target / per_unit.max(1e-6)) as u64;
+                    for _ in 0..reps {
+                        let t0 = Instant::now();
+                        compute(units);
+                        comp.push(t0.elapsed().as_secs_f64() * 1e6);
+                    }
+                }
+                for _ in 0..reps {
+                    if ep.rank() == 0 {
+                        let h = ep.irecv(1, 1, &mut buf).expect("irecv");
+                        ep.barrier().expect("barrier");
+                        let t0 = Instant::now();
+                        if phase == 1 {
+                            compute(units);
+                        }
+                        h.wait().expect("recv");
+                        let us = t0.elapsed().as_secs_f64() * 1e6;
+                        if phase == 0 {
+                            comm.push(us)
+                        } else {
+                            both.push(us)
+                        }
+                    } else {
+                        ep.barrier().expect("barrier");
+                        ep.send(0, 1, &data).expect("send");
+                    }
+                }
+            }
+            ep.barrier().expect("barrier");
+            if ep.rank() == 0 {
+                (median(comm), median(comp), median(both))
+            } else {
+                (0.0, 0.0, 0.0)
+            }
+        },
+    );
+    let pct = 100.0 * (comm + comp - both) / comm.min(comp).max(1e-9);
+    let obj = serde_json::json!({
+        "bench": "overlap", "op": "send_recv", "transport": "udp", "size": size, "iters": reps,
+        "comm_us": comm.round(), "comp_us": comp.round(), "both_us": both.round(), "overlap_pct": pct.round(),
+    });
+    println!("{obj}");
+    eprintln!("  overlap {size} B: comm {comm:.0} us, compute {comp:.0} us, both {both:.0} us -> {pct:.0}% overlapped");
+    Row { bench: "overlap", op: "send_recv", size, iters: reps, median_us: Some(both), p99_us: None, mbps: None }
 }
 
 /// Raw UDP blast of 65,000-byte datagrams (memwire's loopback datagram

@@ -9,25 +9,30 @@
 //! AmRequest (8 + 8 × nargs bytes, then the body: the payload)
 //! offset size       field
 //!  0      1         opcode   OpCode::AmRequest
-//!  1      1         flags    bits 0-3 nargs (0..=8), bit 7 WANT_REPLY, bits 4-6 zero
+//!  1      1         flags    bits 0-3 nargs (0..=8), bit 6 RNDV, bit 7 WANT_REPLY, bits 4-5 zero
 //!  2      2         handler  handler id at the target
 //!  4      4         req      the reply carries it
 //!  8      8 × nargs args
-//!  ...    ...       body
+//!  ...    ...       body     the payload, or with RNDV a RndvDesc (32 bytes)
 //!
 //! AmReply (8 + 8 × nargs bytes, then the body)
 //!  0      1         opcode   OpCode::AmReply
 //!  1      1         nargs    0..=8
 //!  2      1         status   Status (NoHandler when the id is unknown)
-//!  3      1         reserved, zero
+//!  3      1         flags    bit 0 RNDV, bits 1-7 zero
 //!  4      4         req      the AmRequest this answers
 //!  8      8 × nargs args
-//!  ...    ...       body
+//!  ...    ...       body     the payload, or with RNDV a RndvDesc (32 bytes)
 //! ```
+//!
+//! With RNDV set the payload is too large to travel inline: the body is a
+//! [`RndvDesc`](super::RndvDesc) naming a region at the sender that holds it,
+//! the receiver GETs it and answers [`RndvDone`](super::RndvDone) carrying
+//! the descriptor's token (seed 002, SR8000's receiver-driven GET, applied to AM payloads).
 
 use core::fmt;
 
-use super::bytes::{get16, get32, get64, need, reserved, set16, set32, set64, zero};
+use super::bytes::{get16, get32, get64, need, set16, set32, set64};
 use super::Status;
 use crate::{Error, Result};
 
@@ -40,7 +45,7 @@ mod field {
     pub const HANDLER: Range<usize> = 2..4;
     pub const NARGS: usize = 1;
     pub const STATUS: usize = 2;
-    pub const REPLY_RESERVED: Range<usize> = 3..4;
+    pub const REPLY_FLAGS: usize = 3;
     pub const REQ: Range<usize> = 4..8;
     pub const ARGS: usize = 8;
     pub const ARG_SIZE: usize = 8;
@@ -48,6 +53,8 @@ mod field {
 
 const NARGS_MASK: u8 = 0x0f;
 const FLAG_WANT_REPLY: u8 = 1 << 7;
+const FLAG_RNDV: u8 = 1 << 6;
+const REPLY_FLAG_RNDV: u8 = 1;
 
 /// Zero to [`AM_MAX_ARGS`] u64 arguments, stored inline (no allocation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -133,9 +140,11 @@ pub struct AmRequest<'a> {
     pub handler: u16,
     /// Whether the initiator waits for an [`AmReply`].
     pub want_reply: bool,
+    /// The body is a [`RndvDesc`](super::RndvDesc), not the payload.
+    pub rndv: bool,
     /// Up to [`AM_MAX_ARGS`] u64 arguments.
     pub args: AmArgs,
-    /// The payload.
+    /// The payload (or its rendezvous descriptor).
     pub body: &'a [u8],
 }
 
@@ -146,9 +155,11 @@ pub struct AmReply<'a> {
     pub req: u32,
     /// Outcome ([`Status::NoHandler`] if the handler id is unknown).
     pub status: Status,
+    /// The body is a [`RndvDesc`](super::RndvDesc), not the payload.
+    pub rndv: bool,
     /// Up to [`AM_MAX_ARGS`] u64 results.
     pub args: AmArgs,
-    /// The reply payload.
+    /// The reply payload (or its rendezvous descriptor).
     pub body: &'a [u8],
 }
 
@@ -163,7 +174,7 @@ impl<'a> AmRequest<'a> {
     pub(super) fn parse(msg: &'a [u8]) -> Result<AmRequest<'a>> {
         need(msg, field::ARGS)?;
         let flags = msg[field::FLAGS];
-        if flags & !(NARGS_MASK | FLAG_WANT_REPLY) != 0 {
+        if flags & !(NARGS_MASK | FLAG_WANT_REPLY | FLAG_RNDV) != 0 {
             return Err(Error::Malformed);
         }
         let args = AmArgs::parse(msg, flags & NARGS_MASK)?;
@@ -171,6 +182,7 @@ impl<'a> AmRequest<'a> {
             req: get32(msg, field::REQ),
             handler: get16(msg, field::HANDLER),
             want_reply: flags & FLAG_WANT_REPLY != 0,
+            rndv: flags & FLAG_RNDV != 0,
             args,
             body: &msg[args.wire_len()..],
         })
@@ -179,7 +191,8 @@ impl<'a> AmRequest<'a> {
     #[inline]
     pub(super) fn emit(&self, b: &mut [u8]) {
         let reply = if self.want_reply { FLAG_WANT_REPLY } else { 0 };
-        b[field::FLAGS] = self.args.len | reply;
+        let rndv = if self.rndv { FLAG_RNDV } else { 0 };
+        b[field::FLAGS] = self.args.len | reply | rndv;
         set16(b, field::HANDLER, self.handler);
         set32(b, field::REQ, self.req);
         self.args.emit(b);
@@ -196,17 +209,26 @@ impl<'a> AmReply<'a> {
     #[inline(always)]
     pub(super) fn parse(msg: &'a [u8]) -> Result<AmReply<'a>> {
         need(msg, field::ARGS)?;
-        reserved(msg, field::REPLY_RESERVED)?;
+        let flags = msg[field::REPLY_FLAGS];
+        if flags & !REPLY_FLAG_RNDV != 0 {
+            return Err(Error::Malformed);
+        }
         let status = Status::from_u8(msg[field::STATUS])?;
         let args = AmArgs::parse(msg, msg[field::NARGS])?;
-        Ok(AmReply { req: get32(msg, field::REQ), status, args, body: &msg[args.wire_len()..] })
+        Ok(AmReply {
+            req: get32(msg, field::REQ),
+            status,
+            rndv: flags & REPLY_FLAG_RNDV != 0,
+            args,
+            body: &msg[args.wire_len()..],
+        })
     }
 
     #[inline]
     pub(super) fn emit(&self, b: &mut [u8]) {
         b[field::NARGS] = self.args.len;
         b[field::STATUS] = self.status as u8;
-        zero(b, field::REPLY_RESERVED);
+        b[field::REPLY_FLAGS] = if self.rndv { REPLY_FLAG_RNDV } else { 0 };
         set32(b, field::REQ, self.req);
         self.args.emit(b);
     }
@@ -229,6 +251,9 @@ impl fmt::Display for AmRequest<'_> {
         if self.want_reply {
             f.write_str(" want-reply")?;
         }
+        if self.rndv {
+            f.write_str(" rndv")?;
+        }
         fmt_args(f, &self.args)?;
         write!(f, " len={}", self.body.len())
     }
@@ -237,6 +262,9 @@ impl fmt::Display for AmRequest<'_> {
 impl fmt::Display for AmReply<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "am-reply req={} {}", self.req, self.status)?;
+        if self.rndv {
+            f.write_str(" rndv")?;
+        }
         fmt_args(f, &self.args)?;
         write!(f, " len={}", self.body.len())
     }

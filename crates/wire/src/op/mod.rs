@@ -65,7 +65,7 @@ pub use rma::{GetRequest, GetResponse, Put, PutInline, INLINE_MAX};
 pub use signal::{PutSignal, SignalOp};
 pub use status::{OpStatus, Status};
 pub use strided::{strided_extent, GetStridedRequest, PutStrided};
-pub use tagged::{Eager, RndvDone, RndvRts};
+pub use tagged::{Eager, RndvDesc, RndvDone, RndvRts};
 
 use crate::{Error, Result};
 

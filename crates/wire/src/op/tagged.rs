@@ -29,6 +29,13 @@
 //! 32      8   key         region at the sender holding the data
 //! 40      8   offset      of the data in that region
 //!
+//! RndvDesc (32 bytes; the body of an AmRequest / AmReply with RNDV set)
+//!  0      8   total_len   payload length in bytes
+//!  8      8   key         region at the sender holding the payload
+//! 16      8   offset      of the payload in that region
+//! 24      4   token       the sender's id for this payload, echoed in RndvDone
+//! 28      4   reserved, zero
+//!
 //! RndvDone (8 bytes, no body)
 //!  0      1   opcode      OpCode::RndvDone
 //!  1      1   status      Status (Truncated if the posted buffer was too small)
@@ -60,6 +67,13 @@ mod field {
     pub const DONE_RESERVED: Range<usize> = 2..4;
     pub const DONE_REQ: Range<usize> = 4..8;
     pub const DONE_END: usize = 8;
+
+    pub const DESC_TOTAL: Range<usize> = 0..8;
+    pub const DESC_KEY: Range<usize> = 8..16;
+    pub const DESC_OFFSET: Range<usize> = 16..24;
+    pub const DESC_TOKEN: Range<usize> = 24..28;
+    pub const DESC_RESERVED: Range<usize> = 28..32;
+    pub const DESC_END: usize = 32;
 }
 
 /// A tagged message whose data travels inline.
@@ -99,6 +113,49 @@ pub struct RndvDone {
     pub sender_req: u32,
     /// Outcome at the receiver.
     pub status: Status,
+}
+
+/// Where a large active-message payload waits to be pulled: the body of an
+/// [`AmRequest`](super::AmRequest) or [`AmReply`](super::AmReply) whose
+/// `rndv` flag is set. The receiver GETs `total_len` bytes at `offset` of
+/// region `key` and then sends [`RndvDone`] carrying `token`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RndvDesc {
+    /// Payload length in bytes.
+    pub total_len: u64,
+    /// Region key at the sender holding the payload.
+    pub key: u64,
+    /// Offset of the payload in that region.
+    pub offset: u64,
+    /// The sender's id for this payload; [`RndvDone::sender_req`] echoes it.
+    pub token: u32,
+}
+
+impl RndvDesc {
+    /// Encoded length.
+    pub const LEN: usize = field::DESC_END;
+
+    /// Decodes a descriptor; the body must be exactly [`RndvDesc::LEN`] bytes.
+    pub fn parse(body: &[u8]) -> Result<RndvDesc> {
+        exact(body, field::DESC_END)?;
+        reserved(body, field::DESC_RESERVED)?;
+        Ok(RndvDesc {
+            total_len: get64(body, field::DESC_TOTAL),
+            key: get64(body, field::DESC_KEY),
+            offset: get64(body, field::DESC_OFFSET),
+            token: get32(body, field::DESC_TOKEN),
+        })
+    }
+
+    /// Encodes the descriptor.
+    pub fn to_bytes(&self) -> [u8; RndvDesc::LEN] {
+        let mut b = [0u8; RndvDesc::LEN];
+        set64(&mut b, field::DESC_TOTAL, self.total_len);
+        set64(&mut b, field::DESC_KEY, self.key);
+        set64(&mut b, field::DESC_OFFSET, self.offset);
+        set32(&mut b, field::DESC_TOKEN, self.token);
+        b
+    }
 }
 
 impl<'a> Eager<'a> {

@@ -143,19 +143,60 @@ fn am_args() {
     assert_eq!(args.len(), AM_MAX_ARGS);
     assert!(AmArgs::from_slice(&[0; AM_MAX_ARGS + 1]).is_none());
     assert_eq!(AmArgs::from_slice(&[]).unwrap(), AmArgs::default());
-    let req = OpRepr::AmRequest(AmRequest { req: 1, handler: 2, want_reply: true, args, body: b"x" });
+    let req = OpRepr::AmRequest(AmRequest { req: 1, handler: 2, want_reply: true, rndv: false, args, body: b"x" });
     assert_eq!(req.header_len(), 8 + 8 * AM_MAX_ARGS);
     let msg = message(&req);
     assert_eq!(msg[1], 0x88);
     let mut bad = msg.clone();
     bad[1] = 0x89;
     assert_eq!(OpRepr::parse(&bad), Err(Error::BadLength), "nine args");
-    bad[1] = 0x48;
+    bad[1] = 0x28;
     assert_eq!(OpRepr::parse(&bad), Err(Error::Malformed), "unknown flag");
-    let reply =
-        message(&OpRepr::AmReply(AmReply { req: 1, status: Status::NoHandler, args: AmArgs::EMPTY, body: &[] }));
+    bad[1] = 0x48;
+    assert!(matches!(OpRepr::parse(&bad), Ok(OpRepr::AmRequest(AmRequest { rndv: true, want_reply: false, .. }))));
+    let reply = message(&OpRepr::AmReply(AmReply {
+        req: 1,
+        status: Status::NoHandler,
+        rndv: false,
+        args: AmArgs::EMPTY,
+        body: &[],
+    }));
     let mut bad = reply.clone();
     bad[1] = 9;
     assert_eq!(OpRepr::parse(&bad), Err(Error::BadLength));
+    let mut bad = reply.clone();
+    bad[3] = 2;
+    assert_eq!(OpRepr::parse(&bad), Err(Error::Malformed), "unknown reply flag");
+    bad[3] = 1;
+    assert!(matches!(OpRepr::parse(&bad), Ok(OpRepr::AmReply(AmReply { rndv: true, .. }))));
     assert_eq!(req.to_string(), "am req=1 handler=2 want-reply args=[0x0,0x1,0x2,0x3,0x4,0x5,0x6,0x7] len=1");
+}
+
+#[test]
+fn rndv_descriptor_round_trips_and_rejects_bad_lengths() {
+    let desc = RndvDesc { total_len: 16 << 20, key: 0xdead_beef_0123_4567, offset: 4096, token: 77 };
+    let bytes = desc.to_bytes();
+    assert_eq!(bytes.len(), RndvDesc::LEN);
+    assert_eq!(RndvDesc::parse(&bytes), Ok(desc));
+    assert_eq!(RndvDesc::parse(&bytes[..31]), Err(Error::Truncated));
+    let mut bad = bytes;
+    bad[30] = 1;
+    assert_eq!(RndvDesc::parse(&bad), Err(Error::Malformed), "reserved bytes");
+    let mut long = bytes.to_vec();
+    long.push(0);
+    assert_eq!(RndvDesc::parse(&long), Err(Error::BadLength));
+    // Carried as the body of an AM request and reply.
+    let req = OpRepr::AmRequest(AmRequest {
+        req: 5,
+        handler: 9,
+        want_reply: true,
+        rndv: true,
+        args: AmArgs::from_slice(&[1]).unwrap(),
+        body: &bytes,
+    });
+    let msg = message(&req);
+    assert_eq!(OpRepr::parse(&msg), Ok(req));
+    assert!(req.to_string().contains("rndv"));
+    let OpRepr::AmRequest(back) = OpRepr::parse(&msg).unwrap() else { unreachable!() };
+    assert_eq!(RndvDesc::parse(back.body), Ok(desc));
 }

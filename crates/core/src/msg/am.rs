@@ -1,0 +1,388 @@
+//! Active messages (seed 003, PPRAM-Link `actmes`; GASNet-style request and
+//! reply): `register_handler(id, f)`, `am_request(rank, id, args, payload)`,
+//! and a reply from inside the handler.
+//!
+//! Owns: the handler table, dispatch of incoming requests (inline payloads
+//! at once, large ones after the rendezvous pull), the automatic reply (every
+//! request with a `req` is answered: the handler's reply, an empty one if it
+//! gave none, `NoHandler` for an unknown id, `Unsupported` if it panicked),
+//! and landing replies at the initiator.
+//!
+//! Must not: let a handler reach the endpoint. Handlers run inside the
+//! progress engine with the endpoint lock held; they get an [`AmContext`]
+//! whose `reply` and `am_send` are queued and sent when the handler returns.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use mw_wire::op::{self, AmArgs, OpRepr, RndvDesc, Status};
+
+use super::rndv::Then;
+use super::{check_args, MsgOutput, MsgState, Outgoing, Sink};
+use crate::endpoint::Endpoint;
+use crate::internal::RESERVED_HANDLER_BASE;
+use crate::request::{Output, RequestId};
+use crate::target::Target;
+use crate::{Error, Result};
+
+type HandlerFn = dyn Fn(&mut AmContext, &AmMessage<'_>) + Send + Sync;
+
+/// The registered handlers of one endpoint.
+#[derive(Default)]
+pub(crate) struct Handlers {
+    table: HashMap<u16, Arc<HandlerFn>>,
+}
+
+/// An incoming active message, as its handler sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct AmMessage<'a> {
+    /// The initiating rank.
+    pub source: u32,
+    /// The handler id it was sent to.
+    pub handler: u16,
+    /// Its u64 arguments (at most 8).
+    pub args: &'a [u64],
+    /// Its payload (any size; a large one was pulled before the handler ran).
+    pub payload: &'a [u8],
+}
+
+/// What a handler may do: reply, and queue further active messages. It
+/// never gets the endpoint (the handler runs with the endpoint locked).
+#[derive(Debug)]
+pub struct AmContext {
+    source: u32,
+    rank: u32,
+    size: u32,
+    wants_reply: bool,
+    reply: Option<(AmArgs, Vec<u8>)>,
+    sends: Vec<Outgoing>,
+}
+
+impl AmContext {
+    /// The rank that sent the request.
+    pub fn source(&self) -> u32 {
+        self.source
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Answers the request with `args` (at most 8) and `payload` (any size;
+    /// above the eager limit the initiator pulls it). At most once per
+    /// request; a request sent without wanting a reply ignores it.
+    pub fn reply(&mut self, args: &[u64], payload: &[u8]) -> Result<()> {
+        let args = check_args(args)?;
+        if self.reply.is_some() {
+            return Err(Error::InvalidArgument("a handler replies at most once"));
+        }
+        self.reply = Some((args, payload.to_vec()));
+        Ok(())
+    }
+
+    /// Whether the initiator waits for a reply.
+    pub fn wants_reply(&self) -> bool {
+        self.wants_reply
+    }
+
+    /// Queues a one-way active message to `rank` (sent when the handler
+    /// returns; no reply, errors at the target are only counted there).
+    pub fn am_send(&mut self, rank: u32, handler: u16, args: &[u64], payload: &[u8]) -> Result<()> {
+        if rank >= self.size {
+            return Err(Error::BadRank { rank, size: self.size });
+        }
+        if handler >= RESERVED_HANDLER_BASE {
+            return Err(Error::InvalidArgument("handler ids from RESERVED_HANDLER_BASE up are internal"));
+        }
+        let args = check_args(args)?;
+        self.sends.push(Outgoing::AmSend { peer: rank, handler, args, payload: payload.to_vec() });
+        Ok(())
+    }
+}
+
+/// What an active message's reply carried.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AmReplyData {
+    /// The reply's u64 arguments.
+    pub args: Vec<u64>,
+    /// The reply's payload.
+    pub payload: Vec<u8>,
+}
+
+/// Answers request `req` of `peer` with an error (no handler ran).
+pub(crate) fn answer_error(msg: &mut MsgState, peer: u32, req: u32, want_reply: bool, status: Status) {
+    if req == 0 {
+        return;
+    }
+    msg.outbox.push_back(if want_reply {
+        Outgoing::AmReply { peer, req, status, args: AmArgs::EMPTY, payload: Vec::new() }
+    } else {
+        Outgoing::Status { peer, req, status }
+    });
+}
+
+/// Runs handler `handler` for a request of `source` and queues its reply
+/// and the messages it asked to send.
+pub(crate) fn run_handler(
+    msg: &mut MsgState,
+    source: u32,
+    handler: u16,
+    req: u32,
+    want_reply: bool,
+    args: &[u64],
+    payload: &[u8],
+) {
+    let Some(f) = msg.am.table.get(&handler).cloned() else {
+        msg.stats.am_no_handler += 1;
+        answer_error(msg, source, req, want_reply, Status::NoHandler);
+        return;
+    };
+    let mut ctx = AmContext {
+        source,
+        rank: msg.rank,
+        size: msg.size,
+        wants_reply: want_reply && req != 0,
+        reply: None,
+        sends: Vec::new(),
+    };
+    let message = AmMessage { source, handler, args, payload };
+    // A panicking handler must not unwind through the protocol's delivery.
+    let ran = catch_unwind(AssertUnwindSafe(|| f(&mut ctx, &message)));
+    msg.stats.am_handled += 1;
+    if ran.is_err() {
+        msg.stats.am_handler_panics += 1;
+        answer_error(msg, source, req, want_reply, Status::Unsupported);
+    } else if want_reply && req != 0 {
+        let (args, payload) = ctx.reply.take().unwrap_or((AmArgs::EMPTY, Vec::new()));
+        msg.outbox.push_back(Outgoing::AmReply { peer: source, req, status: Status::Ok, args, payload });
+    }
+    msg.outbox.extend(ctx.sends);
+}
+
+/// An active-message request arrived from `peer`.
+pub(crate) fn on_request(t: &mut Target<'_>, peer: u32, am: &op::AmRequest<'_>) {
+    let msg = &mut *t.msg;
+    if !msg.am.table.contains_key(&am.handler) {
+        msg.stats.am_no_handler += 1;
+        answer_error(msg, peer, am.req, am.want_reply, Status::NoHandler);
+        if let (true, Ok(desc)) = (am.rndv, RndvDesc::parse(am.body)) {
+            // The initiator exposed a payload we will never pull: release it.
+            msg.outbox.push_back(Outgoing::RndvDone { peer, token: desc.token, status: Status::NoHandler });
+        }
+        return;
+    }
+    if !am.rndv {
+        run_handler(msg, peer, am.handler, am.req, am.want_reply, am.args.as_slice(), am.body);
+        return;
+    }
+    let Ok(desc) = RndvDesc::parse(am.body) else {
+        t.stats.malformed_ops += 1;
+        answer_error(msg, peer, am.req, am.want_reply, Status::BadArgument);
+        return;
+    };
+    let Ok(total) = usize::try_from(desc.total_len) else {
+        answer_error(msg, peer, am.req, am.want_reply, Status::BadArgument);
+        msg.outbox.push_back(Outgoing::RndvDone { peer, token: desc.token, status: Status::BadArgument });
+        return;
+    };
+    let mut sink = Sink::staged(total);
+    let slot = match sink.prepare(total) {
+        Ok(()) => t.requests.alloc(peer, 1).ok(),
+        Err(()) => None,
+    };
+    let Some(slot) = slot else {
+        answer_error(msg, peer, am.req, am.want_reply, Status::WouldBlock);
+        msg.outbox.push_back(Outgoing::RndvDone { peer, token: desc.token, status: Status::WouldBlock });
+        return;
+    };
+    let incoming = MsgOutput::AmIncoming {
+        source: peer,
+        handler: am.handler,
+        req: am.req,
+        want_reply: am.want_reply,
+        args: am.args,
+        sink,
+    };
+    t.requests.set_output(slot, Output::Msg(incoming));
+    msg.rndv.start_pull(t.requests, slot, peer, desc.key, desc.offset, desc.total_len, desc.token, Then::RunHandler);
+}
+
+/// A reply to one of our requests arrived from `peer`.
+pub(crate) fn on_reply(t: &mut Target<'_>, peer: u32, reply: &op::AmReply<'_>) {
+    let id = RequestId(reply.req);
+    let desc = if reply.rndv { RndvDesc::parse(reply.body).ok() } else { None };
+    let ours = matches!(t.requests.msg_mut(id), Some(MsgOutput::AmReply { .. }));
+    let release = |t: &mut Target<'_>, status: Status| {
+        if let Some(desc) = desc {
+            t.msg.outbox.push_back(Outgoing::RndvDone { peer, token: desc.token, status });
+        }
+    };
+    if !ours {
+        // The handle was dropped (or a stray id): nothing waits for the data.
+        release(t, Status::Ok);
+        return;
+    }
+    if reply.status != Status::Ok || (reply.rndv && desc.is_none()) {
+        let error = Error::from_status(reply.status).unwrap_or(Error::InvalidArgument("malformed reply"));
+        let completion = t.requests.fail(id, error);
+        t.completions.extend(completion);
+        release(t, Status::Ok);
+        return;
+    }
+    let Some(MsgOutput::AmReply { args, sink }) = t.requests.msg_mut(id) else {
+        return;
+    };
+    *args = reply.args;
+    match desc {
+        None => {
+            *sink = Sink::Staged { data: reply.body.to_vec(), limit: reply.body.len() };
+            let completion = t.requests.part_done(id);
+            t.completions.extend(completion);
+        }
+        Some(desc) => {
+            let total = usize::try_from(desc.total_len).unwrap_or(usize::MAX);
+            *sink = Sink::staged(total);
+            if sink.prepare(total).is_err() {
+                let completion = t.requests.fail(id, Error::Io("cannot allocate the reply payload".into()));
+                t.completions.extend(completion);
+                release(t, Status::WouldBlock);
+                return;
+            }
+            t.msg.rndv.start_pull(
+                t.requests,
+                id,
+                peer,
+                desc.key,
+                desc.offset,
+                desc.total_len,
+                desc.token,
+                Then::Collect,
+            );
+        }
+    }
+}
+
+/// An active-message request in flight; completes with the handler's reply.
+#[must_use = "an active-message handle does nothing unless tested or waited on"]
+#[derive(Debug)]
+pub struct AmHandle<'a> {
+    ep: &'a Endpoint,
+    id: RequestId,
+    finished: bool,
+}
+
+impl AmHandle<'_> {
+    /// Makes progress once and reports whether the reply has arrived.
+    pub fn test(&mut self) -> bool {
+        self.ep.progress();
+        self.ep.lock().requests.is_done(self.id).unwrap_or(true)
+    }
+
+    /// Waits for the reply.
+    pub fn wait(mut self) -> Result<AmReplyData> {
+        let id = self.id;
+        self.ep.wait_for(|state| state.requests.is_done(id) != Some(false));
+        self.finished = true;
+        match super::take_msg(&mut self.ep.lock(), id)? {
+            Some(MsgOutput::AmReply { args, mut sink }) => {
+                Ok(AmReplyData { args: args.as_slice().to_vec(), payload: sink.take_staged() })
+            }
+            _ => Ok(AmReplyData::default()),
+        }
+    }
+}
+
+impl Drop for AmHandle<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.ep.lock().requests.release(self.id);
+        }
+    }
+}
+
+impl Endpoint {
+    /// Registers `handler` under `id` (below [`RESERVED_HANDLER_BASE`]);
+    /// replaces nothing: registering a taken id is an error. The handler
+    /// runs in the progress engine, on whichever thread makes progress, with
+    /// the endpoint locked: keep it short and use only its [`AmContext`].
+    pub fn register_handler<F>(&self, id: u16, handler: F) -> Result<()>
+    where
+        F: Fn(&mut AmContext, &AmMessage<'_>) + Send + Sync + 'static,
+    {
+        if id >= RESERVED_HANDLER_BASE {
+            return Err(Error::InvalidArgument("handler ids from RESERVED_HANDLER_BASE (0xFF00) up are internal"));
+        }
+        let mut state = self.lock();
+        if state.msg.am.table.contains_key(&id) {
+            return Err(Error::InvalidArgument("a handler is already registered under this id"));
+        }
+        state.msg.am.table.insert(id, Arc::new(handler));
+        Ok(())
+    }
+
+    /// Removes the handler under `id`; returns whether there was one. Later
+    /// requests for it are answered [`Error::NoHandler`].
+    pub fn unregister_handler(&self, id: u16) -> bool {
+        self.lock().msg.am.table.remove(&id).is_some()
+    }
+
+    /// Runs handler `id` at `rank` with `args` (at most 8) and `payload`
+    /// (any size; above the eager limit the target pulls it) and waits for
+    /// its reply. [`Error::NoHandler`] if `rank` has no handler under `id`.
+    pub fn am_request(&self, rank: u32, id: u16, args: &[u64], payload: &[u8]) -> Result<AmReplyData> {
+        self.am_request_nb(rank, id, args, payload)?.wait()
+    }
+
+    /// Nonblocking [`am_request`](Self::am_request); `payload` is copied
+    /// before this returns.
+    pub fn am_request_nb(&self, rank: u32, id: u16, args: &[u64], payload: &[u8]) -> Result<AmHandle<'_>> {
+        self.check_rank(rank)?;
+        if id >= RESERVED_HANDLER_BASE {
+            return Err(Error::InvalidArgument("handler ids from RESERVED_HANDLER_BASE (0xFF00) up are internal"));
+        }
+        let args = check_args(args)?;
+        self.msg_wait_for_room(rank);
+        let mut state = self.lock();
+        let req = state.requests.alloc(rank, 1)?;
+        let output = MsgOutput::AmReply { args: AmArgs::EMPTY, sink: Sink::staged(0) };
+        state.requests.set_output(req, Output::Msg(output));
+        let now = self.shared.now();
+        let sent = if payload.len() <= state.msg.eager_limit {
+            let repr = OpRepr::AmRequest(op::AmRequest {
+                req: req.0,
+                handler: id,
+                want_reply: true,
+                rndv: false,
+                args,
+                body: &[],
+            });
+            state.send_op(now, rank, &repr, payload, None)
+        } else {
+            let token = state.requests.alloc(rank, 1)?;
+            state.requests.release(token);
+            let key = state.expose_copy(rank, payload, token);
+            let desc = RndvDesc { total_len: payload.len() as u64, key: key.0, offset: 0, token: token.0 };
+            let repr = OpRepr::AmRequest(op::AmRequest {
+                req: req.0,
+                handler: id,
+                want_reply: true,
+                rndv: true,
+                args,
+                body: &[],
+            });
+            state.send_op(now, rank, &repr, &desc.to_bytes(), None)
+        };
+        match sent {
+            Ok(()) => {
+                state.transmit(now);
+            }
+            Err(error) => {
+                state.requests.fail(req, error);
+            }
+        }
+        drop(state);
+        Ok(AmHandle { ep: self, id: req, finished: false })
+    }
+}

@@ -1,0 +1,353 @@
+//! Messaging: tagged send/recv, active messages, remote FIFOs and raw
+//! datagrams (DESIGN §2: "messages", "active messages", "remote FIFO",
+//! "raw datagrams").
+//!
+//! Owns: the matching engine and the credits that bound the unexpected
+//! buffer (`tagged`), the receiver-driven rendezvous shared by large tagged
+//! messages and large active-message payloads (`rndv`), the handler table and
+//! handler dispatch (`am`), the FIFO table (`fifo`), the raw-datagram queue
+//! (`raw`), and the *outbox*: messages the delivery callback owes (replies,
+//! credits, rendezvous completions), sent by [`State::msg_progress`] once the
+//! protocol call has returned.
+//!
+//! Must not: send from inside the delivery callback (the protocol is borrowed
+//! there; everything owed goes through the outbox, so it is still submitted
+//! before the ack of what caused it), block while the endpoint lock is held,
+//! or hand user handlers the endpoint (a handler gets an [`AmContext`] that
+//! queues what it wants sent, because it runs with the lock held).
+//!
+//! # Threads and handlers
+//!
+//! Handlers and FIFO watermark callbacks run inside the progress engine, on
+//! whichever thread is making progress (the application's or the progress
+//! thread), with the endpoint lock held: they must be short and must not call
+//! the [`Endpoint`](crate::Endpoint) (that would deadlock); use the context.
+
+mod am;
+mod fifo;
+mod raw;
+mod rndv;
+mod tagged;
+
+use std::collections::VecDeque;
+
+use mw_wire::op::{self, AmArgs, OpRepr, Status};
+
+use crate::config::Config;
+use crate::endpoint::{Endpoint, State};
+use crate::region::RawMem;
+use crate::request::{Output, RequestId};
+use crate::target::Target;
+use crate::{Error, Result};
+
+pub use am::{AmContext, AmHandle, AmMessage, AmReplyData};
+pub use fifo::{Fifo, FifoKey};
+pub use tagged::{RecvHandle, RecvStatus, ANY_SOURCE, ANY_TAG};
+
+/// Credit classes carried in [`op::Credit::class`].
+pub(crate) const CREDIT_UNEXPECTED: u8 = 0;
+/// "A FIFO of mine has room again": a pusher that was refused retries.
+pub(crate) const CREDIT_FIFO: u8 = 1;
+
+/// Counters of the messaging layer ([`Endpoint::msg_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MsgStats {
+    /// Bytes (payload + 64 per message) now held in the unexpected buffer.
+    pub unexpected_bytes: u64,
+    /// Highest value `unexpected_bytes` ever reached.
+    pub unexpected_bytes_max: u64,
+    /// Messages now held in the unexpected buffer.
+    pub unexpected_messages: u64,
+    /// Tagged sends that had to wait for credit from their receiver.
+    pub credit_stalls: u64,
+    /// Tagged messages sent eagerly.
+    pub eager_sent: u64,
+    /// Tagged messages sent by rendezvous.
+    pub rndv_sent: u64,
+    /// Rendezvous payloads pulled (tagged and active-message).
+    pub rndv_pulled: u64,
+    /// Active-message handlers run.
+    pub am_handled: u64,
+    /// Handlers that panicked (their request was answered `Unsupported`).
+    pub am_handler_panics: u64,
+    /// Active messages for an id without a handler.
+    pub am_no_handler: u64,
+    /// FIFO pushes refused because the FIFO was full.
+    pub fifo_refused: u64,
+    /// Raw datagrams received and queued.
+    pub raw_received: u64,
+    /// Raw datagrams dropped because the receive queue was full.
+    pub raw_dropped: u64,
+}
+
+/// Something the delivery callback (or a handler) owes a peer; sent by
+/// [`State::msg_progress`].
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    Credit { peer: u32, class: u8, amount: u32 },
+    RndvDone { peer: u32, token: u32, status: Status },
+    Status { peer: u32, req: u32, status: Status },
+    AmReply { peer: u32, req: u32, status: Status, args: AmArgs, payload: Vec<u8> },
+    AmSend { peer: u32, handler: u16, args: AmArgs, payload: Vec<u8> },
+}
+
+/// Where received bytes land.
+#[derive(Debug)]
+pub(crate) enum Sink {
+    /// Library-owned bytes, at most `limit` of them (nonblocking receives and
+    /// AM payloads: a leaked handle can never make us write into user memory).
+    Staged { data: Vec<u8>, limit: usize },
+    /// The user's own buffer, written in place (blocking `recv`, which holds
+    /// the borrow until the receive is complete or cancelled).
+    Direct { mem: RawMem, filled: usize },
+}
+
+impl Sink {
+    fn staged(limit: usize) -> Sink {
+        Sink::Staged { data: Vec::new(), limit }
+    }
+
+    /// Appends pulled bytes; `Err` when they would overflow the buffer.
+    fn land(&mut self, bytes: &[u8]) -> core::result::Result<(), ()> {
+        match self {
+            Sink::Staged { data, limit } => {
+                if data.len() + bytes.len() > *limit {
+                    return Err(());
+                }
+                data.extend_from_slice(bytes);
+            }
+            Sink::Direct { mem, filled } => {
+                if *filled + bytes.len() > mem.len() {
+                    return Err(());
+                }
+                mem.write(*filled, bytes);
+                *filled += bytes.len();
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces the contents with a whole eager message (moved when staged).
+    fn fill(&mut self, bytes: std::borrow::Cow<'_, [u8]>) {
+        match self {
+            Sink::Staged { data, .. } => *data = bytes.into_owned(),
+            Sink::Direct { mem, filled } => {
+                mem.write(0, &bytes);
+                *filled = bytes.len();
+            }
+        }
+    }
+
+    /// Makes room for a pulled payload of `total` bytes (staged sinks
+    /// allocate here, not at post time). `Err` when it cannot be allocated.
+    fn prepare(&mut self, total: usize) -> core::result::Result<(), ()> {
+        match self {
+            Sink::Staged { data, limit } => {
+                data.clear();
+                *limit = total;
+                data.try_reserve_exact(total).map_err(|_| ())
+            }
+            Sink::Direct { filled, .. } => {
+                *filled = 0;
+                Ok(())
+            }
+        }
+    }
+
+    fn take_staged(&mut self) -> Vec<u8> {
+        match self {
+            Sink::Staged { data, .. } => std::mem::take(data),
+            Sink::Direct { .. } => Vec::new(),
+        }
+    }
+}
+
+/// A request's messaging output (stored in the request slab).
+#[derive(Debug)]
+pub(crate) enum MsgOutput {
+    /// A tagged receive: its envelope once matched, and its buffer.
+    Recv { status: RecvStatus, sink: Sink },
+    /// The reply to an `am_request`.
+    AmReply { args: AmArgs, sink: Sink },
+    /// A large active-message payload being pulled at the target; the
+    /// handler runs when it is complete.
+    AmIncoming { source: u32, handler: u16, req: u32, want_reply: bool, args: AmArgs, sink: Sink },
+}
+
+impl MsgOutput {
+    pub(crate) fn land(&mut self, bytes: &[u8]) -> core::result::Result<(), ()> {
+        match self {
+            MsgOutput::Recv { sink, .. } | MsgOutput::AmReply { sink, .. } | MsgOutput::AmIncoming { sink, .. } => {
+                sink.land(bytes)
+            }
+        }
+    }
+}
+
+/// The messaging state of one endpoint (a field of the endpoint state).
+pub(crate) struct MsgState {
+    rank: u32,
+    size: u32,
+    pub(crate) tagged: tagged::Tagged,
+    pub(crate) am: am::Handlers,
+    pub(crate) fifo: fifo::Fifos,
+    pub(crate) raw: raw::RawQueue,
+    pub(crate) rndv: rndv::Rndv,
+    pub(crate) outbox: VecDeque<Outgoing>,
+    pub(crate) eager_limit: usize,
+    pub(crate) stats: MsgStats,
+}
+
+impl std::fmt::Debug for MsgState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MsgState").field("rank", &self.rank).field("stats", &self.stats).finish_non_exhaustive()
+    }
+}
+
+impl MsgState {
+    pub(crate) fn new(rank: u32, size: u32, config: &Config) -> MsgState {
+        let eager_limit = config.eager_limit;
+        let credit = (config.unexpected_credit as u64).max(2 * (eager_limit as u64 + tagged::OVERHEAD));
+        MsgState {
+            rank,
+            size,
+            tagged: tagged::Tagged::new(size, credit),
+            am: am::Handlers::default(),
+            fifo: fifo::Fifos::new(size),
+            raw: raw::RawQueue::default(),
+            rndv: rndv::Rndv::new(config.chunk_bytes, config.max_queued_bytes),
+            outbox: VecDeque::new(),
+            eager_limit,
+            stats: MsgStats::default(),
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.outbox.is_empty() && self.rndv.is_idle() && self.tagged.nothing_blocked()
+    }
+}
+
+/// Executes one delivered messaging operation from `peer` (called by the
+/// target dispatcher for every opcode it does not own).
+pub(crate) fn on_message(t: &mut Target<'_>, peer: u32, op: OpRepr<'_>) {
+    match op {
+        OpRepr::Eager(eager) => tagged::on_eager(t, peer, &eager),
+        OpRepr::RndvRts(rts) => tagged::on_rts(t, peer, &rts),
+        OpRepr::RndvDone(done) => rndv::on_done(t, peer, &done),
+        OpRepr::Credit(credit) => match credit.class {
+            CREDIT_UNEXPECTED => t.msg.tagged.add_credit(peer, credit.amount),
+            CREDIT_FIFO => t.msg.fifo.on_credit(peer),
+            _ => t.stats.unsupported_ops += 1,
+        },
+        OpRepr::FifoPush(push) => fifo::on_push(t, peer, &push),
+        OpRepr::AmRequest(am) => am::on_request(t, peer, &am),
+        OpRepr::AmReply(reply) => am::on_reply(t, peer, &reply),
+        _ => t.stats.unsupported_ops += 1,
+    }
+}
+
+impl State {
+    /// The messaging layer's share of a progress round: send what the
+    /// callback owes, pull rendezvous payloads (within a window), run
+    /// handlers whose payload has arrived, release sends that got credit.
+    /// Returns whether anything happened.
+    pub(crate) fn msg_progress(&mut self, now: mw_proto::time::Instant) -> bool {
+        if self.msg.is_idle() {
+            return false;
+        }
+        let mut worked = self.pump_pulls(now);
+        worked |= self.flush_outbox(now);
+        worked |= self.pump_blocked_sends(now);
+        worked |= self.reap_exposures();
+        worked
+    }
+
+    /// Sends everything in the outbox.
+    pub(crate) fn flush_outbox(&mut self, now: mw_proto::time::Instant) -> bool {
+        let mut worked = false;
+        while let Some(out) = self.msg.outbox.pop_front() {
+            worked = true;
+            // A peer that died meanwhile: nothing to deliver it to.
+            let _ = self.send_outgoing(now, out);
+        }
+        worked
+    }
+
+    fn send_outgoing(&mut self, now: mw_proto::time::Instant, out: Outgoing) -> Result<()> {
+        match out {
+            Outgoing::Credit { peer, class, amount } => {
+                self.send_op(now, peer, &OpRepr::Credit(op::Credit { class, amount }), &[], None)
+            }
+            Outgoing::RndvDone { peer, token, status } => {
+                self.send_op(now, peer, &OpRepr::RndvDone(op::RndvDone { sender_req: token, status }), &[], None)
+            }
+            Outgoing::Status { peer, req, status } => {
+                self.send_op(now, peer, &OpRepr::OpStatus(op::OpStatus { req, status }), &[], None)
+            }
+            Outgoing::AmReply { peer, req, status, args, payload } => {
+                let (rndv, desc) = self.maybe_expose(peer, &payload)?;
+                let body: &[u8] = if rndv { &desc } else { &payload };
+                let repr = OpRepr::AmReply(op::AmReply { req, status, rndv, args, body: &[] });
+                self.send_op(now, peer, &repr, body, None)
+            }
+            Outgoing::AmSend { peer, handler, args, payload } => {
+                let (rndv, desc) = self.maybe_expose(peer, &payload)?;
+                let body: &[u8] = if rndv { &desc } else { &payload };
+                let repr =
+                    OpRepr::AmRequest(op::AmRequest { req: 0, handler, want_reply: false, rndv, args, body: &[] });
+                self.send_op(now, peer, &repr, body, None)
+            }
+        }
+    }
+
+    /// An active-message payload above the eager limit is copied into a
+    /// library-owned buffer and exposed for `peer` to pull; returns whether
+    /// it was, and the descriptor to send instead of the payload.
+    fn maybe_expose(&mut self, peer: u32, payload: &[u8]) -> Result<(bool, [u8; op::RndvDesc::LEN])> {
+        if payload.len() <= self.msg.eager_limit {
+            return Ok((false, [0; op::RndvDesc::LEN]));
+        }
+        let token = self.requests.alloc(peer, 1)?;
+        // Nobody waits on the token: it frees itself when the pull is done.
+        self.requests.release(token);
+        let key = self.expose_copy(peer, payload, token);
+        let desc = op::RndvDesc { total_len: payload.len() as u64, key: key.0, offset: 0, token: token.0 };
+        Ok((true, desc.to_bytes()))
+    }
+}
+
+impl Endpoint {
+    /// Counters of the messaging layer.
+    pub fn msg_stats(&self) -> MsgStats {
+        self.lock().msg.stats
+    }
+
+    /// Waits while too many bytes are queued toward `rank` (bounds the
+    /// sender's memory like the one-sided operations do).
+    pub(crate) fn msg_wait_for_room(&self, rank: u32) {
+        let over = |state: &mut State| {
+            rank != state.rank
+                && state.proto.queued_bytes(rank) >= state.config.max_queued_bytes
+                && !state.dead[rank as usize]
+        };
+        if over(&mut self.lock()) {
+            self.wait_for(|state| !over(state));
+        }
+    }
+}
+
+/// Active-message arguments from a slice (at most eight).
+pub(crate) fn check_args(args: &[u64]) -> Result<AmArgs> {
+    AmArgs::from_slice(args).ok_or(Error::InvalidArgument("at most 8 active-message arguments"))
+}
+
+/// Takes a completed request's messaging output.
+pub(crate) fn take_msg(state: &mut State, id: RequestId) -> Result<Option<MsgOutput>> {
+    let (result, output) = state.requests.take(id).ok_or(Error::InvalidArgument("operation already collected"))?;
+    result?;
+    Ok(match output {
+        Output::Msg(msg) => Some(msg),
+        _ => None,
+    })
+}

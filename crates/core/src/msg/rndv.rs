@@ -1,0 +1,244 @@
+//! The receiver-driven rendezvous (seed 002, SR8000: "the message layer uses
+//! GET for large messages, so no large receive buffers are needed").
+//!
+//! Owns: *exposures* at the sending side (a payload registered read-only
+//! under a fresh random key until the receiver says [`RndvDone`]) and
+//! *pulls* at the receiving side (GETs issued chunk by chunk, at most a
+//! window of bytes in flight, straight into the receive's sink; when the last
+//! chunk landed, `RndvDone` goes back and, for an active message, the handler
+//! runs). Both tagged messages and active-message payloads use it.
+//!
+//! Must not: decide matching (tagged.rs does) or run handlers itself (am.rs).
+
+use std::collections::HashMap;
+
+use mw_wire::op::{self, OpRepr, RndvDone, Status};
+
+use super::{am, MsgOutput, Outgoing};
+use crate::endpoint::State;
+use crate::region::{Access, AlignedBuf, RawMem, RegionKey};
+use crate::request::{RequestId, Requests};
+use crate::target::Target;
+use crate::Error;
+
+/// A payload this rank exposed for `peer` to pull.
+struct Exposure {
+    peer: u32,
+    key: RegionKey,
+    /// The library-owned copy, if the payload was copied (nonblocking sends,
+    /// AM payloads); a blocking send exposes the caller's buffer in place.
+    _copy: Option<AlignedBuf>,
+    /// The request completed by `RndvDone` (its id is the token).
+    req: RequestId,
+}
+
+/// What happens when a pull is complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Then {
+    /// The request's owner collects it (a receive, an AM reply).
+    Collect,
+    /// Run the active-message handler with the pulled payload.
+    RunHandler,
+}
+
+/// A payload this rank is pulling from `peer`.
+struct Pull {
+    req: RequestId,
+    peer: u32,
+    key: u64,
+    offset: u64,
+    total: u64,
+    chunks: u32,
+    issued: u32,
+    token: u32,
+    then: Then,
+}
+
+/// Exposures and pulls of one endpoint.
+pub(crate) struct Rndv {
+    exposed: HashMap<u32, Exposure>,
+    pulls: Vec<Pull>,
+    chunk: u64,
+    /// Chunks in flight per pull: bounds what the sender queues for us.
+    window: u32,
+}
+
+impl Rndv {
+    pub(crate) fn new(chunk_bytes: usize, max_queued_bytes: usize) -> Rndv {
+        let chunk = chunk_bytes.max(1) as u64;
+        let window = (max_queued_bytes as u64 / chunk).clamp(2, 1024) as u32;
+        Rndv { exposed: HashMap::new(), pulls: Vec::new(), chunk, window }
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        self.exposed.is_empty() && self.pulls.is_empty()
+    }
+
+    /// Starts pulling `total` bytes at `key+offset` of `peer` into request
+    /// `req` (whose output's sink was prepared for `total` bytes).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start_pull(
+        &mut self,
+        requests: &mut Requests,
+        req: RequestId,
+        peer: u32,
+        key: u64,
+        offset: u64,
+        total: u64,
+        token: u32,
+        then: Then,
+    ) {
+        let chunks = total.div_ceil(self.chunk).max(1);
+        let chunks = u32::try_from(chunks).unwrap_or(u32::MAX);
+        requests.set_pending(req, chunks);
+        requests.set_target(req, peer);
+        self.pulls.push(Pull { req, peer, key, offset, total, chunks, issued: 0, token, then });
+    }
+}
+
+/// The receiver pulled (or refused) an exposed payload: release it.
+pub(crate) fn on_done(t: &mut Target<'_>, peer: u32, done: &RndvDone) {
+    let Some(exposure) = t.msg.rndv.exposed.remove(&done.sender_req) else {
+        return; // already reaped (the request failed), or a duplicate
+    };
+    if exposure.peer != peer {
+        // Not the rank it was exposed to: keep it for the right one.
+        t.msg.rndv.exposed.insert(done.sender_req, exposure);
+        return;
+    }
+    t.regions.remove(exposure.key);
+    // A truncated receive still consumed the message: the send succeeded.
+    let completion = match done.status {
+        Status::Ok | Status::Truncated => t.requests.part_done(exposure.req),
+        status => t.requests.fail(exposure.req, Error::from_status(status).unwrap_or(Error::Remote(status as u8))),
+    };
+    if let Some(c) = completion {
+        t.completions.push(c);
+    }
+}
+
+fn random_key() -> RegionKey {
+    let mut bytes = [0u8; 8];
+    getrandom::getrandom(&mut bytes).expect("the OS random source failed");
+    RegionKey(u64::from_le_bytes(bytes).max(1))
+}
+
+impl State {
+    /// Registers `mem` read-only under a fresh random key for `peer` to pull,
+    /// until `RndvDone` for `token` (or `token`'s request fails).
+    pub(crate) fn expose(&mut self, peer: u32, mem: RawMem, copy: Option<AlignedBuf>, token: RequestId) -> RegionKey {
+        let key = loop {
+            let key = random_key();
+            if self.regions.insert(key, mem, Access::READ) {
+                break key;
+            }
+        };
+        self.msg.rndv.exposed.insert(token.0, Exposure { peer, key, _copy: copy, req: token });
+        key
+    }
+
+    /// Copies `payload` into a library-owned buffer and exposes it.
+    pub(crate) fn expose_copy(&mut self, peer: u32, payload: &[u8], token: RequestId) -> RegionKey {
+        let copy = AlignedBuf::zeroed(payload.len());
+        let mem = copy.raw();
+        mem.write(0, payload);
+        self.expose(peer, mem, Some(copy), token)
+    }
+
+    /// Withdraws exposure `token` (a blocking send leaving, for any reason).
+    pub(crate) fn unexpose(&mut self, token: RequestId) {
+        if let Some(exposure) = self.msg.rndv.exposed.remove(&token.0) {
+            self.regions.remove(exposure.key);
+        }
+    }
+
+    /// Withdraws exposures whose request is over without `RndvDone` (the
+    /// peer died, the send failed).
+    pub(crate) fn reap_exposures(&mut self) -> bool {
+        let requests = &self.requests;
+        let mut gone = Vec::new();
+        for (token, exposure) in &self.msg.rndv.exposed {
+            if requests.is_done(exposure.req) != Some(false) {
+                gone.push(*token);
+            }
+        }
+        for token in &gone {
+            if let Some(exposure) = self.msg.rndv.exposed.remove(token) {
+                self.regions.remove(exposure.key);
+            }
+        }
+        !gone.is_empty()
+    }
+
+    /// Issues GETs for active pulls (within the window) and finishes those
+    /// whose last chunk has landed.
+    pub(crate) fn pump_pulls(&mut self, now: mw_proto::time::Instant) -> bool {
+        let mut worked = false;
+        let mut index = 0;
+        while index < self.msg.rndv.pulls.len() {
+            let pull = &self.msg.rndv.pulls[index];
+            let pending = self.requests.pending(pull.req).unwrap_or(0);
+            if pending == 0 {
+                let pull = self.msg.rndv.pulls.swap_remove(index);
+                self.finish_pull(pull);
+                worked = true;
+                continue;
+            }
+            let window = self.msg.rndv.window;
+            let chunk = self.msg.rndv.chunk;
+            let pull = &mut self.msg.rndv.pulls[index];
+            let arrived = pull.chunks - pending;
+            let mut issue = Vec::new();
+            while pull.issued < pull.chunks && pull.issued - arrived < window {
+                let start = u64::from(pull.issued) * chunk;
+                let len = pull.total.saturating_sub(start).min(chunk);
+                issue.push((
+                    pull.peer,
+                    op::GetRequest { req: pull.req.0, key: pull.key, offset: pull.offset + start, len },
+                ));
+                pull.issued += 1;
+            }
+            for (peer, get) in issue {
+                worked = true;
+                if let Err(error) = self.send_op(now, peer, &OpRepr::GetRequest(get), &[], None) {
+                    if let Some(c) = self.requests.fail(RequestId(get.req), error) {
+                        self.completions.push(c);
+                    }
+                    break;
+                }
+            }
+            index += 1;
+        }
+        worked
+    }
+
+    fn finish_pull(&mut self, pull: Pull) {
+        self.msg.stats.rndv_pulled += 1;
+        self.msg.outbox.push_back(Outgoing::RndvDone { peer: pull.peer, token: pull.token, status: Status::Ok });
+        if pull.then == Then::RunHandler {
+            // The slot was ours alone: take it whether it succeeded or not.
+            let Some((result, output)) = self.requests.take(pull.req) else {
+                return;
+            };
+            if let crate::request::Output::Msg(MsgOutput::AmIncoming {
+                source,
+                handler,
+                req,
+                want_reply,
+                args,
+                mut sink,
+            }) = output
+            {
+                match result {
+                    Ok(()) => {
+                        let payload = sink.take_staged();
+                        am::run_handler(&mut self.msg, source, handler, req, want_reply, args.as_slice(), &payload);
+                    }
+                    // The payload could not be pulled (the initiator vanished or
+                    // the bytes did not fit): the handler does not run.
+                    Err(_) => am::answer_error(&mut self.msg, source, req, want_reply, Status::Unsupported),
+                }
+            }
+        }
+    }
+}

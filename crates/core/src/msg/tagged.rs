@@ -1,0 +1,666 @@
+//! Tagged messages: matching, eager and rendezvous sends, and the credits
+//! that bound the unexpected-message buffer.
+//!
+//! Owns: the posted-receive queue and the unexpected queue (both in order,
+//! so matching is MPI's: a message matches the oldest posted receive that
+//! accepts it, a receive the oldest arrived message it accepts; with each
+//! peer's messages delivered in order this makes messages between a pair
+//! non-overtaking); the per-peer credit a sender holds and the credit a
+//! receiver owes back; sends queued for lack of credit.
+//!
+//! Credits (DESIGN §3, "receiver credits where data needs buffering"): each
+//! sender starts with `unexpected_credit` bytes toward each receiver; an
+//! eager message costs its length + [`OVERHEAD`], a rendezvous announcement
+//! [`OVERHEAD`]. The receiver returns the cost when the message leaves its
+//! unexpected buffer (or at once when it matched a posted receive), in
+//! batches of a quarter of the credit. A sender without credit queues the
+//! message locally (`isend`) or waits (`send`); it never drops it, and the
+//! receiver's unexpected buffer never holds more than the credit per sender.
+//!
+//! Must not: touch the network directly from the delivery callback (replies
+//! go through the outbox) or block with the lock held.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+
+use mw_wire::op::{self, OpRepr, RndvRts, Status};
+
+use super::rndv::Then;
+use super::{MsgOutput, Outgoing, Sink};
+use crate::endpoint::{Endpoint, State};
+use crate::handle::{Handle, Landing};
+use crate::request::{Output, RequestId, Requests};
+use crate::target::Target;
+use crate::{Error, Result};
+
+/// Receive from any rank.
+pub const ANY_SOURCE: u32 = u32::MAX;
+/// Receive any tag (so `u64::MAX` cannot be sent as a tag).
+pub const ANY_TAG: u64 = u64::MAX;
+
+/// Bytes of credit every message costs on top of its payload: it bounds the
+/// bookkeeping of many empty messages, not only their bytes.
+pub(crate) const OVERHEAD: u64 = 64;
+
+/// What a completed receive (or a probe) found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecvStatus {
+    /// The sending rank.
+    pub source: u32,
+    /// The message's tag.
+    pub tag: u64,
+    /// The message's length in bytes (what landed in the buffer).
+    pub len: usize,
+}
+
+#[derive(Debug)]
+struct Posted {
+    req: RequestId,
+    context: u32,
+    source: u32,
+    tag: u64,
+    capacity: usize,
+}
+
+#[derive(Debug)]
+enum Arrived {
+    Eager(Vec<u8>),
+    Rts { total: u64, token: u32, key: u64, offset: u64 },
+}
+
+#[derive(Debug)]
+struct Unexpected {
+    context: u32,
+    source: u32,
+    tag: u64,
+    arrived: Arrived,
+    charge: u64,
+}
+
+impl Unexpected {
+    fn len(&self) -> usize {
+        match &self.arrived {
+            Arrived::Eager(data) => data.len(),
+            Arrived::Rts { total, .. } => *total as usize,
+        }
+    }
+}
+
+/// A send waiting for credit toward its destination.
+#[derive(Debug)]
+struct Queued {
+    req: RequestId,
+    context: u32,
+    tag: u64,
+    /// The message (eager) or `None` for a rendezvous announcement.
+    data: Option<Vec<u8>>,
+    total: u64,
+    key: u64,
+}
+
+impl Queued {
+    fn charge(&self) -> u64 {
+        match &self.data {
+            Some(data) => data.len() as u64 + OVERHEAD,
+            None => OVERHEAD,
+        }
+    }
+}
+
+fn accepts(context: u32, source: u32, tag: u64, m_context: u32, m_source: u32, m_tag: u64) -> bool {
+    context == m_context && (source == ANY_SOURCE || source == m_source) && (tag == ANY_TAG || tag == m_tag)
+}
+
+/// Matching queues and credits of one endpoint.
+#[derive(Debug)]
+pub(crate) struct Tagged {
+    posted: VecDeque<Posted>,
+    unexpected: VecDeque<Unexpected>,
+    /// Per destination: bytes we may still put into its unexpected buffer.
+    credit: Vec<u64>,
+    /// Per source: bytes consumed here and not yet returned.
+    owed: Vec<u64>,
+    /// Per destination: sends waiting for credit, in order.
+    queued: Vec<VecDeque<Queued>>,
+    queued_total: usize,
+    initial: u64,
+}
+
+impl Tagged {
+    pub(crate) fn new(size: u32, credit: u64) -> Tagged {
+        Tagged {
+            posted: VecDeque::new(),
+            unexpected: VecDeque::new(),
+            credit: vec![credit; size as usize],
+            owed: vec![0; size as usize],
+            queued: (0..size).map(|_| VecDeque::new()).collect(),
+            queued_total: 0,
+            initial: credit,
+        }
+    }
+
+    pub(crate) fn nothing_blocked(&self) -> bool {
+        self.queued_total == 0
+    }
+
+    pub(crate) fn add_credit(&mut self, peer: u32, amount: u32) {
+        if let Some(credit) = self.credit.get_mut(peer as usize) {
+            *credit = (*credit + u64::from(amount)).min(self.initial);
+        }
+    }
+
+    /// Takes `charge` from the credit toward `dest` if nothing is queued
+    /// ahead (order between a pair is kept even when credit runs short).
+    fn take_credit(&mut self, dest: u32, charge: u64) -> bool {
+        let d = dest as usize;
+        if self.queued[d].is_empty() && self.credit[d] >= charge {
+            self.credit[d] -= charge;
+            return true;
+        }
+        false
+    }
+
+    /// `charge` bytes from `source` left the unexpected buffer (or never
+    /// entered it); returns a credit grant to send when a batch is due.
+    fn consumed(&mut self, source: u32, charge: u64) -> Option<Outgoing> {
+        let owed = self.owed.get_mut(source as usize)?;
+        *owed += charge;
+        if *owed >= self.initial / 4 {
+            let amount = u32::try_from(*owed).unwrap_or(u32::MAX);
+            *owed -= u64::from(amount);
+            return Some(Outgoing::Credit { peer: source, class: super::CREDIT_UNEXPECTED, amount });
+        }
+        None
+    }
+
+    fn take_posted(&mut self, context: u32, source: u32, tag: u64) -> Option<Posted> {
+        let at = self.posted.iter().position(|p| accepts(p.context, p.source, p.tag, context, source, tag))?;
+        self.posted.remove(at)
+    }
+
+    fn take_unexpected(&mut self, context: u32, source: u32, tag: u64) -> Option<Unexpected> {
+        let at = self.unexpected.iter().position(|u| accepts(context, source, tag, u.context, u.source, u.tag))?;
+        self.unexpected.remove(at)
+    }
+
+    fn peek_unexpected(&self, context: u32, source: u32, tag: u64) -> Option<RecvStatus> {
+        self.unexpected.iter().find(|u| accepts(context, source, tag, u.context, u.source, u.tag)).map(|u| RecvStatus {
+            source: u.source,
+            tag: u.tag,
+            len: u.len(),
+        })
+    }
+
+    /// Removes a posted receive that never matched; whether it was there.
+    fn cancel(&mut self, req: RequestId) -> bool {
+        match self.posted.iter().position(|p| p.req == req) {
+            Some(at) => {
+                self.posted.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Records the unexpected arrival in the stats.
+fn count_unexpected(stats: &mut super::MsgStats, charge: u64, add: bool) {
+    if add {
+        stats.unexpected_bytes += charge;
+        stats.unexpected_messages += 1;
+        stats.unexpected_bytes_max = stats.unexpected_bytes_max.max(stats.unexpected_bytes);
+    } else {
+        stats.unexpected_bytes -= charge;
+        stats.unexpected_messages -= 1;
+    }
+}
+
+/// Completes receive `req` with an eager message.
+fn deliver_eager(requests: &mut Requests, req: RequestId, capacity: usize, status: RecvStatus, data: Cow<'_, [u8]>) {
+    if data.len() > capacity {
+        // The posted buffer is left untouched; the message is consumed.
+        requests.fail(req, Error::Truncated);
+        return;
+    }
+    if let Some(MsgOutput::Recv { status: s, sink }) = requests.msg_mut(req) {
+        *s = status;
+        sink.fill(data);
+    }
+    requests.part_done(req);
+}
+
+/// Receive `req` matched a rendezvous announcement: start pulling, or refuse.
+#[allow(clippy::too_many_arguments)]
+fn match_rts(
+    msg: &mut super::MsgState,
+    requests: &mut Requests,
+    req: RequestId,
+    capacity: usize,
+    status: RecvStatus,
+    token: u32,
+    key: u64,
+    offset: u64,
+) {
+    let total = status.len as u64;
+    let prepared = match requests.msg_mut(req) {
+        Some(MsgOutput::Recv { status: s, sink }) if total <= capacity as u64 => {
+            *s = status;
+            sink.prepare(status.len).is_ok()
+        }
+        _ => false,
+    };
+    if !prepared {
+        requests.fail(req, Error::Truncated);
+        msg.outbox.push_back(Outgoing::RndvDone { peer: status.source, token, status: Status::Truncated });
+        return;
+    }
+    msg.rndv.start_pull(requests, req, status.source, key, offset, total, token, Then::Collect);
+}
+
+/// An eager message arrived from `peer`.
+pub(crate) fn on_eager(t: &mut Target<'_>, peer: u32, eager: &op::Eager<'_>) {
+    let charge = eager.body.len() as u64 + OVERHEAD;
+    let msg = &mut *t.msg;
+    match msg.tagged.take_posted(eager.context, peer, eager.tag) {
+        Some(posted) => {
+            let status = RecvStatus { source: peer, tag: eager.tag, len: eager.body.len() };
+            t.requests.set_target(posted.req, peer);
+            deliver_eager(t.requests, posted.req, posted.capacity, status, Cow::Borrowed(eager.body));
+            if let Some(credit) = msg.tagged.consumed(peer, charge) {
+                msg.outbox.push_back(credit);
+            }
+        }
+        None => {
+            count_unexpected(&mut msg.stats, charge, true);
+            msg.tagged.unexpected.push_back(Unexpected {
+                context: eager.context,
+                source: peer,
+                tag: eager.tag,
+                arrived: Arrived::Eager(eager.body.to_vec()),
+                charge,
+            });
+        }
+    }
+}
+
+/// A rendezvous announcement arrived from `peer`.
+pub(crate) fn on_rts(t: &mut Target<'_>, peer: u32, rts: &RndvRts) {
+    let msg = &mut *t.msg;
+    match msg.tagged.take_posted(rts.context, peer, rts.tag) {
+        Some(posted) => {
+            let len = usize::try_from(rts.total_len).unwrap_or(usize::MAX);
+            let status = RecvStatus { source: peer, tag: rts.tag, len };
+            match_rts(msg, t.requests, posted.req, posted.capacity, status, rts.sender_req, rts.key, rts.offset);
+            if let Some(credit) = msg.tagged.consumed(peer, OVERHEAD) {
+                msg.outbox.push_back(credit);
+            }
+        }
+        None => {
+            count_unexpected(&mut msg.stats, OVERHEAD, true);
+            msg.tagged.unexpected.push_back(Unexpected {
+                context: rts.context,
+                source: peer,
+                tag: rts.tag,
+                arrived: Arrived::Rts { total: rts.total_len, token: rts.sender_req, key: rts.key, offset: rts.offset },
+                charge: OVERHEAD,
+            });
+        }
+    }
+}
+
+impl State {
+    /// Sends the announcement or eager message of `queued` now.
+    fn send_envelope(&mut self, now: mw_proto::time::Instant, dest: u32, q: &Queued) -> Result<()> {
+        match &q.data {
+            Some(data) => {
+                self.msg.stats.eager_sent += 1;
+                let repr = OpRepr::Eager(op::Eager { context: q.context, tag: q.tag, body: &[] });
+                self.send_op(now, dest, &repr, data, None)
+            }
+            None => {
+                self.msg.stats.rndv_sent += 1;
+                let repr = OpRepr::RndvRts(op::RndvRts {
+                    context: q.context,
+                    tag: q.tag,
+                    total_len: q.total,
+                    sender_req: q.req.0,
+                    key: q.key,
+                    offset: 0,
+                });
+                self.send_op(now, dest, &repr, &[], None)
+            }
+        }
+    }
+
+    /// Sends queued messages whose destination granted enough credit.
+    pub(crate) fn pump_blocked_sends(&mut self, now: mw_proto::time::Instant) -> bool {
+        if self.msg.tagged.queued_total == 0 {
+            return false;
+        }
+        let mut worked = false;
+        for dest in 0..self.size {
+            let d = dest as usize;
+            loop {
+                let tagged = &mut self.msg.tagged;
+                let Some(front) = tagged.queued[d].front() else {
+                    break;
+                };
+                let charge = front.charge();
+                let dead = dest != self.rank && self.dead[d];
+                if !dead && tagged.credit[d] < charge {
+                    break;
+                }
+                let q = tagged.queued[d].pop_front().expect("front checked");
+                tagged.queued_total -= 1;
+                worked = true;
+                if dead {
+                    let completion = self.requests.fail(q.req, Error::PeerUnreachable { rank: dest });
+                    self.completions.extend(completion);
+                    continue;
+                }
+                tagged.credit[d] -= charge;
+                let sent = self.send_envelope(now, dest, &q);
+                let completion = match sent {
+                    // An eager send is complete once it is on its way; a
+                    // rendezvous send when the receiver has pulled it.
+                    Ok(()) if q.data.is_some() => self.requests.part_done(q.req),
+                    Ok(()) => None,
+                    Err(error) => self.requests.fail(q.req, error),
+                };
+                self.completions.extend(completion);
+            }
+        }
+        worked
+    }
+
+    /// Posts a receive (or matches it against the unexpected queue at once).
+    fn post_recv(&mut self, context: u32, source: u32, tag: u64, capacity: usize, sink: Sink) -> Result<RequestId> {
+        let target = if source == ANY_SOURCE { self.rank } else { source };
+        let id = self.requests.alloc(target, 1)?;
+        self.requests.set_output(id, Output::Msg(MsgOutput::Recv { status: RecvStatus::default(), sink }));
+        let Some(found) = self.msg.tagged.take_unexpected(context, source, tag) else {
+            self.msg.tagged.posted.push_back(Posted { req: id, context, source, tag, capacity });
+            return Ok(id);
+        };
+        count_unexpected(&mut self.msg.stats, found.charge, false);
+        self.requests.set_target(id, found.source);
+        let status = RecvStatus { source: found.source, tag: found.tag, len: found.len() };
+        match found.arrived {
+            Arrived::Eager(data) => deliver_eager(&mut self.requests, id, capacity, status, Cow::Owned(data)),
+            Arrived::Rts { token, key, offset, .. } => {
+                match_rts(&mut self.msg, &mut self.requests, id, capacity, status, token, key, offset)
+            }
+        }
+        if let Some(credit) = self.msg.tagged.consumed(found.source, found.charge) {
+            self.msg.outbox.push_back(credit);
+        }
+        Ok(id)
+    }
+}
+
+/// Undoes a blocking send's in-place exposure on every exit path (also on
+/// unwind), before the caller's borrow of the data ends.
+struct Unexpose<'a> {
+    ep: &'a Endpoint,
+    token: RequestId,
+}
+
+impl Drop for Unexpose<'_> {
+    fn drop(&mut self) {
+        let mut state = self.ep.lock();
+        state.unexpose(self.token);
+        state.requests.release(self.token);
+    }
+}
+
+impl Endpoint {
+    fn check_send(&self, dest: u32, tag: u64) -> Result<()> {
+        self.check_rank(dest)?;
+        if tag == ANY_TAG {
+            return Err(Error::InvalidArgument("ANY_TAG (u64::MAX) is not a valid tag to send"));
+        }
+        Ok(())
+    }
+
+    fn check_source(&self, source: u32) -> Result<()> {
+        if source == ANY_SOURCE {
+            return Ok(());
+        }
+        self.check_rank(source)
+    }
+
+    /// Sends `data` to `dest` with `tag` and waits until the buffer may be
+    /// reused: at once for a message up to the eager limit (unless `dest`
+    /// owes us credit), after the receiver has pulled it for a larger one
+    /// (which is then never copied: the receiver GETs it from `data`).
+    /// A receiver whose buffer is too small consumes the message and gets
+    /// [`Error::Truncated`]; the send still succeeds. Above the eager limit
+    /// this waits for a matching receive, so a blocking send to oneself of a
+    /// large message needs a receive posted first (or use `isend`).
+    pub fn send(&self, dest: u32, tag: u64, data: &[u8]) -> Result<()> {
+        self.send_in(0, dest, tag, data)
+    }
+
+    /// [`send`](Self::send) in matching context `context` (messages only
+    /// match receives of the same context; libraries layered on memwire use
+    /// their own so their traffic never mixes with the application's).
+    pub fn send_in(&self, context: u32, dest: u32, tag: u64, data: &[u8]) -> Result<()> {
+        self.check_send(dest, tag)?;
+        let eager_limit = self.lock().msg.eager_limit;
+        if data.len() <= eager_limit {
+            let charge = data.len() as u64 + OVERHEAD;
+            let queued = {
+                let mut state = self.lock();
+                if state.msg.tagged.take_credit(dest, charge) {
+                    state.msg.stats.eager_sent += 1;
+                    let now = self.shared.now();
+                    let repr = OpRepr::Eager(op::Eager { context, tag, body: &[] });
+                    state.send_op(now, dest, &repr, data, None)?;
+                    // On the wire now, not at the next call into the library.
+                    state.transmit(now);
+                    return Ok(());
+                }
+                let id = state.requests.alloc(dest, 1)?;
+                state.msg.stats.credit_stalls += 1;
+                let q = Queued { req: id, context, tag, data: Some(data.to_vec()), total: 0, key: 0 };
+                state.msg.tagged.queued[dest as usize].push_back(q);
+                state.msg.tagged.queued_total += 1;
+                id
+            };
+            return Handle::new(self, queued, Landing::Nothing).wait();
+        }
+        // Rendezvous, zero copy: the receiver pulls straight from `data`.
+        let mem = crate::memory::readonly_mem(data);
+        let token = self.lock().requests.alloc(dest, 1)?;
+        let _unexpose = Unexpose { ep: self, token };
+        {
+            let mut state = self.lock();
+            let key = state.expose(dest, mem, None, token);
+            self.announce(&mut state, context, dest, tag, data.len() as u64, key.0, token);
+            state.transmit(self.shared.now());
+        }
+        self.wait_for(|state| state.requests.is_done(token) != Some(false));
+        let result = self.lock().requests.take(token).map(|(result, _)| result);
+        result.unwrap_or(Ok(()))
+    }
+
+    /// Sends (or queues, without credit) the announcement of rendezvous send `token`.
+    #[allow(clippy::too_many_arguments)]
+    fn announce(&self, state: &mut State, context: u32, dest: u32, tag: u64, total: u64, key: u64, token: RequestId) {
+        let q = Queued { req: token, context, tag, data: None, total, key };
+        if state.msg.tagged.take_credit(dest, OVERHEAD) {
+            let now = self.shared.now();
+            if let Err(error) = state.send_envelope(now, dest, &q) {
+                let completion = state.requests.fail(token, error);
+                state.completions.extend(completion);
+            }
+        } else {
+            state.msg.stats.credit_stalls += 1;
+            state.msg.tagged.queued[dest as usize].push_back(q);
+            state.msg.tagged.queued_total += 1;
+        }
+    }
+
+    /// Nonblocking send. Never waits for the receiver: a message up to the
+    /// eager limit goes out now (or is queued locally until `dest` grants
+    /// credit); a larger one is copied once into library memory and
+    /// announced, and the handle completes when the receiver has pulled it.
+    pub fn isend<'a>(&'a self, dest: u32, tag: u64, data: &'a [u8]) -> Result<Handle<'a>> {
+        self.isend_in(0, dest, tag, data)
+    }
+
+    /// [`isend`](Self::isend) in matching context `context`.
+    pub fn isend_in<'a>(&'a self, context: u32, dest: u32, tag: u64, data: &'a [u8]) -> Result<Handle<'a>> {
+        self.check_send(dest, tag)?;
+        self.msg_wait_for_room(dest);
+        let mut state = self.lock();
+        let now = self.shared.now();
+        let id = if data.len() <= state.msg.eager_limit {
+            let charge = data.len() as u64 + OVERHEAD;
+            if state.msg.tagged.take_credit(dest, charge) {
+                let id = state.requests.alloc(dest, 0)?;
+                state.msg.stats.eager_sent += 1;
+                let repr = OpRepr::Eager(op::Eager { context, tag, body: &[] });
+                if let Err(error) = state.send_op(now, dest, &repr, data, None) {
+                    let _ = state.requests.take(id);
+                    return Err(error);
+                }
+                id
+            } else {
+                let id = state.requests.alloc(dest, 1)?;
+                state.msg.stats.credit_stalls += 1;
+                let q = Queued { req: id, context, tag, data: Some(data.to_vec()), total: 0, key: 0 };
+                state.msg.tagged.queued[dest as usize].push_back(q);
+                state.msg.tagged.queued_total += 1;
+                id
+            }
+        } else {
+            let id = state.requests.alloc(dest, 1)?;
+            let key = state.expose_copy(dest, data, id);
+            self.announce(&mut state, context, dest, tag, data.len() as u64, key.0, id);
+            id
+        };
+        state.transmit(now);
+        drop(state);
+        Ok(Handle::new(self, id, Landing::Nothing))
+    }
+
+    /// Receives a message from `source` (or [`ANY_SOURCE`]) with `tag` (or
+    /// [`ANY_TAG`]) into `buf`, waiting for it. The data lands in `buf`
+    /// directly (for a rendezvous message, the GETs write into it). A
+    /// message longer than `buf` fails with [`Error::Truncated`], leaves
+    /// `buf` untouched and is consumed.
+    pub fn recv(&self, source: u32, tag: u64, buf: &mut [u8]) -> Result<RecvStatus> {
+        self.recv_in(0, source, tag, buf)
+    }
+
+    /// [`recv`](Self::recv) in matching context `context`.
+    pub fn recv_in(&self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Result<RecvStatus> {
+        self.check_source(source)?;
+        let capacity = buf.len();
+        let mem = crate::memory::scoped_mem(buf);
+        let id = self.lock().post_recv(context, source, tag, capacity, Sink::Direct { mem, filled: 0 })?;
+        // The handle cancels the receive if we unwind, before `buf`'s borrow ends.
+        RecvHandle { ep: self, id, out: None, finished: false }.wait()
+    }
+
+    /// Nonblocking receive into `buf` (filled when the handle completes:
+    /// the data is staged in library memory and copied into `buf` by
+    /// `wait`, so a leaked handle can never write into freed memory).
+    /// Dropping the handle before it matched cancels the receive.
+    pub fn irecv<'a>(&'a self, source: u32, tag: u64, buf: &'a mut [u8]) -> Result<RecvHandle<'a>> {
+        self.irecv_in(0, source, tag, buf)
+    }
+
+    /// [`irecv`](Self::irecv) in matching context `context`.
+    pub fn irecv_in<'a>(&'a self, context: u32, source: u32, tag: u64, buf: &'a mut [u8]) -> Result<RecvHandle<'a>> {
+        self.check_source(source)?;
+        let id = self.lock().post_recv(context, source, tag, buf.len(), Sink::staged(buf.len()))?;
+        Ok(RecvHandle { ep: self, id, out: Some(buf), finished: false })
+    }
+
+    /// Whether a message from `source` with `tag` has arrived and is not yet
+    /// received; makes progress once. The message stays queued.
+    pub fn iprobe(&self, source: u32, tag: u64) -> Result<Option<RecvStatus>> {
+        self.iprobe_in(0, source, tag)
+    }
+
+    /// [`iprobe`](Self::iprobe) in matching context `context`.
+    pub fn iprobe_in(&self, context: u32, source: u32, tag: u64) -> Result<Option<RecvStatus>> {
+        self.check_source(source)?;
+        self.progress();
+        Ok(self.lock().msg.tagged.peek_unexpected(context, source, tag))
+    }
+
+    /// Waits until a message from `source` with `tag` has arrived; returns
+    /// its envelope (the message stays queued for a receive).
+    pub fn probe(&self, source: u32, tag: u64) -> Result<RecvStatus> {
+        self.probe_in(0, source, tag)
+    }
+
+    /// [`probe`](Self::probe) in matching context `context`.
+    pub fn probe_in(&self, context: u32, source: u32, tag: u64) -> Result<RecvStatus> {
+        self.check_source(source)?;
+        let mut found = None;
+        self.wait_for(|state| {
+            found = state.msg.tagged.peek_unexpected(context, source, tag);
+            found.is_some()
+        });
+        found.ok_or(Error::InvalidArgument("probe ended without a message"))
+    }
+}
+
+/// A nonblocking receive in flight. Wait on it, test it, or drop it (before
+/// it matched, dropping cancels the receive; after, the message is discarded).
+#[must_use = "a receive handle does nothing unless tested or waited on"]
+#[derive(Debug)]
+pub struct RecvHandle<'a> {
+    ep: &'a Endpoint,
+    id: RequestId,
+    /// Where staged data is copied; `None` when it landed in place.
+    out: Option<&'a mut [u8]>,
+    finished: bool,
+}
+
+impl RecvHandle<'_> {
+    /// Makes progress once and reports whether the receive is complete.
+    pub fn test(&mut self) -> bool {
+        self.ep.progress();
+        self.is_complete()
+    }
+
+    /// Whether the receive is complete, without making progress (with the
+    /// progress thread on, a receive completes while the application computes).
+    pub fn is_complete(&self) -> bool {
+        self.ep.lock().requests.is_done(self.id).unwrap_or(true)
+    }
+
+    /// Waits for the message; returns its envelope.
+    pub fn wait(mut self) -> Result<RecvStatus> {
+        let id = self.id;
+        self.ep.wait_for(|state| state.requests.is_done(id) != Some(false));
+        self.finished = true;
+        let output = super::take_msg(&mut self.ep.lock(), id)?;
+        let Some(MsgOutput::Recv { status, mut sink }) = output else {
+            return Err(Error::InvalidArgument("not a receive"));
+        };
+        if let Some(out) = self.out.as_deref_mut() {
+            let data = sink.take_staged();
+            out.get_mut(..data.len()).ok_or(Error::Truncated)?.copy_from_slice(&data);
+        }
+        Ok(status)
+    }
+}
+
+impl Drop for RecvHandle<'_> {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let mut state = self.ep.lock();
+        if state.msg.tagged.cancel(self.id) {
+            state.requests.fail(self.id, Error::InvalidArgument("receive cancelled"));
+        }
+        state.requests.release(self.id);
+    }
+}

@@ -1,0 +1,583 @@
+//! Messaging across 2-8 ranks over UDP on loopback, lossless and with
+//! injected loss, duplication and reordering: tagged matching under every
+//! arrival order, eager and rendezvous sizes, truncation, credit-bounded
+//! floods, active messages, remote FIFOs, raw datagrams, and overlap with
+//! the progress thread.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::{lossy, pattern, run_job};
+use mw_core::{Config, Error, FifoKey, ProgressMode, ANY_SOURCE, ANY_TAG, RESERVED_HANDLER_BASE};
+
+fn configs() -> Vec<(&'static str, Config)> {
+    vec![
+        ("clean", Config::default()),
+        ("drop5", lossy(0.05, 0.0, 0.0, 21)),
+        ("dup5+reorder5", lossy(0.0, 0.05, 0.05, 22)),
+        ("mixed", lossy(0.03, 0.03, 0.03, 23)),
+    ]
+}
+
+/// A small eager limit, so rendezvous sizes stay cheap under loss.
+fn small_eager(mut cfg: Config) -> Config {
+    cfg.eager_limit = 1024;
+    cfg
+}
+
+fn seq_msg(seq: u32, len: usize) -> Vec<u8> {
+    let mut m = pattern(seq, len.max(4));
+    m[..4].copy_from_slice(&seq.to_le_bytes());
+    m.truncate(len.max(4));
+    m
+}
+
+#[test]
+fn matching_under_every_arrival_order() {
+    for (name, cfg) in configs() {
+        eprintln!("config {name}");
+        run_job(3, small_eager(cfg), |ep| {
+            let me = ep.rank();
+            // 1. Posted before arrival: rank 1 posts, then the others send.
+            if me == 1 {
+                let mut bufs = vec![vec![0u8; 4096]; 4];
+                let mut handles = Vec::new();
+                for (i, buf) in bufs.iter_mut().enumerate() {
+                    let source = if i % 2 == 0 { 0 } else { 2 };
+                    handles.push(ep.irecv(source, 10 + i as u64, buf).unwrap());
+                }
+                ep.barrier().unwrap();
+                for (i, h) in handles.into_iter().enumerate() {
+                    let st = h.wait().unwrap();
+                    assert_eq!(st.source, if i % 2 == 0 { 0 } else { 2 });
+                    assert_eq!(st.tag, 10 + i as u64);
+                    assert_eq!(st.len, 100 * (i + 1) + 900 * (i % 2));
+                }
+                for (i, buf) in bufs.iter().enumerate() {
+                    let len = 100 * (i + 1) + 900 * (i % 2);
+                    assert_eq!(&buf[..len], &pattern(i as u32, len)[..]);
+                }
+            } else {
+                ep.barrier().unwrap();
+                for i in 0..4usize {
+                    if (i % 2 == 0) == (me == 0) {
+                        // Sizes straddle the eager limit (1024): 100, 1100, 300, 1300.
+                        let len = 100 * (i + 1) + 900 * (i % 2);
+                        ep.send(1, 10 + i as u64, &pattern(i as u32, len)).unwrap();
+                    }
+                }
+            }
+            ep.barrier().unwrap();
+            // 2. Unexpected: everything arrives first, then rank 1 receives
+            //    by tag in the reverse order of sending, then by wildcard.
+            // Nonblocking sends: a rendezvous send completes only once rank 1
+            // pulls it, after the barrier.
+            let msgs: Vec<Vec<u8>> =
+                (0..6u32).map(|t| seq_msg(me * 100 + t, if t % 3 == 0 { 2000 } else { 50 })).collect();
+            let mut sends = Vec::new();
+            if me != 1 {
+                for (t, data) in msgs.iter().enumerate() {
+                    sends.push(ep.isend(1, 20 + t as u64, data).unwrap());
+                }
+            }
+            if me == 1 {
+                ep.barrier().unwrap();
+                let mut buf = vec![0u8; 4096];
+                for t in (3..6u64).rev() {
+                    for src in [2u32, 0] {
+                        let st = ep.recv(src, 20 + t, &mut buf).unwrap();
+                        assert_eq!((st.source, st.tag), (src, 20 + t));
+                        assert_eq!(&buf[..st.len], &seq_msg(src * 100 + t as u32, st.len)[..]);
+                    }
+                }
+                // Remaining tags 20..23 from both, with ANY_TAG per source:
+                // non-overtaking means they come in send order.
+                for src in [0u32, 2] {
+                    for t in 0..3u64 {
+                        let st = ep.recv(src, ANY_TAG, &mut buf).unwrap();
+                        assert_eq!((st.source, st.tag), (src, 20 + t), "per-pair order");
+                    }
+                }
+                // Probe sees nothing left.
+                assert_eq!(ep.iprobe(ANY_SOURCE, ANY_TAG).unwrap(), None);
+            } else {
+                ep.barrier().unwrap();
+                mw_core::wait_all(sends).unwrap();
+            }
+            ep.barrier().unwrap();
+            // 3. Wildcard source and tag mixed with posted receives.
+            if me == 0 {
+                let mut a = vec![0u8; 64];
+                let mut b = vec![0u8; 64];
+                let h1 = ep.irecv(ANY_SOURCE, 7, &mut a).unwrap();
+                let h2 = ep.irecv(ANY_SOURCE, ANY_TAG, &mut b).unwrap();
+                ep.barrier().unwrap();
+                let s1 = h1.wait().unwrap();
+                let s2 = h2.wait().unwrap();
+                assert_eq!(s1.tag, 7);
+                // h2 took the next arrival not taken by h1: never an earlier
+                // message of the same sender than h1's (non-overtaking).
+                assert!(s2.source != s1.source || s2.tag == 8);
+                let probe = ep.probe(ANY_SOURCE, ANY_TAG).unwrap();
+                let mut c = vec![0u8; 64];
+                let s3 = ep.recv(probe.source, probe.tag, &mut c).unwrap();
+                assert_eq!(s3, probe);
+                let mut d = vec![0u8; 64];
+                let s4 = ep.recv(ANY_SOURCE, ANY_TAG, &mut d).unwrap();
+                let mut got: Vec<(u32, u64)> = [s1, s2, s3, s4].iter().map(|s| (s.source, s.tag)).collect();
+                got.sort_unstable();
+                assert_eq!(got, vec![(1, 7), (1, 8), (2, 7), (2, 8)]);
+                assert_eq!(&a[..s1.len], format!("{}:{}", s1.source, s1.tag).as_bytes());
+            } else {
+                ep.barrier().unwrap();
+                for tag in [7u64, 8] {
+                    ep.send(0, tag, format!("{me}:{tag}").as_bytes()).unwrap();
+                }
+            }
+            ep.barrier().unwrap();
+        });
+    }
+}
+
+#[test]
+fn non_overtaking_across_eager_and_rendezvous() {
+    for (name, cfg) in configs() {
+        eprintln!("config {name}");
+        run_job(2, small_eager(cfg), |ep| {
+            const N: u32 = 60;
+            let len_of = |i: u32| match i % 4 {
+                0 => 0,
+                1 => 8,
+                2 => 1023 + (i as usize % 3), // 1023, 1024, 1025 around the limit
+                _ => 5000,
+            };
+            if ep.rank() == 0 {
+                let msgs: Vec<Vec<u8>> = (0..N).map(|i| seq_msg(i, len_of(i))).collect();
+                let handles: Vec<_> = msgs.iter().map(|m| ep.isend(1, 5, m).unwrap()).collect();
+                mw_core::wait_all(handles).unwrap();
+            } else {
+                let mut buf = vec![0u8; 8192];
+                for i in 0..N {
+                    let st = ep.recv(0, 5, &mut buf).unwrap();
+                    let want = seq_msg(i, len_of(i));
+                    assert_eq!(st.len, want.len());
+                    assert_eq!(&buf[..st.len], &want[..], "message {i} overtaken or corrupted");
+                }
+            }
+            ep.barrier().unwrap();
+        });
+    }
+}
+
+#[test]
+fn eager_and_rendezvous_sizes() {
+    for (name, cfg) in configs() {
+        eprintln!("config {name}");
+        let big = if name == "clean" { 5 << 20 } else { 1 << 20 };
+        run_job(2, cfg, move |ep| {
+            let limit = 16 << 10; // the default eager limit
+            let sizes = [0usize, 1, limit - 1, limit, limit + 1, 100_003, big + 7];
+            let peer = 1 - ep.rank();
+            for (i, &len) in sizes.iter().enumerate() {
+                let data = pattern(i as u32 + 100 * ep.rank(), len);
+                let mut buf = vec![0xeeu8; len + 3];
+                if ep.rank() == 0 {
+                    ep.send(peer, i as u64, &data).unwrap();
+                    let st = ep.recv(peer, i as u64, &mut buf).unwrap();
+                    assert_eq!(st.len, len);
+                } else {
+                    // Nonblocking forms on this side, posted before the data comes.
+                    let h = ep.irecv(peer, i as u64, &mut buf).unwrap();
+                    let st = h.wait().unwrap();
+                    assert_eq!(st.len, len);
+                    ep.isend(peer, i as u64, &data).unwrap().wait().unwrap();
+                }
+                assert_eq!(&buf[..len], &pattern(i as u32 + 100 * peer, len)[..], "size {len}");
+                assert_eq!(&buf[len..], &[0xee; 3], "bytes past the message untouched");
+            }
+            let stats = ep.msg_stats();
+            assert!(stats.rndv_sent >= 3 && stats.eager_sent >= 4, "{stats:?}");
+            ep.barrier().unwrap();
+        });
+    }
+}
+
+#[test]
+fn truncation_is_a_clear_error() {
+    run_job(2, small_eager(Config::default()), |ep| {
+        if ep.rank() == 0 {
+            ep.send(1, 1, &[1u8; 100]).unwrap(); // eager, too long
+            ep.send(1, 2, &[2u8; 5000]).unwrap(); // rendezvous, too long: still completes
+            ep.send(1, 3, &[3u8; 10]).unwrap();
+            assert!(matches!(ep.send(1, ANY_TAG, b"x"), Err(Error::InvalidArgument(_))));
+            assert!(matches!(ep.send(9, 0, b"x"), Err(Error::BadRank { .. })));
+        } else {
+            let mut small = [0x55u8; 16];
+            assert_eq!(ep.recv(0, 1, &mut small), Err(Error::Truncated));
+            assert_eq!(small, [0x55; 16], "buffer untouched");
+            let mut mid = vec![0x66u8; 4000];
+            let h = ep.irecv(0, 2, &mut mid).unwrap();
+            assert_eq!(h.wait(), Err(Error::Truncated));
+            assert!(mid.iter().all(|&b| b == 0x66));
+            let st = ep.recv(0, 3, &mut small).unwrap();
+            assert_eq!((st.len, &small[..10]), (10, &[3u8; 10][..]), "later messages unaffected");
+        }
+        ep.barrier().unwrap();
+    });
+}
+
+#[test]
+fn credit_flood_is_bounded_and_lossless() {
+    for (name, cfg) in [("clean", Config::default()), ("mixed", lossy(0.03, 0.03, 0.03, 31))] {
+        eprintln!("config {name}");
+        let cfg = Config { eager_limit: 1024, unexpected_credit: 16 << 10, ..cfg };
+        run_job(3, cfg, |ep| {
+            const N: u32 = 600;
+            const LEN: usize = 500;
+            let credit = 16u64 << 10;
+            let me = ep.rank();
+            if me != 0 {
+                // Rank 1 floods with blocking sends, rank 2 with isends.
+                let msgs: Vec<Vec<u8>> = (0..N).map(|i| seq_msg(i + 10_000 * me, LEN)).collect();
+                if me == 1 {
+                    for m in &msgs {
+                        ep.send(0, 9, m).unwrap();
+                    }
+                } else {
+                    let handles: Vec<_> = msgs.iter().map(|m| ep.isend(0, 9, m).unwrap()).collect();
+                    mw_core::wait_all(handles).unwrap();
+                }
+                assert!(ep.msg_stats().credit_stalls > 0, "a flooding sender is slowed");
+            } else {
+                // Let the floods fill the unexpected buffer, then keep
+                // progressing: it must not grow past the credit per sender.
+                while ep.msg_stats().unexpected_bytes + 2 * (LEN as u64 + 64) < 2 * credit {
+                    ep.progress();
+                }
+                for _ in 0..2000 {
+                    ep.progress();
+                }
+                let stats = ep.msg_stats();
+                assert!(stats.unexpected_bytes_max <= 2 * credit, "unexpected buffer grew: {stats:?}");
+                let mut next = [0u32; 3];
+                let mut buf = vec![0u8; LEN];
+                for _ in 0..2 * N {
+                    let st = ep.recv(ANY_SOURCE, 9, &mut buf).unwrap();
+                    let src = st.source as usize;
+                    assert_eq!(&buf[..], &seq_msg(next[src] + 10_000 * st.source, LEN)[..], "lost or reordered");
+                    next[src] += 1;
+                }
+                assert_eq!(next, [0, N, N]);
+                assert!(ep.msg_stats().unexpected_bytes_max <= 2 * credit);
+            }
+            ep.barrier().unwrap();
+        });
+    }
+}
+
+#[test]
+fn active_messages() {
+    for (name, cfg) in configs() {
+        eprintln!("config {name}");
+        let big = if name == "clean" { 3 << 20 } else { 300_000 };
+        run_job(3, cfg, move |ep| {
+            let forwarded = Arc::new(AtomicUsize::new(0));
+            // 1: echo args+1 and the payload reversed.
+            ep.register_handler(1, |ctx, m| {
+                let args: Vec<u64> = m.args.iter().map(|a| a + 1).collect();
+                let mut payload = m.payload.to_vec();
+                payload.reverse();
+                ctx.reply(&args, &payload).unwrap();
+                assert!(ctx.reply(&[], &[]).is_err(), "second reply refused");
+            })
+            .unwrap();
+            // 2: no explicit reply; forwards a one-way AM to rank 0.
+            ep.register_handler(2, |ctx, m| {
+                ctx.am_send(0, 3, &[u64::from(ctx.source())], m.payload).unwrap();
+            })
+            .unwrap();
+            let counter = forwarded.clone();
+            ep.register_handler(3, move |_ctx, m| {
+                assert_eq!(m.payload.len(), 1);
+                counter.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+            // 4: a large reply.
+            ep.register_handler(4, move |ctx, m| {
+                ctx.reply(&[m.payload.len() as u64], &pattern(44, big)).unwrap();
+            })
+            .unwrap();
+            ep.register_handler(5, |_ctx, _m| panic!("handler failure")).unwrap();
+            assert!(ep.register_handler(1, |_, _| {}).is_err(), "taken id");
+            assert!(ep.register_handler(RESERVED_HANDLER_BASE, |_, _| {}).is_err(), "reserved id");
+            assert!(ep.register_handler(0xFFFF, |_, _| {}).is_err(), "reserved id");
+            ep.barrier().unwrap();
+
+            let me = ep.rank();
+            let right = (me + 1) % ep.size();
+            let r = ep.am_request(right, 1, &[1, 2, 3], b"abc").unwrap();
+            assert_eq!(r.args, vec![2, 3, 4]);
+            assert_eq!(r.payload, b"cba");
+            // Empty reply when the handler gives none, and the forward runs.
+            let r = ep.am_request(right, 2, &[], b"z").unwrap();
+            assert_eq!(r, mw_core::AmReplyData::default());
+            // Large request payload (pulled by the target) and large reply.
+            let payload = pattern(me, big + 1);
+            let r = ep.am_request(right, 4, &[], &payload).unwrap();
+            assert_eq!(r.args, vec![big as u64 + 1]);
+            assert_eq!(r.payload, pattern(44, big));
+            let r = ep.am_request(right, 1, &[9], &payload).unwrap();
+            assert_eq!(r.args, vec![10]);
+            assert!(r.payload.iter().rev().eq(payload.iter()), "large echo");
+            // Errors the initiator sees.
+            assert_eq!(ep.am_request(right, 77, &[], b"").unwrap_err(), Error::NoHandler);
+            assert_eq!(ep.am_request(right, 77, &[], &payload).unwrap_err(), Error::NoHandler);
+            assert_eq!(ep.am_request(right, 5, &[], b"").unwrap_err(), Error::Unsupported);
+            assert!(ep.am_request(right, RESERVED_HANDLER_BASE, &[], b"").is_err());
+            assert!(ep.am_request(right, 1, &[0; 9], b"").is_err());
+            // To self, and many in flight at once.
+            assert_eq!(ep.am_request(me, 1, &[0], b"xy").unwrap().payload, b"yx");
+            let handles: Vec<_> = (0..50u64).map(|i| ep.am_request_nb(right, 1, &[i], &[i as u8]).unwrap()).collect();
+            for (i, h) in handles.into_iter().enumerate() {
+                assert_eq!(h.wait().unwrap().args, vec![i as u64 + 1]);
+            }
+            ep.barrier().unwrap();
+            if me == 0 {
+                // Every rank's handler 2 forwarded one message here.
+                let n = ep.size() as usize;
+                while forwarded.load(Ordering::SeqCst) < n {
+                    ep.progress();
+                }
+                assert_eq!(forwarded.load(Ordering::SeqCst), n);
+            }
+            ep.barrier().unwrap();
+            assert!(ep.unregister_handler(1));
+            assert!(!ep.unregister_handler(1));
+            ep.barrier().unwrap();
+            assert_eq!(ep.am_request(right, 1, &[], b"").unwrap_err(), Error::NoHandler);
+            ep.barrier().unwrap();
+        });
+    }
+}
+
+#[test]
+fn fifo_backpressure_and_watermark() {
+    for (name, cfg) in configs() {
+        eprintln!("config {name}");
+        run_job(4, cfg, |ep| {
+            const PER: u32 = 40;
+            let me = ep.rank();
+            let fifo = if me == 0 { Some(ep.create_fifo(64, 8).unwrap()) } else { None };
+            let key = match &fifo {
+                Some(f) => f.key().0,
+                None => 0,
+            };
+            let keys = ep.allgather_bytes(&key.to_le_bytes()).unwrap();
+            let key = FifoKey(u64::from_le_bytes(keys[0][..8].try_into().unwrap()));
+            if let Some(fifo) = &fifo {
+                let marks = Arc::new(AtomicUsize::new(0));
+                let m = marks.clone();
+                fifo.set_watermark(move |len| {
+                    assert!(len >= 6);
+                    m.fetch_add(1, Ordering::SeqCst);
+                });
+                ep.barrier().unwrap();
+                // Let the pushers fill it, then refuse our own push.
+                while fifo.len() < 8 {
+                    ep.progress();
+                }
+                assert_eq!(marks.load(Ordering::SeqCst), 1, "watermark at 3/4");
+                assert_eq!(ep.try_fifo_push(0, key, b"self"), Err(Error::WouldBlock));
+                assert_eq!(ep.try_fifo_push(0, FifoKey(key.0 ^ 1), b"x"), Err(Error::BadKey));
+                let mut next = [0u32; 4];
+                let mut buf = [0u8; 64];
+                let mut tiny = [0u8; 2];
+                assert_eq!(fifo.try_pop(&mut tiny), Err(Error::Truncated), "entry stays queued");
+                for _ in 0..3 * PER {
+                    let len = fifo.pop(&mut buf).unwrap();
+                    let (src, seq) = (buf[0] as usize, u32::from_le_bytes(buf[1..5].try_into().unwrap()));
+                    assert_eq!(len, 5 + seq as usize % 50);
+                    assert_eq!(seq, next[src], "entries from rank {src} lost or reordered");
+                    next[src] += 1;
+                }
+                assert_eq!(next, [0, PER, PER, PER]);
+                assert_eq!(fifo.try_pop(&mut buf), Ok(None));
+                // Re-armed once below 3/4: filling it again fires again.
+                let before = marks.load(Ordering::SeqCst);
+                for i in 0..6u8 {
+                    ep.try_fifo_push(0, key, &[i]).unwrap();
+                }
+                assert_eq!(marks.load(Ordering::SeqCst), before + 1);
+                for i in 0..6u8 {
+                    assert_eq!(fifo.pop(&mut buf).unwrap(), 1);
+                    assert_eq!(buf[0], i);
+                }
+            } else {
+                ep.barrier().unwrap();
+                for seq in 0..PER {
+                    let mut entry = vec![me as u8];
+                    entry.extend_from_slice(&seq.to_le_bytes());
+                    entry.resize(5 + seq as usize % 50, 7);
+                    ep.fifo_push(0, key, &entry).unwrap();
+                }
+                assert_eq!(ep.try_fifo_push(0, key, &[0u8; 65]), Err(Error::Truncated), "larger than a slot");
+                assert_eq!(ep.fifo_push(0, FifoKey(key.0 ^ 1), b"x"), Err(Error::BadKey));
+            }
+            ep.barrier().unwrap();
+            drop(fifo);
+            ep.barrier().unwrap();
+            if me == 1 {
+                assert_eq!(ep.try_fifo_push(0, key, b"gone"), Err(Error::BadKey));
+            }
+            ep.barrier().unwrap();
+        });
+    }
+}
+
+#[test]
+fn raw_datagrams_arrive_unreliably() {
+    for (name, cfg) in [("clean", Config::default()), ("drop5", lossy(0.05, 0.0, 0.0, 41))] {
+        eprintln!("config {name}");
+        run_job(2, cfg, |ep| {
+            let max = ep.raw_max_len();
+            assert!(max >= 1024);
+            assert!(matches!(ep.send_raw(1 - ep.rank(), &vec![0u8; max + 1]), Err(Error::InvalidArgument(_))));
+            ep.send_raw(ep.rank(), b"to myself").unwrap();
+            let mut buf = vec![0u8; max];
+            let (src, len) = ep.recv_raw(&mut buf).unwrap();
+            assert_eq!((src, &buf[..len]), (ep.rank(), &b"to myself"[..]));
+            ep.barrier().unwrap();
+            if ep.rank() == 0 {
+                // Unreliable: resend until the peer confirms over a reliable message.
+                let data = pattern(5, max);
+                loop {
+                    ep.send_raw(1, &data).unwrap();
+                    if ep.iprobe(1, 99).unwrap().is_some() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                let mut ok = [0u8; 1];
+                ep.recv(1, 99, &mut ok).unwrap();
+                assert_eq!(ok, [1]);
+            } else {
+                let (src, len) = ep.recv_raw(&mut buf).unwrap();
+                assert_eq!((src, len), (0, max));
+                assert_eq!(buf, pattern(5, max));
+                ep.send(0, 99, &[1]).unwrap();
+            }
+            ep.barrier().unwrap();
+            // Drain duplicates of the resent datagram; nothing else arrives.
+            while let Some((src, _)) = ep.try_recv_raw(&mut buf).unwrap() {
+                assert_eq!(src, 0);
+            }
+        });
+    }
+}
+
+#[test]
+fn irecv_completes_during_compute_with_progress_thread() {
+    let cfg = Config { progress: ProgressMode::Thread, ..Config::default() };
+    run_job(2, cfg, |ep| {
+        const LEN: usize = 16 << 20;
+        if ep.rank() == 0 {
+            let data = pattern(3, LEN);
+            ep.barrier().unwrap();
+            ep.send(1, 1, &data).unwrap();
+        } else {
+            let mut buf = vec![0u8; LEN];
+            let h = ep.irecv(0, 1, &mut buf).unwrap();
+            ep.barrier().unwrap();
+            // Compute without calling into the library: only the progress
+            // thread can complete the receive.
+            // (The harness fails the test if this never ends.)
+            let mut x = 1u64;
+            while !h.is_complete() {
+                for i in 0..100_000u64 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+                }
+            }
+            assert_eq!(h.wait().unwrap().len, LEN);
+            assert!(buf == pattern(3, LEN));
+        }
+        ep.barrier().unwrap();
+    });
+}
+
+#[test]
+fn eight_ranks_all_to_one_and_ring() {
+    run_job(8, small_eager(lossy(0.02, 0.02, 0.02, 51)), |ep| {
+        let me = ep.rank();
+        let n = ep.size();
+        if me != 0 {
+            ep.send(0, u64::from(me), &pattern(me, 100 * me as usize)).unwrap();
+            ep.send(0, 1000, &pattern(me + 50, 3000)).unwrap();
+        } else {
+            let mut seen = vec![false; n as usize];
+            let mut buf = vec![0u8; 4096];
+            for _ in 1..n {
+                let st = ep.recv(ANY_SOURCE, ANY_TAG, &mut buf).unwrap();
+                // Each rank's small message comes before its large one.
+                assert_eq!(st.tag, u64::from(st.source));
+                assert_eq!(&buf[..st.len], &pattern(st.source, 100 * st.source as usize)[..]);
+                let st2 = ep.recv(st.source, 1000, &mut buf).unwrap();
+                assert_eq!(&buf[..st2.len], &pattern(st.source + 50, 3000)[..]);
+                seen[st.source as usize] = true;
+            }
+            assert!(seen[1..].iter().all(|&s| s));
+        }
+        // Ring with active messages.
+        ep.register_handler(7, |ctx, m| ctx.reply(&[m.args[0] * 2], &[]).unwrap()).unwrap();
+        ep.barrier().unwrap();
+        let r = ep.am_request((me + 1) % n, 7, &[u64::from(me)], &[]).unwrap();
+        assert_eq!(r.args, vec![2 * u64::from(me)]);
+        ep.barrier().unwrap();
+    });
+}
+
+#[test]
+fn self_sends_contexts_cancel_and_probe() {
+    run_job(2, small_eager(Config::default()), |ep| {
+        let me = ep.rank();
+        // To self: eager and rendezvous (nonblocking send, then receive).
+        let small = pattern(1, 100);
+        let large = pattern(2, 300_000);
+        let h1 = ep.isend(me, 1, &small).unwrap();
+        let h2 = ep.isend(me, 2, &large).unwrap();
+        let mut buf = vec![0u8; 300_000];
+        let st = ep.recv(ANY_SOURCE, 2, &mut buf).unwrap();
+        assert_eq!((st.source, st.len), (me, large.len()));
+        assert_eq!(buf, large);
+        assert_eq!(ep.recv(me, ANY_TAG, &mut buf).unwrap().len, 100);
+        assert_eq!(&buf[..100], &small[..]);
+        h1.wait().unwrap();
+        h2.wait().unwrap();
+        ep.barrier().unwrap();
+        // Contexts never mix; a dropped receive is cancelled, not fed.
+        let peer = 1 - me;
+        if me == 0 {
+            let mut early = [0u8; 8];
+            drop(ep.irecv(peer, 3, &mut early).unwrap());
+            ep.barrier().unwrap();
+            while ep.iprobe_in(5, peer, 3).unwrap().is_none() {}
+            assert_eq!(ep.iprobe(peer, 3).unwrap(), None, "context 5 is not context 0");
+            let mut b = [0u8; 8];
+            let st = ep.recv_in(5, peer, 3, &mut b).unwrap();
+            assert_eq!(&b[..st.len], b"ctx5");
+            ep.barrier().unwrap();
+            let mut h = ep.irecv(peer, 3, &mut b).unwrap();
+            while !h.test() {}
+            assert_eq!(h.wait().unwrap().len, 4);
+            assert_eq!(&b[..4], b"ctx0");
+            assert_eq!(early, [0; 8]);
+        } else {
+            ep.barrier().unwrap();
+            ep.send_in(5, peer, 3, b"ctx5").unwrap();
+            ep.barrier().unwrap();
+            ep.send(peer, 3, b"ctx0").unwrap();
+        }
+        ep.barrier().unwrap();
+    });
+}
