@@ -76,6 +76,7 @@ install: capi
 ## ctest: build the C example and C API test against the header, shared and static, and run them under mwrun
 ctest: capi
 	@mkdir -p $(C_OUT)
+	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/memwire.h
 	$(CXX) $(CXXWARN) -fsyntax-only -x c++ include/memwire.h
 	export PKG_CONFIG_PATH=$(PC_DIR); set -e; \
 	for prog in examples/c/hello_rma.c tests/c/capi_test.c; do \

@@ -45,7 +45,7 @@
  * other value is an error, described by `mw_strerror` and, in more detail,
  * by `mw_last_error`.
  */
-typedef enum {
+typedef enum mw_status {
   /**
    * Success.
    */
@@ -150,7 +150,7 @@ typedef struct mw_region mw_region;
  * Counters of one endpoint (`mw_stats_get`): operations, and the reliable
  * protocol's packets. `MW_STATS=1` prints them at `mw_finalize`.
  */
-typedef struct {
+typedef struct mw_stats {
   /**
    * Operations this rank initiated.
    */
@@ -292,7 +292,7 @@ typedef uint32_t mw_arrival_kind;
 /**
  * One entry of a region's arrival log (Cenju-4's log buffer).
  */
-typedef struct {
+typedef struct mw_arrival {
   /**
    * What arrived: one of `MW_ARRIVAL_*`.
    */
@@ -326,7 +326,7 @@ typedef uint32_t mw_signal_op;
  * word at `offset` (8-byte aligned) of region `key` at the same target rank
  * is set to or incremented by `value`.
  */
-typedef struct {
+typedef struct mw_signal {
   /**
    * Region holding the signal word.
    */
@@ -348,7 +348,7 @@ typedef struct {
 /**
  * One segment of `mw_put_iov`: `len` bytes from `data` land at `offset`.
  */
-typedef struct {
+typedef struct mw_iov {
   /**
    * Offset in the target region.
    */
@@ -569,7 +569,7 @@ const char *mw_last_error(void);
  * # Safety
  * `ep` must be NULL or valid for writing one pointer.
  */
-mw_status mw_init(mw_endpoint **ep);
+enum mw_status mw_init(struct mw_endpoint **ep);
 
 /**
  * Leaves the job: completes this rank's operations, waits for every rank
@@ -583,7 +583,7 @@ mw_status mw_init(mw_endpoint **ep);
  * `ep` must be NULL or point to the caller's variable holding NULL or an
  * endpoint from `mw_init`; no other thread may use the endpoint meanwhile.
  */
-mw_status mw_finalize(mw_endpoint **ep);
+enum mw_status mw_finalize(struct mw_endpoint **ep);
 
 /**
  * Stores this process's rank (`0..size`) in `*rank`.
@@ -591,7 +591,7 @@ mw_status mw_finalize(mw_endpoint **ep);
  * # Safety
  * `ep` must be NULL or a live endpoint; `rank` NULL or valid for writes.
  */
-mw_status mw_rank(const mw_endpoint *ep, uint32_t *rank);
+enum mw_status mw_rank(const struct mw_endpoint *ep, uint32_t *rank);
 
 /**
  * Stores the number of ranks in the job in `*size`.
@@ -599,7 +599,7 @@ mw_status mw_rank(const mw_endpoint *ep, uint32_t *rank);
  * # Safety
  * `ep` must be NULL or a live endpoint; `size` NULL or valid for writes.
  */
-mw_status mw_size(const mw_endpoint *ep, uint32_t *size);
+enum mw_status mw_size(const struct mw_endpoint *ep, uint32_t *size);
 
 /**
  * Makes progress once without waiting: receives and serves incoming
@@ -610,7 +610,7 @@ mw_status mw_size(const mw_endpoint *ep, uint32_t *size);
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_progress(mw_endpoint *ep);
+enum mw_status mw_progress(struct mw_endpoint *ep);
 
 /**
  * Waits until every operation this rank issued toward `rank` is complete
@@ -619,7 +619,7 @@ mw_status mw_progress(mw_endpoint *ep);
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_flush(mw_endpoint *ep, uint32_t rank);
+enum mw_status mw_flush(struct mw_endpoint *ep, uint32_t rank);
 
 /**
  * Waits until every operation this rank issued is complete at its target.
@@ -627,7 +627,7 @@ mw_status mw_flush(mw_endpoint *ep, uint32_t rank);
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_quiet(mw_endpoint *ep);
+enum mw_status mw_quiet(struct mw_endpoint *ep);
 
 /**
  * Orders operations: those issued before the fence reach each target
@@ -637,7 +637,7 @@ mw_status mw_quiet(mw_endpoint *ep);
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_fence(mw_endpoint *ep);
+enum mw_status mw_fence(struct mw_endpoint *ep);
 
 /**
  * Collective: returns when every rank has called it, serving peers'
@@ -646,7 +646,7 @@ mw_status mw_fence(mw_endpoint *ep);
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_barrier(mw_endpoint *ep);
+enum mw_status mw_barrier(struct mw_endpoint *ep);
 
 /**
  * Stores a snapshot of the endpoint's counters in `*stats`.
@@ -654,7 +654,7 @@ mw_status mw_barrier(mw_endpoint *ep);
  * # Safety
  * `ep` must be NULL or a live endpoint; `stats` NULL or valid for writes.
  */
-mw_status mw_stats_get(mw_endpoint *ep, mw_stats *stats);
+enum mw_status mw_stats_get(struct mw_endpoint *ep, struct mw_stats *stats);
 
 /**
  * Allocates `len` zeroed bytes, 64-byte aligned, that remote ranks may
@@ -664,7 +664,7 @@ mw_status mw_stats_get(mw_endpoint *ep, mw_stats *stats);
  * # Safety
  * `ep` must be NULL or a live endpoint; `region` NULL or valid for writes.
  */
-mw_status mw_region_alloc(mw_endpoint *ep, size_t len, mw_access access, mw_region **region);
+enum mw_status mw_region_alloc(struct mw_endpoint *ep, size_t len, mw_access access, struct mw_region **region);
 
 /**
  * Collective: every rank allocates `len` zeroed bytes under the same key,
@@ -674,7 +674,7 @@ mw_status mw_region_alloc(mw_endpoint *ep, size_t len, mw_access access, mw_regi
  * # Safety
  * `ep` must be NULL or a live endpoint; `region` NULL or valid for writes.
  */
-mw_status mw_region_alloc_symmetric(mw_endpoint *ep, size_t len, mw_access access, mw_region **region);
+enum mw_status mw_region_alloc_symmetric(struct mw_endpoint *ep, size_t len, mw_access access, struct mw_region **region);
 
 /**
  * Registers the caller's memory `addr..addr+len` so remote ranks may access
@@ -688,7 +688,7 @@ mw_status mw_region_alloc_symmetric(mw_endpoint *ep, size_t len, mw_access acces
  * `ep` must be NULL or a live endpoint; `addr..addr+len` readable and
  * writable until the region is freed; `region` NULL or valid for writes.
  */
-mw_status mw_region_register(mw_endpoint *ep, void *addr, size_t len, mw_access access, mw_region **region);
+enum mw_status mw_region_register(struct mw_endpoint *ep, void *addr, size_t len, mw_access access, struct mw_region **region);
 
 /**
  * Deregisters the region, frees its memory if the library allocated it,
@@ -701,7 +701,7 @@ mw_status mw_region_register(mw_endpoint *ep, void *addr, size_t len, mw_access 
  * `region` must be NULL or point to the caller's variable holding NULL or a
  * region from this library; no other thread may use the region meanwhile.
  */
-mw_status mw_region_free(mw_region **region);
+enum mw_status mw_region_free(struct mw_region **region);
 
 /**
  * Stores the region's key (what remote ranks name it by) in `*key`.
@@ -709,7 +709,7 @@ mw_status mw_region_free(mw_region **region);
  * # Safety
  * `region` must be NULL or a live region; `key` NULL or valid for writes.
  */
-mw_status mw_region_key(const mw_region *region, mw_key *key);
+enum mw_status mw_region_key(const struct mw_region *region, mw_key *key);
 
 /**
  * Stores the address of the region's first byte in `*addr` (for
@@ -720,7 +720,7 @@ mw_status mw_region_key(const mw_region *region, mw_key *key);
  * # Safety
  * `region` must be NULL or a live region; `addr` NULL or valid for writes.
  */
-mw_status mw_region_ptr(const mw_region *region, void **addr);
+enum mw_status mw_region_ptr(const struct mw_region *region, void **addr);
 
 /**
  * Stores the region's length in bytes in `*len`.
@@ -728,7 +728,7 @@ mw_status mw_region_ptr(const mw_region *region, void **addr);
  * # Safety
  * `region` must be NULL or a live region; `len` NULL or valid for writes.
  */
-mw_status mw_region_len(const mw_region *region, size_t *len);
+enum mw_status mw_region_len(const struct mw_region *region, size_t *len);
 
 /**
  * Copies `len` bytes at `offset` of the region into `out`, consistently
@@ -738,7 +738,7 @@ mw_status mw_region_len(const mw_region *region, size_t *len);
  * `region` must be NULL or a live region; `out` NULL (only if `len` is 0)
  * or writable for `len` bytes.
  */
-mw_status mw_region_read(const mw_region *region, uint64_t offset, void *out, size_t len);
+enum mw_status mw_region_read(const struct mw_region *region, uint64_t offset, void *out, size_t len);
 
 /**
  * Copies `len` bytes from `data` to `offset` of the region, consistently
@@ -748,7 +748,7 @@ mw_status mw_region_read(const mw_region *region, uint64_t offset, void *out, si
  * `region` must be NULL or a live region; `data` NULL (only if `len` is 0)
  * or readable for `len` bytes.
  */
-mw_status mw_region_write(const mw_region *region, uint64_t offset, const void *data, size_t len);
+enum mw_status mw_region_write(const struct mw_region *region, uint64_t offset, const void *data, size_t len);
 
 /**
  * Atomically loads the 64-bit word at `offset` (8-byte aligned) of the
@@ -758,7 +758,7 @@ mw_status mw_region_write(const mw_region *region, uint64_t offset, const void *
  * # Safety
  * `region` must be NULL or a live region; `value` NULL or valid for writes.
  */
-mw_status mw_region_load_u64(const mw_region *region, uint64_t offset, uint64_t *value);
+enum mw_status mw_region_load_u64(const struct mw_region *region, uint64_t offset, uint64_t *value);
 
 /**
  * Atomically stores `value` in the 64-bit word at `offset` (8-byte aligned)
@@ -767,7 +767,7 @@ mw_status mw_region_load_u64(const mw_region *region, uint64_t offset, uint64_t 
  * # Safety
  * `region` must be NULL or a live region.
  */
-mw_status mw_region_store_u64(const mw_region *region, uint64_t offset, uint64_t value);
+enum mw_status mw_region_store_u64(const struct mw_region *region, uint64_t offset, uint64_t value);
 
 /**
  * Collective: every rank passes its region; `keys[r]` receives rank r's
@@ -777,7 +777,7 @@ mw_status mw_region_store_u64(const mw_region *region, uint64_t offset, uint64_t
  * `ep` must be NULL or a live endpoint; `region` NULL or a live region;
  * `keys` NULL or writable for `count` keys.
  */
-mw_status mw_region_exchange_keys(mw_endpoint *ep, const mw_region *region, mw_key *keys, size_t count);
+enum mw_status mw_region_exchange_keys(struct mw_endpoint *ep, const struct mw_region *region, mw_key *keys, size_t count);
 
 /**
  * Turns on the region's arrival log: each remote operation that lands in
@@ -787,7 +787,7 @@ mw_status mw_region_exchange_keys(mw_endpoint *ep, const mw_region *region, mw_k
  * # Safety
  * `region` must be NULL or a live region.
  */
-mw_status mw_region_enable_arrival_log(const mw_region *region, size_t capacity);
+enum mw_status mw_region_enable_arrival_log(const struct mw_region *region, size_t capacity);
 
 /**
  * Takes the oldest logged arrival: if there is one, stores it in `*arrival`
@@ -799,7 +799,7 @@ mw_status mw_region_enable_arrival_log(const mw_region *region, size_t capacity)
  * `region` must be NULL or a live region; `arrival` and `found` NULL or
  * valid for writes.
  */
-mw_status mw_region_pop_arrival(const mw_region *region, mw_arrival *arrival, bool *found);
+enum mw_status mw_region_pop_arrival(const struct mw_region *region, struct mw_arrival *arrival, bool *found);
 
 /**
  * Stores in `*lost` how many arrivals the log discarded because it was full.
@@ -807,7 +807,7 @@ mw_status mw_region_pop_arrival(const mw_region *region, mw_arrival *arrival, bo
  * # Safety
  * `region` must be NULL or a live region; `lost` NULL or valid for writes.
  */
-mw_status mw_region_arrivals_lost(const mw_region *region, uint64_t *lost);
+enum mw_status mw_region_arrivals_lost(const struct mw_region *region, uint64_t *lost);
 
 /**
  * Points this rank's address register `reg` at `len` bytes from `offset`
@@ -817,7 +817,7 @@ mw_status mw_region_arrivals_lost(const mw_region *region, uint64_t *lost);
  * # Safety
  * `ep` must be NULL or a live endpoint; `region` NULL or a live region.
  */
-mw_status mw_set_register(mw_endpoint *ep, uint16_t reg, const mw_region *region, uint64_t offset, uint64_t len);
+enum mw_status mw_set_register(struct mw_endpoint *ep, uint16_t reg, const struct mw_region *region, uint64_t offset, uint64_t len);
 
 /**
  * Clears this rank's address register `reg`; later puts to it fail with
@@ -826,7 +826,7 @@ mw_status mw_set_register(mw_endpoint *ep, uint16_t reg, const mw_region *region
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_clear_register(mw_endpoint *ep, uint16_t reg);
+enum mw_status mw_clear_register(struct mw_endpoint *ep, uint16_t reg);
 
 /**
  * Waits, serving peers meanwhile, until the 64-bit word at `offset`
@@ -839,7 +839,7 @@ mw_status mw_clear_register(mw_endpoint *ep, uint16_t reg);
  * `ep` must be NULL or a live endpoint; `region` NULL or a live region;
  * `seen` NULL or valid for writes.
  */
-mw_status mw_wait_until(mw_endpoint *ep, const mw_region *region, uint64_t offset, mw_cmp cmp, uint64_t value, uint64_t *seen);
+enum mw_status mw_wait_until(struct mw_endpoint *ep, const struct mw_region *region, uint64_t offset, mw_cmp cmp, uint64_t value, uint64_t *seen);
 
 /**
  * Copies `len` bytes from `data` to `offset` of region `key` at `rank`,
@@ -849,7 +849,7 @@ mw_status mw_wait_until(mw_endpoint *ep, const mw_region *region, uint64_t offse
  * `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
  * or readable for `len` bytes.
  */
-mw_status mw_put(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *data, size_t len);
+enum mw_status mw_put(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *data, size_t len);
 
 /**
  * Starts a put of `len` bytes from `data` to `offset` of region `key` at
@@ -862,7 +862,7 @@ mw_status mw_put(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, co
  * or readable for `len` bytes until the handle is consumed; `handle` NULL
  * or valid for writes.
  */
-mw_status mw_put_nb(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *data, size_t len, mw_handle **handle);
+enum mw_status mw_put_nb(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *data, size_t len, struct mw_handle **handle);
 
 /**
  * Stores the 64-bit `value` (little-endian, as on every supported host) at
@@ -872,7 +872,7 @@ mw_status mw_put_nb(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset,
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_put_value(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
+enum mw_status mw_put_value(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
 
 /**
  * Reads `len` bytes at `offset` of region `key` at `rank` into `out`, and
@@ -882,7 +882,7 @@ mw_status mw_put_value(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offs
  * `ep` must be NULL or a live endpoint; `out` NULL (only if `len` is 0)
  * or writable for `len` bytes.
  */
-mw_status mw_get(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, void *out, size_t len);
+enum mw_status mw_get(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, void *out, size_t len);
 
 /**
  * Starts a get of `len` bytes at `offset` of region `key` at `rank` into
@@ -896,7 +896,7 @@ mw_status mw_get(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, vo
  * writable for `len` bytes until the handle is consumed; `handle` NULL or
  * valid for writes.
  */
-mw_status mw_get_nb(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, void *out, size_t len, mw_handle **handle);
+enum mw_status mw_get_nb(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, void *out, size_t len, struct mw_handle **handle);
 
 /**
  * Reads the 64-bit little-endian value at `offset` of region `key` at
@@ -905,7 +905,7 @@ mw_status mw_get_nb(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset,
  * # Safety
  * `ep` must be NULL or a live endpoint; `value` NULL or valid for writes.
  */
-mw_status mw_get_value(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t *value);
+enum mw_status mw_get_value(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t *value);
 
 /**
  * Puts `len` bytes from `data` to `offset` of region `key` at `rank`, then
@@ -917,7 +917,7 @@ mw_status mw_get_value(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offs
  * `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
  * or readable for `len` bytes.
  */
-mw_status mw_put_signal(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *data, size_t len, mw_signal signal);
+enum mw_status mw_put_signal(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *data, size_t len, struct mw_signal signal);
 
 /**
  * Nonblocking `mw_put_signal`: stores the operation's handle in `*handle`.
@@ -928,7 +928,7 @@ mw_status mw_put_signal(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t off
  * or readable for `len` bytes until the handle is consumed; `handle` NULL
  * or valid for writes.
  */
-mw_status mw_put_signal_nb(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *data, size_t len, mw_signal signal, mw_handle **handle);
+enum mw_status mw_put_signal_nb(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *data, size_t len, struct mw_signal signal, struct mw_handle **handle);
 
 /**
  * Strided put (PPRAM-Link stride scatter): `count` elements of `elem_size`
@@ -940,7 +940,7 @@ mw_status mw_put_signal_nb(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t 
  * `ep` must be NULL or a live endpoint; `src` NULL (only if `count` or
  * `elem_size` is 0) or readable for `(count - 1) * src_stride + elem_size` bytes.
  */
-mw_status mw_put_strided(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *src, size_t elem_size, size_t count, size_t src_stride, size_t dst_stride);
+enum mw_status mw_put_strided(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *src, size_t elem_size, size_t count, size_t src_stride, size_t dst_stride);
 
 /**
  * Strided get (PPRAM-Link stride gather): `count` elements of `elem_size`
@@ -952,7 +952,7 @@ mw_status mw_put_strided(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t of
  * `ep` must be NULL or a live endpoint; `dst` NULL (only if `count` or
  * `elem_size` is 0) or writable for `(count - 1) * dst_stride + elem_size` bytes.
  */
-mw_status mw_get_strided(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, void *dst, size_t elem_size, size_t count, size_t src_stride, size_t dst_stride);
+enum mw_status mw_get_strided(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, void *dst, size_t elem_size, size_t count, size_t src_stride, size_t dst_stride);
 
 /**
  * Vectored put: segment `i` puts `segments[i].len` bytes from
@@ -964,7 +964,7 @@ mw_status mw_get_strided(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t of
  * `ep` must be NULL or a live endpoint; `segments` NULL (only if `count` is
  * 0) or readable for `count` entries, each `data` readable for its `len`.
  */
-mw_status mw_put_iov(mw_endpoint *ep, uint32_t rank, mw_key key, const mw_iov *segments, size_t count);
+enum mw_status mw_put_iov(struct mw_endpoint *ep, uint32_t rank, mw_key key, const struct mw_iov *segments, size_t count);
 
 /**
  * Masked put (PPRAM-Link writesw, DSM write-back of dirty words): of the
@@ -976,7 +976,7 @@ mw_status mw_put_iov(mw_endpoint *ep, uint32_t rank, mw_key key, const mw_iov *s
  * # Safety
  * `ep` must be NULL or a live endpoint; `block` readable for `block_len` bytes.
  */
-mw_status mw_put_masked(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *block, size_t block_len, uint64_t word_mask);
+enum mw_status mw_put_masked(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *block, size_t block_len, uint64_t word_mask);
 
 /**
  * Puts `len` bytes from `data` through address register `reg` of `rank`:
@@ -989,7 +989,7 @@ mw_status mw_put_masked(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t off
  * `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
  * or readable for `len` bytes.
  */
-mw_status mw_put_to_register(mw_endpoint *ep, uint32_t rank, uint16_t reg, const void *data, size_t len);
+enum mw_status mw_put_to_register(struct mw_endpoint *ep, uint32_t rank, uint16_t reg, const void *data, size_t len);
 
 /**
  * Starts an atomic `op` (`MW_ATOMIC_*`) on the `width`-byte word
@@ -1003,7 +1003,7 @@ mw_status mw_put_to_register(mw_endpoint *ep, uint32_t rank, uint16_t reg, const
  * # Safety
  * `ep` must be NULL or a live endpoint; `handle` NULL or valid for writes.
  */
-mw_status mw_atomic_nb(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, mw_atomic_op op, mw_width width, uint64_t operand, uint64_t compare, bool fetch, mw_handle **handle);
+enum mw_status mw_atomic_nb(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, mw_atomic_op op, mw_width width, uint64_t operand, uint64_t compare, bool fetch, struct mw_handle **handle);
 
 /**
  * Atomically adds `value` (wrapping) to the u64 word
@@ -1013,7 +1013,7 @@ mw_status mw_atomic_nb(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offs
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_fetch_add_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value, uint64_t *old);
+enum mw_status mw_fetch_add_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value, uint64_t *old);
 
 /**
  * Atomically adds `value` (wrapping) to the u64 word
@@ -1022,7 +1022,7 @@ mw_status mw_fetch_add_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t 
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_add_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
+enum mw_status mw_add_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
 
 /**
  * Atomically replaces the u64 word with `value` at `offset` of region `key` at `rank`; stores the word's previous
@@ -1031,7 +1031,7 @@ mw_status mw_add_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_swap_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value, uint64_t *old);
+enum mw_status mw_swap_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value, uint64_t *old);
 
 /**
  * Atomically sets the u64 word at `offset` of region `key` at `rank` to
@@ -1041,7 +1041,7 @@ mw_status mw_swap_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offse
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_compare_swap_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t expected, uint64_t desired, uint64_t *old);
+enum mw_status mw_compare_swap_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t expected, uint64_t desired, uint64_t *old);
 
 /**
  * Atomically does `word &= value` on the u64 word
@@ -1051,7 +1051,7 @@ mw_status mw_compare_swap_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_fetch_and_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value, uint64_t *old);
+enum mw_status mw_fetch_and_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value, uint64_t *old);
 
 /**
  * Atomically does `word &= value` on the u64 word
@@ -1060,7 +1060,7 @@ mw_status mw_fetch_and_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t 
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_and_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
+enum mw_status mw_and_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
 
 /**
  * Atomically does `word |= value` on the u64 word
@@ -1070,7 +1070,7 @@ mw_status mw_and_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_fetch_or_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value, uint64_t *old);
+enum mw_status mw_fetch_or_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value, uint64_t *old);
 
 /**
  * Atomically does `word |= value` on the u64 word
@@ -1079,7 +1079,7 @@ mw_status mw_fetch_or_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t o
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_or_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
+enum mw_status mw_or_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
 
 /**
  * Atomically does `word ^= value` on the u64 word
@@ -1089,7 +1089,7 @@ mw_status mw_or_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset,
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_fetch_xor_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value, uint64_t *old);
+enum mw_status mw_fetch_xor_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value, uint64_t *old);
 
 /**
  * Atomically does `word ^= value` on the u64 word
@@ -1098,7 +1098,7 @@ mw_status mw_fetch_xor_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t 
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_xor_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
+enum mw_status mw_xor_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
 
 /**
  * Atomically reads the u64 word at `offset` of region `key` at `rank` into
@@ -1107,7 +1107,7 @@ mw_status mw_xor_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset
  * # Safety
  * `ep` must be NULL or a live endpoint; `value` NULL or valid for writes.
  */
-mw_status mw_atomic_load_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t *value);
+enum mw_status mw_atomic_load_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t *value);
 
 /**
  * Atomically writes `value` to the u64 word
@@ -1116,7 +1116,7 @@ mw_status mw_atomic_load_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_atomic_store_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
+enum mw_status mw_atomic_store_u64(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint64_t value);
 
 /**
  * Atomically adds `value` (wrapping) to the u32 word
@@ -1126,7 +1126,7 @@ mw_status mw_atomic_store_u64(mw_endpoint *ep, uint32_t rank, mw_key key, uint64
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_fetch_add_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value, uint32_t *old);
+enum mw_status mw_fetch_add_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value, uint32_t *old);
 
 /**
  * Atomically adds `value` (wrapping) to the u32 word
@@ -1135,7 +1135,7 @@ mw_status mw_fetch_add_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t 
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_add_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value);
+enum mw_status mw_add_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value);
 
 /**
  * Atomically replaces the u32 word with `value` at `offset` of region `key` at `rank`; stores the word's previous
@@ -1144,7 +1144,7 @@ mw_status mw_add_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_swap_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value, uint32_t *old);
+enum mw_status mw_swap_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value, uint32_t *old);
 
 /**
  * Atomically sets the u32 word at `offset` of region `key` at `rank` to
@@ -1154,7 +1154,7 @@ mw_status mw_swap_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offse
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_compare_swap_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t expected, uint32_t desired, uint32_t *old);
+enum mw_status mw_compare_swap_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t expected, uint32_t desired, uint32_t *old);
 
 /**
  * Atomically does `word &= value` on the u32 word
@@ -1164,7 +1164,7 @@ mw_status mw_compare_swap_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_fetch_and_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value, uint32_t *old);
+enum mw_status mw_fetch_and_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value, uint32_t *old);
 
 /**
  * Atomically does `word &= value` on the u32 word
@@ -1173,7 +1173,7 @@ mw_status mw_fetch_and_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t 
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_and_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value);
+enum mw_status mw_and_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value);
 
 /**
  * Atomically does `word |= value` on the u32 word
@@ -1183,7 +1183,7 @@ mw_status mw_and_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_fetch_or_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value, uint32_t *old);
+enum mw_status mw_fetch_or_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value, uint32_t *old);
 
 /**
  * Atomically does `word |= value` on the u32 word
@@ -1192,7 +1192,7 @@ mw_status mw_fetch_or_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t o
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_or_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value);
+enum mw_status mw_or_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value);
 
 /**
  * Atomically does `word ^= value` on the u32 word
@@ -1202,7 +1202,7 @@ mw_status mw_or_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset,
  * # Safety
  * `ep` must be NULL or a live endpoint; `old` NULL or valid for writes.
  */
-mw_status mw_fetch_xor_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value, uint32_t *old);
+enum mw_status mw_fetch_xor_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value, uint32_t *old);
 
 /**
  * Atomically does `word ^= value` on the u32 word
@@ -1211,7 +1211,7 @@ mw_status mw_fetch_xor_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t 
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_xor_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value);
+enum mw_status mw_xor_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value);
 
 /**
  * Atomically reads the u32 word at `offset` of region `key` at `rank` into
@@ -1220,7 +1220,7 @@ mw_status mw_xor_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset
  * # Safety
  * `ep` must be NULL or a live endpoint; `value` NULL or valid for writes.
  */
-mw_status mw_atomic_load_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t *value);
+enum mw_status mw_atomic_load_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t *value);
 
 /**
  * Atomically writes `value` to the u32 word
@@ -1229,7 +1229,7 @@ mw_status mw_atomic_load_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_
  * # Safety
  * `ep` must be NULL or a live endpoint.
  */
-mw_status mw_atomic_store_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value);
+enum mw_status mw_atomic_store_u32(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, uint32_t value);
 
 /**
  * Makes progress once and sets `*done` to whether the operation has
@@ -1240,7 +1240,7 @@ mw_status mw_atomic_store_u32(mw_endpoint *ep, uint32_t rank, mw_key key, uint64
  * `handle` must be NULL or a live handle used by no other thread;
  * `done` NULL or valid for writes.
  */
-mw_status mw_test(mw_handle *handle, bool *done);
+enum mw_status mw_test(struct mw_handle *handle, bool *done);
 
 /**
  * Waits for the operation to complete, returns its result, frees the
@@ -1252,7 +1252,7 @@ mw_status mw_test(mw_handle *handle, bool *done);
  * `handle` must be NULL or point to the caller's variable holding NULL or
  * a handle from this library; no other thread may use the handle meanwhile.
  */
-mw_status mw_wait(mw_handle **handle);
+enum mw_status mw_wait(struct mw_handle **handle);
 
 /**
  * Like `mw_wait`, for an operation that fetches a word (an atomic from
@@ -1263,7 +1263,7 @@ mw_status mw_wait(mw_handle **handle);
  * # Safety
  * As for `mw_wait`; `value` NULL or valid for writes.
  */
-mw_status mw_wait_value(mw_handle **handle, uint64_t *value);
+enum mw_status mw_wait_value(struct mw_handle **handle, uint64_t *value);
 
 /**
  * Waits for every handle in `handles[0..count]`, consuming each and setting
@@ -1275,7 +1275,7 @@ mw_status mw_wait_value(mw_handle **handle, uint64_t *value);
  * variables each holding NULL or a handle from this library, used by no
  * other thread.
  */
-mw_status mw_wait_all(mw_handle **handles, size_t count);
+enum mw_status mw_wait_all(struct mw_handle **handles, size_t count);
 
 /**
  * Releases a handle without waiting and sets `*handle` to NULL: the
@@ -1285,7 +1285,7 @@ mw_status mw_wait_all(mw_handle **handles, size_t count);
  * # Safety
  * As for `mw_wait`.
  */
-mw_status mw_handle_free(mw_handle **handle);
+enum mw_status mw_handle_free(struct mw_handle **handle);
 
 /**
  * Asks for a completion flag: when the operation completes, the 64-bit
@@ -1299,7 +1299,7 @@ mw_status mw_handle_free(mw_handle **handle);
  * `handle` must be NULL or a live handle used by no other thread; `region`
  * NULL or a live region.
  */
-mw_status mw_handle_notify(mw_handle *handle, const mw_region *region, uint64_t offset);
+enum mw_status mw_handle_notify(struct mw_handle *handle, const struct mw_region *region, uint64_t offset);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -44,23 +44,52 @@ fn header_matches_the_crate() {
     }
 }
 
-#[test]
-fn header_declares_every_exported_function() {
-    // Every `pub unsafe extern "C" fn` / `pub extern "C" fn` in the crate has
-    // a prototype: a function cbindgen cannot see would be silently missing.
+/// Names of the functions the crate exports (`pub ... extern "C" fn NAME(`).
+fn exported_functions() -> Vec<String> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
-    let header = generate();
-    let mut count = 0;
+    let mut names = Vec::new();
     for entry in std::fs::read_dir(src).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        for line in text.lines() {
-            let Some(rest) = line.split("extern \"C\" fn ").nth(1).filter(|_| line.starts_with("pub ")) else {
-                continue;
-            };
-            let name = rest.split('(').next().unwrap();
-            count += 1;
-            assert!(header.contains(&format!(" {name}(")), "{name} is missing from the generated header");
+        for line in text.lines().filter(|l| l.starts_with("pub ")) {
+            if let Some(rest) = line.split("extern \"C\" fn ").nth(1) {
+                names.push(rest.split('(').next().unwrap().to_string());
+            }
         }
     }
+    names.sort();
+    names
+}
+
+#[test]
+fn the_c_test_calls_every_function() {
+    // tests/c/capi_test.c (run by `make ctest`) is meant to exercise the
+    // whole API; a new function without a C test fails here.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/c/capi_test.c");
+    let test = std::fs::read_to_string(path).expect("tests/c/capi_test.c exists");
+    let missing: Vec<_> = exported_functions().into_iter().filter(|name| !test.contains(&format!("{name}("))).collect();
+    assert!(missing.is_empty(), "tests/c/capi_test.c never calls: {missing:?}");
+}
+
+#[test]
+fn header_declares_every_exported_function() {
+    // A function cbindgen could not see would be silently missing.
+    let header = generate();
+    let names = exported_functions();
+    let count = names.len();
+    for name in names {
+        assert!(header.contains(&format!(" {name}(")), "{name} is missing from the generated header");
+    }
     assert!(count > 60, "found only {count} exported functions");
+}
+
+#[test]
+fn the_readme_example_is_the_tested_example() {
+    // The C program in the README's "C API" section is examples/c/hello_rma.c,
+    // which `make ctest` compiles and runs on 4 ranks.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let example = std::fs::read_to_string(root.join("examples/c/hello_rma.c")).unwrap();
+    let section = readme.split("## C API").nth(1).expect("README has a C API section");
+    let block = section.split("```c\n").nth(1).and_then(|b| b.split("```").next()).expect("a ```c block");
+    assert!(example.ends_with(block), "the README's C example and examples/c/hello_rma.c differ; keep them identical");
 }
