@@ -61,6 +61,13 @@ pub struct Config {
     pub bind_addr: Option<std::net::IpAddr>,
     /// Fault injection on the send path (`MW_FAULT_*`), for tests.
     pub fault: Option<mw_transport::fault::FaultConfig>,
+    /// Packet authentication (a 16-byte keyed-BLAKE3 MAC on every packet,
+    /// keyed by the job key). `None` (default) decides per job: on unless
+    /// every rank's address is a loopback address, i.e. on whenever packets
+    /// cross a network. `Some(true)`/`Some(false)` force it (`MW_AUTH=1|0`).
+    /// Every rank must decide alike; the automatic rule does, since all ranks
+    /// see the same address table.
+    pub auth: Option<bool>,
 }
 
 impl Default for Config {
@@ -82,6 +89,7 @@ impl Default for Config {
             chunk_bytes: 256 << 10,
             bind_addr: None,
             fault: None,
+            auth: None,
         }
     }
 }
@@ -102,6 +110,7 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_MAX_QUEUED", "bytes queued toward one peer before senders wait (default 8 MiB)"),
     ("MW_CHUNK", "largest message an operation is cut into, bytes (default 256 KiB)"),
     ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
+    ("MW_AUTH", "1 forces packet authentication on, 0 off (default: on unless every rank is on loopback)"),
     ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
 ];
 
@@ -169,10 +178,29 @@ impl Config {
             cfg.bind_addr =
                 Some(v.trim().parse().map_err(|_| Error::InvalidArgument("MW_BIND must be an IP address"))?);
         }
+        if let Some(v) = lookup("MW_AUTH") {
+            cfg.auth = match v.trim() {
+                "" | "auto" => None,
+                "1" | "on" | "yes" | "true" => Some(true),
+                "0" | "off" | "no" | "false" => Some(false),
+                _ => return Err(Error::InvalidArgument("MW_AUTH must be 0, 1 or auto")),
+            };
+        }
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
         cfg.fault = fault.is_active().then_some(fault);
         Ok(cfg)
+    }
+
+    /// Whether packets are authenticated in a job whose ranks are all on
+    /// loopback (`all_loopback`) or not: [`Config::auth`], or the default rule.
+    pub fn auth_enabled(&self, all_loopback: bool) -> bool {
+        self.auth.unwrap_or(!all_loopback)
+    }
+
+    /// The protocol's MAC key for this job, when authentication is on.
+    pub(crate) fn auth_key(&self, all_loopback: bool, job_key: &[u8; 16]) -> Option<mw_proto::AuthKey> {
+        self.auth_enabled(all_loopback).then(|| mw_proto::AuthKey::from_job_key(job_key))
     }
 }
 
@@ -206,5 +234,18 @@ mod tests {
         assert!(matches!(with(&[("MW_MTU", "big")]), Err(Error::InvalidArgument(_))));
         assert!(matches!(with(&[("MW_PROGRESS", "sometimes")]), Err(Error::InvalidArgument(_))));
         assert!(matches!(with(&[("MW_BIND", "nowhere")]), Err(Error::InvalidArgument(_))));
+        assert!(matches!(with(&[("MW_AUTH", "maybe")]), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn auth_is_on_between_hosts_unless_forced() {
+        let auto = with(&[]).unwrap();
+        assert!(auto.auth_enabled(false) && !auto.auth_enabled(true));
+        let on = with(&[("MW_AUTH", "1")]).unwrap();
+        assert!(on.auth_enabled(true) && on.auth_enabled(false));
+        let off = with(&[("MW_AUTH", "0")]).unwrap();
+        assert!(!off.auth_enabled(true) && !off.auth_enabled(false));
+        assert!(off.auth_key(false, &[1; 16]).is_none());
+        assert_eq!(on.auth_key(true, &[1; 16]), Some(mw_proto::AuthKey::from_job_key(&[1; 16])));
     }
 }
