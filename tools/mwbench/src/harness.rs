@@ -3,8 +3,18 @@
 
 use mw_core::{Config, Endpoint};
 
-/// Runs `body(ep)` on both ranks of a 2-rank job; returns rank 0's result.
+/// Runs `body(ep)` on both ranks of a 2-rank job configured from the
+/// environment; returns rank 0's result.
 pub fn two_ranks<R: Send + 'static>(body: impl Fn(&Endpoint) -> R + Send + Sync + 'static) -> R {
+    two_ranks_with(|_| {}, body)
+}
+
+/// [`two_ranks`] with `adjust` applied to both ranks' configuration (after
+/// the `MW_*` variables), e.g. to force authentication on or off.
+pub fn two_ranks_with<R: Send + 'static>(
+    adjust: fn(&mut Config),
+    body: impl Fn(&Endpoint) -> R + Send + Sync + 'static,
+) -> R {
     let key = mw_bootstrap::random_job_key().expect("random job key");
     let server = mw_bootstrap::RendezvousServer::bind("127.0.0.1:0", 2, key).expect("rendezvous bind");
     let addr = server.local_addr().to_string();
@@ -24,7 +34,8 @@ pub fn two_ranks<R: Send + 'static>(body: impl Fn(&Endpoint) -> R + Send + Sync 
                     _ => None,
                 })
                 .expect("bootstrap");
-                let config = Config::from_env().expect("MW_* settings");
+                let mut config = Config::from_env().expect("MW_* settings");
+                adjust(&mut config);
                 let ep = Endpoint::init_with_bootstrap(config, boot).expect("endpoint");
                 let result = body(&ep);
                 ep.finalize().expect("finalize");
