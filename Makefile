@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build demo test deps lint unit ctest fuzz bench clean
+.PHONY: all build demo test deps lint unit ctest fuzz fuzz-smoke soak soak-short bench clean
 
 all: build
 
@@ -19,8 +19,8 @@ demo: build
 deps:
 	@scripts/install-deps.sh
 
-## test: install dependencies, then lint and run every test
-test: deps lint unit
+## test: install dependencies, then lint and run every test (with short fuzz and soak runs)
+test: deps lint unit fuzz-smoke
 	@echo "make test: all suites passed"
 
 lint:
@@ -30,9 +30,14 @@ lint:
 unit:
 	$(CARGO) test --workspace --release
 
-## fuzz: long fuzzing run of the packet decoder (needs nightly; see README)
-fuzz:
-	cd fuzz && $(CARGO) +nightly fuzz run decode -- -max_total_time=$${FUZZ_SECONDS:-600}
+## fuzz: long fuzzing run of every target, FUZZ_SECONDS each (default 600; needs nightly, see README)
+fuzz: deps
+	@scripts/fuzz.sh $${FUZZ_SECONDS:-600} $${FUZZ_TARGETS:-decode endpoint}
+
+# The short pass `make test` runs: 30 seconds in all.
+fuzz-smoke:
+	@scripts/fuzz.sh 20 endpoint
+	@scripts/fuzz.sh 10 decode
 
 clean:
 	$(CARGO) clean

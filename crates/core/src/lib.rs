@@ -13,6 +13,8 @@
 pub mod config;
 mod endpoint;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handle;
 mod internal;
 mod memory;
