@@ -20,7 +20,7 @@ deps:
 	@scripts/install-deps.sh
 
 ## test: install dependencies, then lint and run every test (with short fuzz and soak runs)
-test: deps lint unit fuzz-smoke
+test: deps lint unit fuzz-smoke soak-short
 	@echo "make test: all suites passed"
 
 lint:
@@ -38,6 +38,18 @@ fuzz: deps
 fuzz-smoke:
 	@scripts/fuzz.sh 20 endpoint
 	@scripts/fuzz.sh 10 decode
+
+## soak: 4 ranks (real processes under mwrun) for SOAK_SECONDS (default 600) of random mixed
+## operations under SOAK_DROP (default 5%) injected loss, every result checked against a model;
+## fails on a wrong byte, a lost or doubled atomic, or resident memory growing after warm-up
+soak:
+	$(CARGO) build --release -p mwrun -p mwsoak
+	MW_FAULT_DROP=$${SOAK_DROP:-0.05} target/release/mwrun -n 4 --timeout $$(( $${SOAK_SECONDS:-600} + 300 )) \
+		target/release/mwsoak --seconds $${SOAK_SECONDS:-600} $${SOAK_ARGS:-}
+
+# The short soak `make test` runs (20 s).
+soak-short:
+	@$(MAKE) --no-print-directory soak SOAK_SECONDS=20
 
 clean:
 	$(CARGO) clean
