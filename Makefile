@@ -49,7 +49,7 @@ soak:
 
 # The short soak `make test` runs (20 s).
 soak-short:
-	@$(MAKE) --no-print-directory soak SOAK_SECONDS=20
+	@$(MAKE) --no-print-directory soak SOAK_SECONDS=20 SOAK_ARGS="--warmup 8"
 
 clean:
 	$(CARGO) clean
