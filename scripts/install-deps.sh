@@ -22,3 +22,12 @@ if command -v rustup >/dev/null 2>&1; then
         rustup component list --installed 2>/dev/null | grep -q "^$comp" || rustup component add "$comp"
     done
 fi
+
+# Fuzzing (`make test` runs a short pass, `make fuzz` a long one) needs a
+# nightly toolchain and cargo-fuzz; both are skipped when already present.
+if command -v rustup >/dev/null 2>&1; then
+    rustup toolchain list 2>/dev/null | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+fi
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+    cargo install cargo-fuzz --locked
+fi

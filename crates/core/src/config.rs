@@ -76,6 +76,13 @@ pub struct Config {
     pub fault: Option<mw_transport::fault::FaultConfig>,
     /// Default collective algorithms of new teams (`MW_COLL_*`).
     pub coll: crate::coll::CollTuning,
+    /// Packet authentication (a 16-byte keyed-BLAKE3 MAC on every packet,
+    /// keyed by the job key). `None` (default) decides per job: on unless
+    /// every rank's address is a loopback address, i.e. on whenever packets
+    /// cross a network. `Some(true)`/`Some(false)` force it (`MW_AUTH=1|0`).
+    /// Every rank must decide alike; the automatic rule does, since all ranks
+    /// see the same address table.
+    pub auth: Option<bool>,
 }
 
 impl Default for Config {
@@ -101,6 +108,7 @@ impl Default for Config {
             port_range: None,
             fault: None,
             coll: crate::coll::CollTuning::default(),
+            auth: None,
         }
     }
 }
@@ -124,6 +132,7 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_UNEXPECTED_CREDIT", "unexpected-message buffer bytes per sender (default 256 KiB)"),
     ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
     ("MW_PORT_RANGE", "UDP ports to bind within, FIRST-LAST, one per rank on a host (default: any)"),
+    ("MW_AUTH", "1 forces packet authentication on, 0 off (default: on unless every rank is on loopback)"),
     ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
     ("MW_COLL_BARRIER", "barrier method: auto, a|all_to_all, b|tree, c|counters, d|multicast, e|dissemination"),
     ("MW_COLL_BCAST", "broadcast: auto, binomial, scatter_allgather"),
@@ -227,10 +236,29 @@ impl Config {
             cfg.port_range = Some(parse_port_range(&v)?);
         }
         cfg.coll = crate::coll::CollTuning::from_lookup(&lookup)?;
+        if let Some(v) = lookup("MW_AUTH") {
+            cfg.auth = match v.trim() {
+                "" | "auto" => None,
+                "1" | "on" | "yes" | "true" => Some(true),
+                "0" | "off" | "no" | "false" => Some(false),
+                _ => return Err(Error::InvalidArgument("MW_AUTH must be 0, 1 or auto")),
+            };
+        }
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
         cfg.fault = fault.is_active().then_some(fault);
         Ok(cfg)
+    }
+
+    /// Whether packets are authenticated in a job whose ranks are all on
+    /// loopback (`all_loopback`) or not: [`Config::auth`], or the default rule.
+    pub fn auth_enabled(&self, all_loopback: bool) -> bool {
+        self.auth.unwrap_or(!all_loopback)
+    }
+
+    /// The protocol's MAC key for this job, when authentication is on.
+    pub(crate) fn auth_key(&self, all_loopback: bool, job_key: &[u8; 16]) -> Option<mw_proto::AuthKey> {
+        self.auth_enabled(all_loopback).then(|| mw_proto::AuthKey::from_job_key(job_key))
     }
 }
 
@@ -278,5 +306,18 @@ mod tests {
         assert_eq!(with(&[("MW_PORT_RANGE", "40000-40063")]).unwrap().port_range, Some((40000, 40063)));
         assert_eq!(with(&[("MW_PORT_RANGE", " 5000 ")]).unwrap().port_range, Some((5000, 5000)));
         assert_eq!(with(&[]).unwrap().port_range, None);
+        assert!(matches!(with(&[("MW_AUTH", "maybe")]), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn auth_is_on_between_hosts_unless_forced() {
+        let auto = with(&[]).unwrap();
+        assert!(auto.auth_enabled(false) && !auto.auth_enabled(true));
+        let on = with(&[("MW_AUTH", "1")]).unwrap();
+        assert!(on.auth_enabled(true) && on.auth_enabled(false));
+        let off = with(&[("MW_AUTH", "0")]).unwrap();
+        assert!(!off.auth_enabled(true) && !off.auth_enabled(false));
+        assert!(off.auth_key(false, &[1; 16]).is_none());
+        assert_eq!(on.auth_key(true, &[1; 16]), Some(mw_proto::AuthKey::from_job_key(&[1; 16])));
     }
 }

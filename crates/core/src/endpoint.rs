@@ -180,7 +180,8 @@ impl Endpoint {
         proto_cfg.keepalive = config.keepalive.then(|| config.peer_dead_after / 4);
         proto_cfg.rto_min = config.rto_min;
         proto_cfg.max_window_bytes = proto_cfg.max_window_bytes.min(udp_cfg.socket_buffer_bytes / 2);
-        let job_id = job_id_from_key(&info.job_key);
+        proto_cfg.auth = config.auth_key(all_loopback, &info.job_key);
+        let job_id = mw_proto::job_id_from_key(&info.job_key);
         let epoch = (random_u64() as u32).max(1);
         let proto = mw_proto::Endpoint::new(proto_cfg, job_id, info.rank, epoch, info.size);
         let fault = match config.fault {
@@ -548,14 +549,6 @@ impl Drop for WaitingMark<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-fn job_id_from_key(key: &[u8; 16]) -> u64 {
-    let mut lo = [0u8; 8];
-    let mut hi = [0u8; 8];
-    lo.copy_from_slice(&key[..8]);
-    hi.copy_from_slice(&key[8..]);
-    u64::from_le_bytes(lo) ^ u64::from_le_bytes(hi).rotate_left(17)
 }
 
 impl Shared {

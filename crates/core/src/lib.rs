@@ -77,6 +77,8 @@ mod coll;
 pub mod config;
 mod endpoint;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handle;
 mod internal;
 mod memory;

@@ -114,36 +114,41 @@ fn bench(c: &mut Criterion) {
             total
         });
     });
-    group.bench_function("round_trip_8B_message", |bench| {
-        // One message A -> B and its share of acks (ack_every = 8), steady state.
-        let (mut a, mut b) = endpoints(8);
-        let mut buf = vec![0u8; 1472];
-        let mut t = 0u64;
-        bench.iter_custom(|iters| {
-            let start = std::time::Instant::now();
-            for _ in 0..iters * N as u64 {
-                t += 100;
-                let now = Instant::from_nanos(t);
-                a.submit(now, 1, &[b"8 bytes!"]).unwrap();
-                while let Some(tx) = a.poll_transmit(now, &mut buf) {
-                    let _ = b.handle_datagram(now, &buf[..tx.len], &mut |_, m| {
-                        black_box(m);
-                    });
-                }
-                if b.poll_timeout().is_some_and(|d| d <= now) {
-                    b.handle_timeout(now);
-                }
-                while let Some(tx) = b.poll_transmit(now, &mut buf) {
-                    let _ = a.handle_datagram(now, &buf[..tx.len], &mut |_, _| {});
-                }
-                while let Some(e) = a.poll_event() {
-                    black_box(e);
-                }
-            }
-            start.elapsed()
-        });
-    });
+    // One message A -> B and its share of acks (ack_every = 8), steady
+    // state; with packet authentication the difference is the MAC's cost.
+    group.bench_function("round_trip_8B_message", |bench| round_trip(bench, config(8)));
+    let auth = Config { auth: Some(mw_proto::AuthKey::from_job_key(&[7; 16])), ..config(8) };
+    group.bench_function("round_trip_8B_message_auth", |bench| round_trip(bench, auth.clone()));
     group.finish();
+}
+
+fn round_trip(bench: &mut criterion::Bencher<'_>, config: Config) {
+    let (mut a, mut b) = (Endpoint::new(config.clone(), 1, 0, 0xa, 2), Endpoint::new(config, 1, 1, 0xb, 2));
+    let mut buf = vec![0u8; 1472];
+    let mut t = 0u64;
+    bench.iter_custom(|iters| {
+        let start = std::time::Instant::now();
+        for _ in 0..iters * N as u64 {
+            t += 100;
+            let now = Instant::from_nanos(t);
+            a.submit(now, 1, &[b"8 bytes!"]).unwrap();
+            while let Some(tx) = a.poll_transmit(now, &mut buf) {
+                let _ = b.handle_datagram(now, &buf[..tx.len], &mut |_, m| {
+                    black_box(m);
+                });
+            }
+            if b.poll_timeout().is_some_and(|d| d <= now) {
+                b.handle_timeout(now);
+            }
+            while let Some(tx) = b.poll_transmit(now, &mut buf) {
+                let _ = a.handle_datagram(now, &buf[..tx.len], &mut |_, _| {});
+            }
+            while let Some(e) = a.poll_event() {
+                black_box(e);
+            }
+        }
+        start.elapsed()
+    });
 }
 
 criterion_group!(benches, bench);

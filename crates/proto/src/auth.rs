@@ -1,36 +1,198 @@
-//! The packet-authentication hook: the one place where a MAC will be
-//! computed on every packet sent and verified on every packet received.
+//! Packet authentication: the one place where a MAC is computed on every
+//! packet sent and verified on every packet received.
 //!
-//! Owns: [`seal`] (called exactly once per emitted packet, by
-//! `Endpoint::poll_transmit`) and [`verify`] (called exactly once per received
-//! datagram, by `Endpoint::handle_datagram`, after the header parses and
-//! before any field is trusted), and the trailer space reserved in every
-//! packet ([`TRAILER_RESERVE`]).
+//! Owns: [`AuthKey`] (the per-job MAC key, derived from the job key),
+//! [`job_id_from_key`] (the public job identity on the wire), [`seal`]
+//! (called exactly once per emitted packet, by `Endpoint::poll_transmit` and
+//! `Endpoint::encode_raw`) and [`verify`] (called exactly once per received
+//! datagram, by `Endpoint::handle_datagram`, after the header parses and the
+//! job id matches, before any other field is trusted).
 //!
-//! Must not: know about sequence numbers, acks or peers. Today there is no key
-//! and no MAC: `seal` leaves packets as they are and `verify` rejects packets
-//! that claim a MAC (this build cannot check one). When the job key arrives,
-//! only this file changes: `seal` sets `Flags::MAC` and appends the 16-byte
-//! trailer over `Header::authenticated_bytes`, `verify` recomputes and
-//! compares in constant time, and `TRAILER_RESERVE` becomes `MAC_LEN`.
+//! Must not: know about sequence numbers, acks or peers. Replay protection is
+//! not done here: a MAC only proves a packet was built by a holder of the job
+//! key; the sequence numbers and epochs that the MAC covers make a replayed
+//! copy a duplicate or a stale-epoch packet, which the endpoint drops.
+//!
+//! # The MAC
+//!
+//! Keyed BLAKE3 over the header and payload (`Header::authenticated_bytes`,
+//! with the `MAC` flag already set, so stripping the trailer is detected),
+//! truncated to the 16-byte trailer (`mw_wire::MAC_LEN`). BLAKE3's keyed mode
+//! is a PRF, so one fixed key serves any number of packets: retransmissions
+//! and acks reuse sequence numbers, which would break a one-time
+//! authenticator such as bare Poly1305 (it needs a fresh key per message,
+//! i.e. a nonce that the protocol cannot guarantee unique). 128 bits of tag
+//! leave a forger a 2^-128 chance per try. The key is
+//! `blake3::derive_key(MAC_CONTEXT, job_key)`, and the job id on the wire is
+//! derived the same way under another context, so neither reveals anything
+//! about the other or about the job key.
 
 use crate::DropReason;
-use mw_wire::{Flags, HeaderRepr};
+use mw_wire::{Flags, Header, HeaderRepr, HEADER_LEN, MAC_LEN};
 
-/// Bytes reserved at the end of every packet for the MAC trailer (0 until
-/// authentication exists; then `mw_wire::MAC_LEN`).
-pub const TRAILER_RESERVE: usize = 0;
+/// Bytes any packet's trailer may take: `MAC_LEN` with authentication, 0
+/// without. Size buffers for the larger.
+pub const TRAILER_RESERVE: usize = MAC_LEN;
 
-/// Finishes an emitted packet of `len` bytes in `buf` (header and payload
-/// written) and returns its final length, trailer included.
-pub(crate) fn seal(_buf: &mut [u8], len: usize) -> usize {
-    len
+/// BLAKE3 `derive_key` context for the packet MAC key (never change it
+/// without bumping the wire version: ranks would reject each other).
+const MAC_CONTEXT: &str = "memwire 2025-01 packet MAC key v1";
+/// BLAKE3 `derive_key` context for the job id carried in every header.
+const JOB_ID_CONTEXT: &str = "memwire 2025-01 job id v1";
+
+/// The key that authenticates a job's packets. Every rank of the job must
+/// hold the same one. Its `Debug` output never shows the key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuthKey([u8; 32]);
+
+impl AuthKey {
+    /// The MAC key of the job whose 128-bit secret is `job_key`.
+    pub fn from_job_key(job_key: &[u8; 16]) -> AuthKey {
+        AuthKey(blake3::derive_key(MAC_CONTEXT, job_key))
+    }
+
+    /// A key given directly (tests, or a caller with its own key schedule).
+    pub fn from_bytes(key: [u8; 32]) -> AuthKey {
+        AuthKey(key)
+    }
+
+    /// The MAC of a packet whose authenticated bytes (header, with the `MAC`
+    /// flag already set, and payload) are `authenticated`; the packet's
+    /// trailer. For tools that build packets by hand (fuzzers, tests).
+    pub fn tag(&self, authenticated: &[u8]) -> [u8; MAC_LEN] {
+        let hash = blake3::keyed_hash(&self.0, authenticated);
+        let mut tag = [0u8; MAC_LEN];
+        tag.copy_from_slice(&hash.as_bytes()[..MAC_LEN]);
+        tag
+    }
 }
 
-/// Accepts or rejects a received datagram whose header parsed as `repr`.
-pub(crate) fn verify(_datagram: &[u8], repr: &HeaderRepr) -> Result<(), DropReason> {
-    if repr.flags.contains(Flags::MAC) {
+impl core::fmt::Debug for AuthKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("AuthKey(<redacted>)")
+    }
+}
+
+/// The job id every packet of the job carries, from the job key: a PRF of
+/// it, so a captured header tells nothing about the key.
+pub fn job_id_from_key(job_key: &[u8; 16]) -> u64 {
+    let derived = blake3::derive_key(JOB_ID_CONTEXT, job_key);
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&derived[..8]);
+    u64::from_le_bytes(id)
+}
+
+/// Trailer bytes a packet carries under `key`.
+pub(crate) fn trailer_len(key: Option<&AuthKey>) -> usize {
+    if key.is_some() {
+        MAC_LEN
+    } else {
+        0
+    }
+}
+
+/// Finishes an emitted packet of `len` bytes in `buf` (header and payload
+/// written, `buf` at least `len + trailer_len(key)` long) and returns its
+/// final length, trailer included.
+pub(crate) fn seal(key: Option<&AuthKey>, buf: &mut [u8], len: usize) -> usize {
+    let Some(key) = key else {
+        return len;
+    };
+    Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::MAC, true);
+    let tag = key.tag(&buf[..len]);
+    buf[len..len + MAC_LEN].copy_from_slice(&tag);
+    len + MAC_LEN
+}
+
+/// Accepts or rejects a received datagram whose header parsed as `repr`
+/// (so its length matches what the header announces).
+pub(crate) fn verify(key: Option<&AuthKey>, datagram: &[u8], repr: &HeaderRepr) -> Result<(), DropReason> {
+    let has_mac = repr.flags.contains(Flags::MAC);
+    let Some(key) = key else {
+        // We cannot check it, so we cannot trust it: ranks of one job must
+        // agree on authentication (they decide it from the same inputs).
+        return if has_mac { Err(DropReason::BadMac) } else { Ok(()) };
+    };
+    if !has_mac {
         return Err(DropReason::BadMac);
     }
-    Ok(())
+    let end = HEADER_LEN + usize::from(repr.payload_len);
+    let (Some(authenticated), Some(trailer)) = (datagram.get(..end), datagram.get(end..end + MAC_LEN)) else {
+        return Err(DropReason::BadMac);
+    };
+    let mut got = [0u8; MAC_LEN];
+    got.copy_from_slice(trailer);
+    if constant_time_eq::constant_time_eq_16(&key.tag(authenticated), &got) {
+        Ok(())
+    } else {
+        Err(DropReason::BadMac)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mw_wire::PacketType;
+
+    fn packet(payload: &[u8]) -> (Vec<u8>, usize) {
+        let repr = HeaderRepr {
+            packet_type: PacketType::Data,
+            flags: Flags::FIRST | Flags::LAST,
+            payload_len: payload.len() as u16,
+            job_id: 7,
+            src_rank: 0,
+            dst_rank: 1,
+            src_epoch: 3,
+            dst_epoch: 4,
+            seq: 9,
+            ack: 0,
+            sack: 0,
+        };
+        let mut buf = vec![0u8; HEADER_LEN + payload.len() + MAC_LEN];
+        repr.emit_into(&mut buf);
+        buf[HEADER_LEN..HEADER_LEN + payload.len()].copy_from_slice(payload);
+        (buf, HEADER_LEN + payload.len())
+    }
+
+    fn check(key: Option<&AuthKey>, datagram: &[u8]) -> Result<(), DropReason> {
+        let (repr, _) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
+        verify(key, datagram, &repr)
+    }
+
+    #[test]
+    fn sealed_packets_verify_and_every_bit_flip_is_caught() {
+        let key = AuthKey::from_job_key(&[5; 16]);
+        let (mut buf, len) = packet(b"eight by");
+        let len = seal(Some(&key), &mut buf, len);
+        assert_eq!(len, buf.len());
+        assert_eq!(check(Some(&key), &buf), Ok(()));
+        for bit in 0..buf.len() * 8 {
+            let mut bad = buf.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(check(Some(&key), &bad).is_err(), "flip of bit {bit} accepted");
+        }
+    }
+
+    #[test]
+    fn wrong_key_missing_or_unexpected_mac_is_rejected() {
+        let key = AuthKey::from_job_key(&[5; 16]);
+        let other = AuthKey::from_job_key(&[6; 16]);
+        let (mut buf, len) = packet(b"x");
+        let plain = buf[..len].to_vec();
+        seal(Some(&key), &mut buf, len);
+        assert_eq!(check(Some(&other), &buf), Err(DropReason::BadMac));
+        assert_eq!(check(None, &buf), Err(DropReason::BadMac), "a MAC we cannot check is not trusted");
+        assert_eq!(check(Some(&key), &plain), Err(DropReason::BadMac), "missing MAC");
+        assert_eq!(check(None, &plain), Ok(()));
+    }
+
+    #[test]
+    fn key_derivations_are_separated_and_redacted() {
+        let job_key = [9u8; 16];
+        let key = AuthKey::from_job_key(&job_key);
+        assert_ne!(&key.0[..8], &job_id_from_key(&job_key).to_le_bytes());
+        assert_ne!(job_id_from_key(&job_key), job_id_from_key(&[8; 16]));
+        assert_eq!(format!("{key:?}"), "AuthKey(<redacted>)");
+        assert_eq!(seal(None, &mut [0u8; 64], 48), 48);
+    }
 }

@@ -1,13 +1,15 @@
 //! Protocol tuning knobs.
 //!
 //! Owns: [`Config`] and its defaults. Every rank of a job must use the same
-//! `max_datagram`, `recv_window` and `initial_seq` (the sender sizes its
-//! window from its own `recv_window`, and both ends start sequence numbers at
-//! `initial_seq`); the other fields may differ per rank.
+//! `max_datagram`, `recv_window`, `initial_seq` and `auth` (the sender sizes
+//! its window from its own `recv_window`, both ends start sequence numbers at
+//! `initial_seq`, and a rank rejects packets it cannot authenticate); the
+//! other fields may differ per rank.
 //!
 //! Must not: read the environment or files (the endpoint layer maps `MW_*`
 //! variables onto these fields).
 
+use crate::auth::{trailer_len, AuthKey};
 use crate::time::Duration;
 use mw_wire::HEADER_LEN;
 
@@ -15,9 +17,9 @@ use mw_wire::HEADER_LEN;
 /// loopback; the comments give the reasoning for each default.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// Largest datagram the protocol emits, header (and future MAC trailer)
-    /// included. Sets the segment size: `max_datagram - 48` payload bytes per
-    /// Data packet. Default 1472 = Ethernet MTU 1500 - IPv4 20 - UDP 8, so no
+    /// Largest datagram the protocol emits, header and MAC trailer included.
+    /// Sets the segment size: `max_datagram - 48` payload bytes per Data
+    /// packet (16 fewer with `auth`). Default 1472 = Ethernet MTU 1500 - IPv4 20 - UDP 8, so no
     /// IP fragmentation on a standard LAN. Must be in `49..=65583`.
     pub max_datagram: usize,
     /// Longest a receiver delays an acknowledgement hoping to coalesce it with
@@ -72,6 +74,10 @@ pub struct Config {
     /// First sequence number of every connection. 0 in production; tests set
     /// it near `u32::MAX` to exercise wraparound. Must match on all ranks.
     pub initial_seq: u32,
+    /// When set, every packet carries a 16-byte MAC under this key and every
+    /// packet without a valid one is dropped (`DropReason::BadMac`). Default
+    /// `None`: the endpoint layer turns it on between hosts.
+    pub auth: Option<AuthKey>,
 }
 
 impl Default for Config {
@@ -91,6 +97,7 @@ impl Default for Config {
             peer_dead_after: Duration::from_secs(2),
             keepalive: None,
             initial_seq: 0,
+            auth: None,
         }
     }
 }
@@ -128,8 +135,8 @@ impl std::error::Error for ConfigError {}
 impl Config {
     /// Checks the invariants [`Endpoint::new`](crate::Endpoint::new) relies on.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.max_datagram <= HEADER_LEN + crate::auth::TRAILER_RESERVE
-            || self.max_datagram > HEADER_LEN + usize::from(u16::MAX) + crate::auth::TRAILER_RESERVE
+        let trailer = trailer_len(self.auth.as_ref());
+        if self.max_datagram <= HEADER_LEN + trailer || self.max_datagram > HEADER_LEN + usize::from(u16::MAX) + trailer
         {
             return Err(ConfigError::MaxDatagram);
         }
@@ -150,7 +157,7 @@ impl Config {
 
     /// Payload bytes per Data packet.
     pub fn segment_size(&self) -> usize {
-        self.max_datagram - HEADER_LEN - crate::auth::TRAILER_RESERVE
+        self.max_datagram - HEADER_LEN - trailer_len(self.auth.as_ref())
     }
 }
 
@@ -165,5 +172,8 @@ mod tests {
         assert_eq!(c.segment_size(), 1424);
         assert_eq!(Config { ack_every: 0, ..Config::default() }.validate(), Err(ConfigError::AckEvery));
         assert_eq!(Config { max_datagram: 48, ..Config::default() }.validate(), Err(ConfigError::MaxDatagram));
+        let auth = Config { auth: Some(AuthKey::from_bytes([1; 32])), ..Config::default() };
+        assert_eq!(auth.segment_size(), 1408);
+        assert_eq!(Config { max_datagram: 64, ..auth }.validate(), Err(ConfigError::MaxDatagram));
     }
 }

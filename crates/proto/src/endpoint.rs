@@ -1,7 +1,7 @@
 //! The endpoint: one per process, holding a connection to every rank of the job.
 //!
 //! Owns: header validation and drop accounting for every received datagram
-//! (job, target, rank, epoch, MAC hook), dispatch to the right [`Peer`], the
+//! (job, MAC, target, rank, epoch), dispatch to the right [`Peer`], the
 //! round-robin list of peers with something to send, the endpoint-wide timer
 //! queue, the event queue, and peer death and restart.
 //!
@@ -205,10 +205,10 @@ impl Endpoint {
         deliver: &mut dyn FnMut(u32, &[u8]),
     ) -> Result<(), DropReason> {
         let (repr, payload) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
-        auth::verify(datagram, &repr)?;
         if repr.job_id != self.ids.job {
             return Err(DropReason::WrongJob);
         }
+        auth::verify(self.config.auth.as_ref(), datagram, &repr)?;
         if repr.dst_rank != self.ids.rank {
             return Err(DropReason::WrongTarget);
         }
@@ -334,7 +334,7 @@ impl Endpoint {
                 self.peers[index].in_ready = false;
                 continue;
             };
-            let len = auth::seal(buf, len);
+            let len = auth::seal(self.config.auth.as_ref(), buf, len);
             self.stats.packets_sent += 1;
             self.stats.bytes_sent += len as u64;
             // Round robin: the peer goes to the back and is asked again later.
@@ -398,7 +398,7 @@ impl Endpoint {
             return Err(SubmitError::TooLarge);
         }
         let len = HEADER_LEN + data.len();
-        if buf.len() < len + auth::TRAILER_RESERVE {
+        if buf.len() < len + auth::trailer_len(self.config.auth.as_ref()) {
             return Err(SubmitError::BufferTooSmall);
         }
         let repr = HeaderRepr {
@@ -416,7 +416,7 @@ impl Endpoint {
         };
         repr.emit_into(buf);
         buf[HEADER_LEN..len].copy_from_slice(data);
-        Ok(auth::seal(buf, len))
+        Ok(auth::seal(self.config.auth.as_ref(), buf, len))
     }
 
     /// Endpoint-wide counters.

@@ -39,7 +39,7 @@ mod stats;
 pub mod time;
 mod timer;
 
-pub use auth::TRAILER_RESERVE;
+pub use auth::{job_id_from_key, AuthKey, TRAILER_RESERVE};
 pub use config::{Config, ConfigError};
 pub use endpoint::Endpoint;
 pub use stats::{DropCounts, PeerStats, Stats};
@@ -148,7 +148,8 @@ pub enum DropReason {
     Duplicate,
     /// Data too far beyond the cumulative ack to buffer.
     OutOfWindow,
-    /// MAC missing, wrong, or unverifiable (no MAC support in this build).
+    /// MAC missing or wrong (authentication on), or present while this
+    /// endpoint has no key to check it (authentication off).
     BadMac,
     /// From a peer declared dead (same incarnation).
     DeadPeer,

@@ -36,7 +36,14 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn steady_state_small_messages_do_not_allocate() {
-    let config = Config::default();
+    // With and without packet authentication (the MAC is computed in place).
+    let auth = Config { auth: Some(mw_proto::AuthKey::from_job_key(&[3; 16])), ..Config::default() };
+    for config in [Config::default(), auth] {
+        steady_state(config);
+    }
+}
+
+fn steady_state(config: Config) {
     let mut a = Endpoint::new(config.clone(), 7, 0, 0xa, 2);
     let mut b = Endpoint::new(config, 7, 1, 0xb, 2);
     let mut buf = vec![0u8; 1472];

@@ -3,14 +3,16 @@
 
 use mw_core::{Config, Endpoint};
 
-/// Runs `body(ep)` on both ranks of a 2-rank job; returns rank 0's result.
+/// Runs `body(ep)` on both ranks of a 2-rank job configured from the
+/// environment; returns rank 0's result.
 pub fn two_ranks<R: Send + 'static>(body: impl Fn(&Endpoint) -> R + Send + Sync + 'static) -> R {
     two_ranks_with(|_| {}, body)
 }
 
-/// [`two_ranks`] with the `MW_*` configuration adjusted by `tweak`.
+/// [`two_ranks`] with `adjust` applied to both ranks' configuration (after
+/// the `MW_*` variables), e.g. to force authentication on or off.
 pub fn two_ranks_with<R: Send + 'static>(
-    tweak: fn(&mut Config),
+    adjust: fn(&mut Config),
     body: impl Fn(&Endpoint) -> R + Send + Sync + 'static,
 ) -> R {
     let key = mw_bootstrap::random_job_key().expect("random job key");
@@ -33,7 +35,7 @@ pub fn two_ranks_with<R: Send + 'static>(
                 })
                 .expect("bootstrap");
                 let mut config = Config::from_env().expect("MW_* settings");
-                tweak(&mut config);
+                adjust(&mut config);
                 let ep = Endpoint::init_with_bootstrap(config, boot).expect("endpoint");
                 let result = body(&ep);
                 ep.finalize().expect("finalize");

@@ -23,7 +23,9 @@ struct Args {
     /// bcast, allgather, alltoall, allreduce (default: all).
     #[arg(long)]
     bench: Option<String>,
-    /// Comma-separated ops (put_signal, fetch_add, get, put, send_recv, am, udp_raw).
+    /// Comma-separated ops (put_signal, put_signal_auth, fetch_add, get, put,
+    /// send_recv, am, udp_raw). put_signal_auth measures put_signal with packet
+    /// authentication forced on against it forced off, in alternating blocks.
     #[arg(long, value_delimiter = ',')]
     op: Vec<String>,
     /// Comma-separated sizes in bytes.
@@ -65,7 +67,9 @@ fn main() {
             if wants("udp_raw") {
                 rows.push(points::pingpong_udp_raw(size, iters));
             }
-            if wants("put_signal") {
+            if wants("put_signal_auth") {
+                rows.extend(points::pingpong_put_signal_auth_pair(size, iters));
+            } else if wants("put_signal") {
                 rows.push(points::pingpong_put_signal(size, iters));
             }
             if wants("fetch_add") && size == 8 {

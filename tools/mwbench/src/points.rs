@@ -101,8 +101,27 @@ pub fn pingpong_udp_raw(size: usize, iters: usize) -> Row {
 /// put_signal ping-pong: each side puts `size` bytes and sets the other's
 /// signal word; the other waits on it.
 pub fn pingpong_put_signal(size: usize, iters: usize) -> Row {
+    latency_row("put_signal", size, put_signal_samples(size, iters, |_| {})).emit()
+}
+
+/// put_signal ping-pong with packet authentication forced on
+/// (`put_signal_auth`) against the same ping-pong with it forced off
+/// (`put_signal`), measured in alternating blocks of a quarter of the
+/// iterations each, so that load drifting on a shared machine hits both alike.
+pub fn pingpong_put_signal_auth_pair(size: usize, iters: usize) -> [Row; 2] {
+    const BLOCKS: usize = 4;
+    let per_block = iters.div_ceil(BLOCKS);
+    let (mut plain, mut auth) = (Vec::new(), Vec::new());
+    for _ in 0..BLOCKS {
+        plain.extend(put_signal_samples(size, per_block, |c| c.auth = Some(false)));
+        auth.extend(put_signal_samples(size, per_block, |c| c.auth = Some(true)));
+    }
+    [latency_row("put_signal", size, plain).emit(), latency_row("put_signal_auth", size, auth).emit()]
+}
+
+fn put_signal_samples(size: usize, iters: usize, adjust: fn(&mut mw_core::Config)) -> Vec<f64> {
     let total = (iters + warmup(iters)) as u64;
-    let samples = two_ranks(move |ep| {
+    two_ranks_with(adjust, move |ep| {
         let region = ep.alloc_symmetric(64 + size.max(8), Access::ALL).expect("alloc");
         let key = region.key();
         let data = vec![3u8; size];
@@ -124,8 +143,7 @@ pub fn pingpong_put_signal(size: usize, iters: usize) -> Row {
         }
         ep.quiet().expect("quiet");
         samples
-    });
-    latency_row("put_signal", size, samples).emit()
+    })
 }
 
 /// Round trip of a fetching atomic (reported as half, like ping-pong).
@@ -458,5 +476,11 @@ pub fn print_table(rows: &[Row]) {
             row.mbps.map_or("-".into(), |v| format!("{v:.0}")),
             ratio.unwrap_or_else(|| "-".into())
         );
+    }
+    for auth in rows.iter().filter(|r| r.op == "put_signal_auth") {
+        let plain = rows.iter().find(|r| r.op == "put_signal" && r.size == auth.size);
+        if let (Some(a), Some(p)) = (auth.median_us, plain.and_then(|p| p.median_us)) {
+            eprintln!("put_signal {} B: authenticated / plain median = {:.3}x (target <= 1.1x)", auth.size, a / p);
+        }
     }
 }
