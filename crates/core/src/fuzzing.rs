@@ -73,6 +73,8 @@ pub struct Harness {
     completions: Vec<Completion>,
     stats: CoreStats,
     internal: Internal,
+    /// Messaging state: tagged messages, AMs and FIFOs reach it too.
+    msg: crate::msg::MsgState,
     /// Requests the harness has outstanding (so responses have something to land in).
     pending: Vec<RequestId>,
     now: Instant,
@@ -126,6 +128,7 @@ impl Harness {
             completions: Vec::new(),
             stats: CoreStats::default(),
             internal: Internal::new(ME, RANKS),
+            msg: crate::msg::MsgState::new(ME, RANKS, &crate::Config::default()),
             pending: vec![get, atomic, put],
             now: Instant::from_nanos(1_000_000),
             tx: vec![0u8; 2048],
@@ -152,8 +155,8 @@ impl Harness {
     /// Feeds one datagram as the endpoint's progress engine would, then
     /// checks that no byte outside writable regions changed.
     pub fn handle_datagram(&mut self, datagram: &[u8]) {
-        let Harness { proto, regions, requests, replies, completions, stats, internal, now, .. } = self;
-        let mut target = Target { regions, requests, replies, completions, stats, internal };
+        let Harness { proto, regions, requests, replies, completions, stats, internal, msg, now, .. } = self;
+        let mut target = Target { regions, requests, replies, completions, stats, internal, msg };
         let _ = proto.handle_datagram(*now, datagram, &mut |peer, msg| target.on_message(peer, msg));
         self.flush();
         self.check_memory();
@@ -433,6 +436,7 @@ fn seed_ops(reqs: &[u32]) -> Vec<OpRepr<'static>> {
             req: 0,
             handler: crate::internal::HANDLER_GATHER,
             want_reply: false,
+            rndv: false,
             args: op::AmArgs::from_slice(&[0]).expect("one argument fits"),
             body: &DATA[..16],
         }),
