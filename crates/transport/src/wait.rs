@@ -145,6 +145,17 @@ impl Waiter {
         self.idle_since = None;
     }
 
+    /// Whether the next [`idle`](Waiter::idle) call would block in the
+    /// kernel, so a caller whose peers wake it by a flag (shared memory) can
+    /// raise the flag and poll once more before sleeping.
+    pub fn blocks_next(&self) -> bool {
+        let phases = self.policy.spin + self.policy.yield_for;
+        match self.idle_since {
+            None => phases.is_zero(),
+            Some(since) => since.elapsed() >= phases,
+        }
+    }
+
     /// Called when a poll found nothing. Spins, yields or blocks on `fds`
     /// (readability) according to how long the loop has been idle, never
     /// past `deadline`. Blocking with no fds and no deadline would never
