@@ -17,6 +17,25 @@ pub enum ProgressMode {
     Thread,
 }
 
+/// Which transports the endpoint may use toward peers on its own host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportChoice {
+    /// Shared memory with same-host peers, UDP with the others (default).
+    Auto,
+    /// UDP with everyone (for comparison and tests).
+    Udp,
+}
+
+/// How same-host peers reach registered user memory (not in a shared mapping).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShmCopy {
+    /// Single copy with `process_vm_writev`/`readv`, falling back to the
+    /// rings when the kernel refuses (default).
+    Cma,
+    /// Always the two-copy path through the rings (the owner executes).
+    Rings,
+}
+
 /// Endpoint settings. `Config::default()` is right for a LAN or one host;
 /// `Config::from_env()` applies the `MW_*` overrides listed in [`ENV_VARS`].
 #[derive(Debug, Clone)]
@@ -47,6 +66,13 @@ pub struct Config {
     pub bind_addr: Option<std::net::IpAddr>,
     /// Fault injection on the send path (`MW_FAULT_*`), for tests.
     pub fault: Option<mw_transport::fault::FaultConfig>,
+    /// Shared memory with same-host peers, or UDP only.
+    pub transport: TransportChoice,
+    /// Path to registered user memory of same-host peers.
+    pub shm_copy: ShmCopy,
+    /// How long `wait_until` busy-polls a word written by same-host peers
+    /// before it falls back to the progress loop (and eventually sleeps).
+    pub shm_spin: Duration,
 }
 
 impl Default for Config {
@@ -67,6 +93,9 @@ impl Default for Config {
             chunk_bytes: 256 << 10,
             bind_addr: None,
             fault: None,
+            transport: TransportChoice::Auto,
+            shm_copy: ShmCopy::Cma,
+            shm_spin: Duration::from_micros(50),
         }
     }
 }
@@ -83,6 +112,18 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_MAX_QUEUED", "bytes queued toward one peer before senders wait (default 8 MiB)"),
     ("MW_CHUNK", "largest message an operation is cut into, bytes (default 256 KiB)"),
     ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
+    (
+        "MW_TRANSPORT",
+        "'auto' (default: shared memory with same-host peers, UDP across hosts) or 'udp' (UDP with everyone)",
+    ),
+    (
+        "MW_SHM_COPY",
+        "'cma' (default: process_vm_readv/writev into peers' registered memory) or 'ring' (two-copy fallback)",
+    ),
+    (
+        "MW_SHM_SPIN_US",
+        "how long wait_until busy-polls a shared-memory word before sleeping, microseconds (default 50)",
+    ),
     ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
 ];
 
@@ -146,6 +187,23 @@ impl Config {
             cfg.bind_addr =
                 Some(v.trim().parse().map_err(|_| Error::InvalidArgument("MW_BIND must be an IP address"))?);
         }
+        if let Some(v) = lookup("MW_TRANSPORT") {
+            cfg.transport = match v.trim() {
+                "" | "auto" | "shm" => TransportChoice::Auto,
+                "udp" => TransportChoice::Udp,
+                _ => return Err(Error::InvalidArgument("MW_TRANSPORT must be 'auto' or 'udp'")),
+            };
+        }
+        if let Some(v) = lookup("MW_SHM_COPY") {
+            cfg.shm_copy = match v.trim() {
+                "" | "cma" => ShmCopy::Cma,
+                "ring" | "rings" => ShmCopy::Rings,
+                _ => return Err(Error::InvalidArgument("MW_SHM_COPY must be 'cma' or 'ring'")),
+            };
+        }
+        if let Some(v) = lookup("MW_SHM_SPIN_US") {
+            cfg.shm_spin = Duration::from_micros(parse_num("MW_SHM_SPIN_US must be microseconds", &v)?);
+        }
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
         cfg.fault = fault.is_active().then_some(fault);
@@ -171,6 +229,9 @@ mod tests {
         assert_eq!(cfg.progress, ProgressMode::Thread);
         assert_eq!(cfg.max_datagram, Some(9000));
         assert!(cfg.print_stats);
+        assert_eq!(cfg.transport, TransportChoice::Auto);
+        let cfg = with(&[("MW_TRANSPORT", "udp"), ("MW_SHM_COPY", "ring")]).unwrap();
+        assert_eq!((cfg.transport, cfg.shm_copy), (TransportChoice::Udp, ShmCopy::Rings));
     }
 
     #[test]
@@ -179,5 +240,6 @@ mod tests {
         assert!(matches!(with(&[("MW_MTU", "big")]), Err(Error::InvalidArgument(_))));
         assert!(matches!(with(&[("MW_PROGRESS", "sometimes")]), Err(Error::InvalidArgument(_))));
         assert!(matches!(with(&[("MW_BIND", "nowhere")]), Err(Error::InvalidArgument(_))));
+        assert!(matches!(with(&[("MW_TRANSPORT", "carrier-pigeon")]), Err(Error::InvalidArgument(_))));
     }
 }

@@ -6,8 +6,10 @@
 //! protection checks (`region`), completion (`request`, `handle`), the
 //! endpoint's life cycle and progress (`endpoint`). Must not: implement
 //! reliability, parse packet headers, or touch sockets directly.
-//! `unsafe` lives only in `region::raw` (and the one scoped registration
-//! helper in `memory`), each block with its `// SAFETY:` reasoning.
+//! Same-host peers use shared memory (`shm`: rings for messages, direct
+//! load/store/atomics on mapped regions). `unsafe` lives only in
+//! `region::raw` (and the one scoped registration helper in `memory`), each
+//! block with its `// SAFETY:` reasoning.
 #![deny(unsafe_code)]
 
 pub mod config;
@@ -19,10 +21,11 @@ mod memory;
 pub mod region;
 mod request;
 mod rma;
+mod shm;
 mod stats;
 mod target;
 
-pub use config::{Config, ProgressMode};
+pub use config::{Config, ProgressMode, ShmCopy, TransportChoice};
 pub use endpoint::Endpoint;
 pub use error::{Error, Result};
 pub use handle::{wait_all, Handle};

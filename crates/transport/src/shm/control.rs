@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!      0  magic u64, pid u32, ring count u32, ring capacity u64
-//!     64  sleepers: AtomicU32   threads of the owner about to block (own line)
+//!     64  sleepers: AtomicU64   threads of the owner about to block (own line)
 //!   4096  directory: DIR_SLOTS entries of 32 bytes
 //! RINGS   ring i at RINGS + i * ring_len(cap)
 //! ```
@@ -152,13 +152,14 @@ impl Control {
         unsafe { self.seg.as_ptr().add(offset).cast() }
     }
 
-    /// The owner's count of threads about to block in the kernel. A peer
-    /// that just made something visible to the owner reads it (after a
-    /// SeqCst fence) and rings the doorbell when nonzero.
-    pub fn sleepers(&self) -> &AtomicU32 {
-        // SAFETY: offset 64 is 4-aligned, inside the header, and only ever
+    /// The owner's count of threads about to block in the kernel (the
+    /// owner decides the encoding). A peer that just made something visible
+    /// to the owner reads it (after a SeqCst fence) and rings the doorbell
+    /// when the owner asked for it.
+    pub fn sleepers(&self) -> &AtomicU64 {
+        // SAFETY: offset 64 is 8-aligned, inside the header, and only ever
         // accessed atomically.
-        unsafe { AtomicU32::from_ptr(self.at(64)) }
+        unsafe { AtomicU64::from_ptr(self.at(64)) }
     }
 
     fn entry(&self, slot: usize) -> (&AtomicU64, &AtomicU64, &AtomicU64, &AtomicI32, &AtomicU32) {

@@ -16,7 +16,9 @@
 //! record is an 8-byte header (`len: u32`, `kind: u32`) then `len` payload
 //! bytes, padded to whole 64-byte slots, and never wraps around the end of
 //! the data area: when it would not fit before the end, the producer writes a
-//! `PAD` record covering the rest and starts at slot 0.
+//! `PAD` record covering the rest and starts at slot 0. A message larger
+//! than a record may be is sent as `PART` records followed by a final
+//! message record, which the consumer reassembles.
 //!
 //! Memory ordering, the whole protocol:
 //! - the producer writes a record's header and payload with plain stores,
@@ -42,6 +44,11 @@ pub const SLOT: usize = 64;
 const RECORD_HEADER: usize = 8;
 const KIND_MESSAGE: u32 = 1;
 const KIND_PAD: u32 = 2;
+/// A leading piece of a message too large for one record; the records that
+/// follow (more parts, then a message record) complete it.
+const KIND_PART: u32 = 3;
+/// Largest message the consumer reassembles from parts.
+const MAX_REASSEMBLED: usize = 1 << 30;
 
 /// Bytes a ring with `cap` data bytes occupies in its segment.
 pub const fn ring_len(cap: usize) -> usize {
@@ -147,6 +154,16 @@ impl Producer {
     /// position just past it: the message has been consumed once
     /// [`consumed`](Producer::consumed) reaches that value.
     pub fn push(&mut self, parts: &[&[u8]]) -> Result<u64, PushError> {
+        self.push_record(parts, KIND_MESSAGE)
+    }
+
+    /// Appends a leading piece of a larger message (see the module docs);
+    /// the message ends with the next [`push`](Producer::push).
+    pub fn push_part(&mut self, parts: &[&[u8]]) -> Result<u64, PushError> {
+        self.push_record(parts, KIND_PART)
+    }
+
+    fn push_record(&mut self, parts: &[&[u8]], kind: u32) -> Result<u64, PushError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         let cap = self.view.cap;
         let record = Self::record_len(len);
@@ -174,7 +191,7 @@ impl Producer {
         // construction) and those slots are free: the consumer has moved
         // `head` past them (Acquire above), so nobody reads them now.
         unsafe {
-            write_header(data.add(pos), len as u32, KIND_MESSAGE);
+            write_header(data.add(pos), len as u32, kind);
             let mut at = data.add(pos + RECORD_HEADER);
             for part in parts {
                 std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
@@ -222,13 +239,15 @@ pub struct Consumer {
     view: RingView,
     head: u64,
     tail_seen: u64,
+    /// Parts of a message being reassembled.
+    partial: Vec<u8>,
 }
 
 impl Consumer {
     /// The consumer of `view`'s ring, continuing from its current head.
     pub fn new(view: RingView) -> Consumer {
         let head = view.head().load(Ordering::Acquire);
-        Consumer { view, head, tail_seen: head }
+        Consumer { view, head, tail_seen: head, partial: Vec::new() }
     }
 
     /// Whether a message is waiting (one Acquire load when none was seen).
@@ -265,10 +284,23 @@ impl Consumer {
                     self.advance(record as u64);
                     continue;
                 }
-                KIND_MESSAGE => {
+                KIND_MESSAGE | KIND_PART => {
                     // SAFETY: pos + 8 + len <= cap (checked above); published
                     // and not reused by the producer until head moves past it.
                     let payload = unsafe { std::slice::from_raw_parts(data.add(pos + RECORD_HEADER), len) };
+                    if kind == KIND_PART || !self.partial.is_empty() {
+                        if self.partial.len() + len > MAX_REASSEMBLED {
+                            return Err(Corrupt);
+                        }
+                        self.partial.extend_from_slice(payload);
+                        self.advance(record as u64);
+                        if kind == KIND_PART {
+                            continue;
+                        }
+                        let whole = std::mem::take(&mut self.partial);
+                        f(&whole);
+                        return Ok(true);
+                    }
                     f(payload);
                     self.advance(record as u64);
                     return Ok(true);
@@ -324,6 +356,19 @@ mod tests {
         }
         assert!(next_out > 1000, "{next_out}");
         assert_eq!(tx.push(&[&[0u8; 1024]]), Err(PushError::TooBig));
+    }
+
+    #[test]
+    fn parts_are_reassembled() {
+        let (mut tx, mut rx) = ring(1024);
+        tx.push_part(&[b"hel"]).unwrap();
+        assert!(!rx.pop(|_| panic!("incomplete message delivered")).unwrap());
+        tx.push_part(&[b"lo "]).unwrap();
+        tx.push(&[b"world"]).unwrap();
+        tx.push(&[b"next"]).unwrap();
+        let mut got = Vec::new();
+        while rx.pop(|m| got.push(m.to_vec())).unwrap() {}
+        assert_eq!(got, [b"hello world".to_vec(), b"next".to_vec()]);
     }
 
     #[test]
