@@ -550,11 +550,11 @@ impl State {
     }
 
     /// Executes one message from `peer` that arrived outside the protocol
-    /// (a shared-memory ring), then sends what it asked for.
-    pub(crate) fn deliver(&mut self, now: ProtoInstant, peer: u32, msg: &[u8]) {
+    /// (a shared-memory ring). The caller then sends the replies it queued
+    /// ([`State::after_delivery`]).
+    pub(crate) fn deliver(&mut self, peer: u32, msg: &[u8]) {
         let State { regions, requests, replies, completions, stats, internal, .. } = self;
         Target { regions, requests, replies, completions, stats, internal }.on_message(peer, msg);
-        self.after_delivery(now);
     }
 
     /// Submits the replies the delivered operations asked for, then applies
@@ -604,7 +604,7 @@ impl State {
                 if self.is_shm_peer(peer) {
                     let hdr = std::mem::take(&mut self.hdr_buf);
                     mem.with_slice(offset, len, |data| {
-                        let _ = self.shm_send(peer, &[&hdr[..hlen], data], None);
+                        let _ = self.shm_send(peer, &[&hdr[..hlen], data], None, false);
                     });
                     self.hdr_buf = hdr;
                     return;
@@ -660,7 +660,14 @@ impl State {
         }
         if self.is_shm_peer(peer) {
             let hdr = std::mem::take(&mut self.hdr_buf);
-            let sent = self.shm_send(peer, &[&hdr[..hlen], body], waiter);
+            // Replies and the internal collective's messages are not
+            // operations a later direct access could overtake.
+            let ordered = match repr {
+                OpRepr::OpStatus(_) | OpRepr::AtomicResponse(_) | OpRepr::GetResponse(_) => false,
+                OpRepr::AmRequest(am) => am.handler < crate::internal::RESERVED_HANDLER_BASE,
+                _ => true,
+            };
+            let sent = self.shm_send(peer, &[&hdr[..hlen], body], waiter, ordered);
             self.hdr_buf = hdr;
             return sent;
         }

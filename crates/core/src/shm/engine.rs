@@ -33,6 +33,8 @@ const BATCH: usize = 64;
 struct Pending {
     bytes: Vec<u8>,
     part: bool,
+    /// An operation (not a reply): later direct accesses wait for it.
+    ordered: bool,
     waiter: Option<RequestId>,
 }
 
@@ -149,11 +151,25 @@ impl State {
     }
 
     /// Sends one message made of `parts` to same-host `peer`; `waiter` is
-    /// completed once the peer has executed it.
-    pub(crate) fn shm_send(&mut self, peer: u32, parts: &[&[u8]], waiter: Option<RequestId>) -> Result<()> {
+    /// completed once the peer has executed it. `ordered`: an operation,
+    /// which later direct accesses to the peer must not overtake (replies
+    /// are not).
+    pub(crate) fn shm_send(
+        &mut self,
+        peer: u32,
+        parts: &[&[u8]],
+        waiter: Option<RequestId>,
+        ordered: bool,
+    ) -> Result<()> {
         let State { shm, ack_waiters, stats, .. } = self;
         let shm = shm.as_mut().ok_or(Error::PeerUnreachable { rank: peer })?;
         stats.shm_ring_sent += 1;
+        eprintln!(
+            "DEBUG {} -> {peer} send {:?} len {}",
+            std::thread::current().name().unwrap_or("?"),
+            mw_wire::op::OpRepr::parse(&parts.concat()).map(|o| format!("{o:?}").chars().take(60).collect::<String>()),
+            parts.iter().map(|p| p.len()).sum::<usize>()
+        );
         let tx = shm.tx[peer as usize].as_mut().ok_or(Error::PeerUnreachable { rank: peer })?;
         let link = shm.shared.link(peer).ok_or(Error::PeerUnreachable { rank: peer })?;
         let total: usize = parts.iter().map(|p| p.len()).sum();
@@ -162,6 +178,9 @@ impl State {
                 Ok(end) => {
                     if let Some(w) = waiter {
                         ack_waiters[peer as usize].push_back((end, w));
+                    }
+                    if ordered {
+                        link.ordered_end.store(end, Ordering::Release);
                     }
                     shm.shared.wake_for_ring(link);
                     return Ok(());
@@ -176,12 +195,11 @@ impl State {
         let count = pieces.len();
         for (i, piece) in pieces.into_iter().enumerate() {
             let last = i + 1 == count;
-            tx.overflow.push_back(Pending {
-                bytes: piece.to_vec(),
-                part: !last,
-                waiter: if last { waiter } else { None },
-            });
-            link.overflow.fetch_add(1, Ordering::AcqRel);
+            let waiter = if last { waiter } else { None };
+            tx.overflow.push_back(Pending { bytes: piece.to_vec(), part: !last, ordered, waiter });
+            if ordered {
+                link.overflow.fetch_add(1, Ordering::AcqRel);
+            }
         }
         tx.overflow_bytes += bytes.len();
         self.shm_flush(peer);
@@ -206,17 +224,21 @@ impl State {
                     if let Some(w) = done.waiter {
                         ack_waiters[peer as usize].push_back((end, w));
                     }
-                    // After the publish: a direct access that sees 0 here
-                    // also sees the record as pending in the ring.
-                    link.overflow.fetch_sub(1, Ordering::AcqRel);
+                    if done.ordered {
+                        // End first, then the count: a direct access that
+                        // sees the count drop also sees the new end.
+                        link.ordered_end.store(end, Ordering::Release);
+                        link.overflow.fetch_sub(1, Ordering::AcqRel);
+                    }
                     pushed = true;
                 }
                 Err(PushError::Full) => break,
                 Err(PushError::TooBig) => {
                     // Cannot happen (pieces are at most `largest`); drop it
                     // rather than wedge the queue.
-                    tx.overflow.pop_front();
-                    link.overflow.fetch_sub(1, Ordering::AcqRel);
+                    if tx.overflow.pop_front().is_some_and(|p| p.ordered) {
+                        link.overflow.fetch_sub(1, Ordering::AcqRel);
+                    }
                 }
             }
         }
@@ -237,14 +259,30 @@ impl State {
         for peer in backlog {
             worked |= self.shm_flush(peer);
         }
-        let mut rx = std::mem::take(&mut self.shm.as_mut().expect("checked").rx);
+        // How far each peer has consumed, read *before* its replies: a peer
+        // queues the replies to a message before it frees the message's
+        // slot, so a reply (e.g. an error status) is always taken before
+        // the consumption that would complete its request as a success.
+        let shm = self.shm.as_mut().expect("checked");
+        let consumed: Vec<(usize, u64)> = shm
+            .tx
+            .iter()
+            .enumerate()
+            .filter(|(peer, tx)| tx.is_some() && !self.ack_waiters[*peer].is_empty())
+            .map(|(peer, tx)| (peer, tx.as_ref().expect("filtered").producer.consumed()))
+            .collect();
+        let mut rx = std::mem::take(&mut shm.rx);
         for (peer, consumer) in rx.iter_mut() {
             let peer = *peer;
             if self.dead[peer as usize] {
                 continue;
             }
             for _ in 0..BATCH {
-                match consumer.pop(|msg| self.deliver(now, peer, msg)) {
+                let popped = consumer.pop(|msg| {
+                    self.deliver(peer, msg);
+                    self.after_delivery(now);
+                });
+                match popped {
                     Ok(true) => {
                         worked = true;
                         self.stats.shm_ring_received += 1;
@@ -258,16 +296,10 @@ impl State {
                 }
             }
         }
-        let shm = self.shm.as_mut().expect("checked");
-        shm.rx = rx;
+        self.shm.as_mut().expect("checked").rx = rx;
         let mut completed = false;
-        for (peer, tx) in shm.tx.iter().enumerate() {
-            let Some(tx) = tx else { continue };
+        for (peer, consumed) in consumed {
             let waiters = &mut self.ack_waiters[peer];
-            if waiters.is_empty() {
-                continue;
-            }
-            let consumed = tx.producer.consumed();
             while waiters.front().is_some_and(|(end, _)| *end <= consumed) {
                 let (_, req) = waiters.pop_front().expect("front checked");
                 if let Some(c) = self.requests.part_done(req) {

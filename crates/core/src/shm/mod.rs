@@ -98,18 +98,22 @@ pub(crate) struct Link {
     pub out: RingView,
     /// The peer's UDP address, for doorbells.
     pub addr: SocketAddr,
-    /// Messages queued in `ShmState` because the ring was full.
+    /// Operations (not replies) queued in `ShmState` because the ring was full.
     pub overflow: AtomicUsize,
+    /// Ring position just past our last operation (not reply) to the peer.
+    pub ordered_end: AtomicU64,
     /// The kernel refused `process_vm_*` toward this peer: use the rings.
     pub cma_refused: AtomicBool,
     windows: RwLock<HashMap<u64, CachedWindow, BuildHasherDefault<KeyHasher>>>,
 }
 
 impl Link {
-    /// Nothing of ours is queued toward the peer or unconsumed in its ring,
-    /// so a direct access now cannot overtake an earlier operation.
+    /// No operation of ours is queued toward the peer or unconsumed in its
+    /// ring, so a direct access now cannot overtake an earlier one. Replies
+    /// we owe the peer do not count: nothing is ordered after them.
+    #[inline]
     pub fn is_idle(&self) -> bool {
-        self.overflow.load(Ordering::Acquire) == 0 && self.out.pending_bytes() == 0
+        self.overflow.load(Ordering::Acquire) == 0 && self.out.consumed() >= self.ordered_end.load(Ordering::Acquire)
     }
 
     fn resolve(&self, key: u64) -> Option<()> {
@@ -364,6 +368,7 @@ pub(crate) fn exchange(boot: &mut mw_bootstrap::Bootstrap, config: &Config, me: 
             out,
             addr: hellos[r].addr,
             overflow: AtomicUsize::new(0),
+            ordered_end: AtomicU64::new(0),
             cma_refused: AtomicBool::new(false),
             windows: RwLock::new(HashMap::default()),
         });

@@ -120,6 +120,11 @@ impl RingView {
         self.tail().load(Ordering::Acquire).saturating_sub(head)
     }
 
+    /// How far the consumer has consumed (Acquire).
+    pub fn consumed(&self) -> u64 {
+        self.head().load(Ordering::Acquire)
+    }
+
     /// Data capacity in bytes.
     pub fn capacity(&self) -> usize {
         self.cap
