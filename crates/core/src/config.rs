@@ -95,7 +95,7 @@ impl Default for Config {
             fault: None,
             transport: TransportChoice::Auto,
             shm_copy: ShmCopy::Cma,
-            shm_spin: Duration::from_micros(50),
+            shm_spin: Duration::from_micros(1000),
         }
     }
 }
@@ -122,7 +122,7 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ),
     (
         "MW_SHM_SPIN_US",
-        "how long wait_until busy-polls a shared-memory word before sleeping, microseconds (default 50)",
+        "how long wait_until polls a shared-memory word before the progress loop takes over, microseconds (default 1000)",
     ),
     ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
 ];

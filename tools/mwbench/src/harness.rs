@@ -1,10 +1,15 @@
 //! Two ranks as two threads, each with its own endpoint, joined through an
 //! in-process rendezvous server.
 
-use mw_core::{Config, Endpoint};
+use mw_core::{Config, Endpoint, TransportChoice};
 
-/// Runs `body(ep)` on both ranks of a 2-rank job; returns rank 0's result.
-pub fn two_ranks<R: Send + 'static>(body: impl Fn(&Endpoint) -> R + Send + Sync + 'static) -> R {
+/// Runs `body(ep)` on both ranks of a 2-rank job over `transport` ("udp":
+/// UDP only; "shm": shared memory, the two ranks being on one host);
+/// returns rank 0's result.
+pub fn two_ranks<R: Send + 'static>(
+    transport: &'static str,
+    body: impl Fn(&Endpoint) -> R + Send + Sync + 'static,
+) -> R {
     let key = mw_bootstrap::random_job_key().expect("random job key");
     let server = mw_bootstrap::RendezvousServer::bind("127.0.0.1:0", 2, key).expect("rendezvous bind");
     let addr = server.local_addr().to_string();
@@ -24,8 +29,10 @@ pub fn two_ranks<R: Send + 'static>(body: impl Fn(&Endpoint) -> R + Send + Sync 
                     _ => None,
                 })
                 .expect("bootstrap");
-                let config = Config::from_env().expect("MW_* settings");
+                let mut config = Config::from_env().expect("MW_* settings");
+                config.transport = if transport == "shm" { TransportChoice::Auto } else { TransportChoice::Udp };
                 let ep = Endpoint::init_with_bootstrap(config, boot).expect("endpoint");
+                assert_eq!(ep.shares_memory_with(1 - rank), transport == "shm", "transport not as asked");
                 let result = body(&ep);
                 ep.finalize().expect("finalize");
                 result

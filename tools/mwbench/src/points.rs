@@ -13,6 +13,7 @@ use crate::harness::two_ranks;
 pub struct Row {
     pub bench: &'static str,
     pub op: &'static str,
+    pub transport: &'static str,
     pub size: usize,
     pub iters: usize,
     pub median_us: Option<f64>,
@@ -21,9 +22,14 @@ pub struct Row {
 }
 
 impl Row {
-    fn emit(self) -> Row {
+    /// A bandwidth point.
+    pub fn bandwidth(op: &'static str, transport: &'static str, size: usize, iters: usize, mbps: f64) -> Row {
+        Row { bench: "bandwidth", op, transport, size, iters, median_us: None, p99_us: None, mbps: Some(mbps) }
+    }
+
+    pub fn emit(self) -> Row {
         let mut obj = serde_json::json!({
-            "bench": self.bench, "op": self.op, "transport": "udp", "size": self.size, "iters": self.iters,
+            "bench": self.bench, "op": self.op, "transport": self.transport, "size": self.size, "iters": self.iters,
         });
         if let Some(m) = self.median_us {
             obj["median_us"] = serde_json::json!((m * 1000.0).round() / 1000.0);
@@ -35,17 +41,18 @@ impl Row {
             obj["MBps"] = serde_json::json!(b.round());
         }
         println!("{obj}");
-        eprintln!("  measured {} {} {} B", self.bench, self.op, self.size);
+        eprintln!("  measured {} {} {} {} B", self.bench, self.op, self.transport, self.size);
         self
     }
 }
 
-fn latency_row(op: &'static str, size: usize, mut half_rtts_us: Vec<f64>) -> Row {
+pub fn latency_row(op: &'static str, transport: &'static str, size: usize, mut half_rtts_us: Vec<f64>) -> Row {
     half_rtts_us.sort_by(f64::total_cmp);
     let n = half_rtts_us.len();
     Row {
         bench: "pingpong",
         op,
+        transport,
         size,
         iters: n,
         median_us: Some(half_rtts_us[n / 2]),
@@ -95,14 +102,14 @@ pub fn pingpong_udp_raw(size: usize, iters: usize) -> Row {
         }
     }
     echo.join().expect("echo thread");
-    latency_row("udp_raw", size, samples).emit()
+    latency_row("udp_raw", "udp", size, samples).emit()
 }
 
 /// put_signal ping-pong: each side puts `size` bytes and sets the other's
 /// signal word; the other waits on it.
-pub fn pingpong_put_signal(size: usize, iters: usize) -> Row {
+pub fn pingpong_put_signal(transport: &'static str, size: usize, iters: usize) -> Row {
     let total = (iters + warmup(iters)) as u64;
-    let samples = two_ranks(move |ep| {
+    let samples = two_ranks(transport, move |ep| {
         let region = ep.alloc_symmetric(64 + size.max(8), Access::ALL).expect("alloc");
         let key = region.key();
         let data = vec![3u8; size];
@@ -125,13 +132,13 @@ pub fn pingpong_put_signal(size: usize, iters: usize) -> Row {
         ep.quiet().expect("quiet");
         samples
     });
-    latency_row("put_signal", size, samples).emit()
+    latency_row("put_signal", transport, size, samples).emit()
 }
 
 /// Round trip of a fetching atomic (reported as half, like ping-pong).
-pub fn pingpong_fetch_add(iters: usize) -> Row {
+pub fn pingpong_fetch_add(transport: &'static str, iters: usize) -> Row {
     let total = iters + warmup(iters);
-    let samples = two_ranks(move |ep| {
+    let samples = two_ranks(transport, move |ep| {
         let region = ep.alloc_symmetric(64, Access::ALL).expect("alloc");
         let key = region.key();
         let mut samples = Vec::with_capacity(iters);
@@ -147,13 +154,13 @@ pub fn pingpong_fetch_add(iters: usize) -> Row {
         ep.barrier().expect("barrier");
         samples
     });
-    latency_row("fetch_add", 8, samples).emit()
+    latency_row("fetch_add", transport, 8, samples).emit()
 }
 
 /// Round trip of a get of `size` bytes (reported as half).
-pub fn pingpong_get(size: usize, iters: usize) -> Row {
+pub fn pingpong_get(transport: &'static str, size: usize, iters: usize) -> Row {
     let total = iters + warmup(iters);
-    let samples = two_ranks(move |ep| {
+    let samples = two_ranks(transport, move |ep| {
         let region = ep.alloc_symmetric(size.max(8), Access::ALL).expect("alloc");
         let key = region.key();
         let mut out = vec![0u8; size];
@@ -170,7 +177,7 @@ pub fn pingpong_get(size: usize, iters: usize) -> Row {
         ep.barrier().expect("barrier");
         samples
     });
-    latency_row("get", size, samples).emit()
+    latency_row("get", transport, size, samples).emit()
 }
 
 /// Raw UDP blast of 65,000-byte datagrams (memwire's loopback datagram
@@ -209,16 +216,15 @@ pub fn bandwidth_udp_raw(size: usize, total: usize) -> Row {
     }
     let (got, elapsed) = receiver.join().expect("receiver");
     let mbps = got as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
-    Row { bench: "bandwidth", op: "udp_raw", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }
-        .emit()
+    Row::bandwidth("udp_raw", "udp", size, count, mbps).emit()
 }
 
 /// Put bandwidth: `size`-byte puts with a window of 8 outstanding, until
 /// `total` bytes are complete at the target.
-pub fn bandwidth_put(size: usize, total: usize) -> Row {
+pub fn bandwidth_put(transport: &'static str, size: usize, total: usize) -> Row {
     let count = total.div_ceil(size).max(1);
-    let mbps = two_ranks(move |ep| {
-        let region = ep.alloc_symmetric(size * 8, Access::ALL).expect("alloc");
+    let mbps = two_ranks(transport, move |ep| {
+        let region = ep.alloc_symmetric(size, Access::ALL).expect("alloc");
         let key = region.key();
         let data = vec![5u8; size];
         let mut mbps = 0.0;
@@ -230,7 +236,8 @@ pub fn bandwidth_put(size: usize, total: usize) -> Row {
                     let h: mw_core::Handle<'_> = window.pop_front().expect("window");
                     h.wait().expect("put");
                 }
-                window.push_back(ep.put_nb(1, key, ((i % 8) * size) as u64, &data).expect("put_nb"));
+                let _ = i;
+                window.push_back(ep.put_nb(1, key, 0, &data).expect("put_nb"));
             }
             mw_core::wait_all(window).expect("put");
             mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
@@ -238,26 +245,65 @@ pub fn bandwidth_put(size: usize, total: usize) -> Row {
         ep.barrier().expect("barrier");
         mbps
     });
-    Row { bench: "bandwidth", op: "put", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }.emit()
+    Row::bandwidth("put", transport, size, count, mbps).emit()
+}
+
+/// Get bandwidth: `size`-byte gets with a window of 8 outstanding.
+pub fn bandwidth_get(transport: &'static str, size: usize, total: usize) -> Row {
+    let count = total.div_ceil(size).max(1);
+    let mbps = two_ranks(transport, move |ep| {
+        let region = ep.alloc_symmetric(size, Access::ALL).expect("alloc");
+        let key = region.key();
+        let mut bufs: Vec<Vec<u8>> = (0..8).map(|_| vec![0u8; size]).collect();
+        let mut mbps = 0.0;
+        if ep.rank() == 0 {
+            let t0 = Instant::now();
+            let mut done = 0;
+            while done < count {
+                let batch = (count - done).min(8);
+                let handles: Vec<_> =
+                    bufs.iter_mut().take(batch).map(|b| ep.get_nb(1, key, 0, b).expect("get_nb")).collect();
+                mw_core::wait_all(handles).expect("get");
+                done += batch;
+            }
+            mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
+        }
+        ep.barrier().expect("barrier");
+        mbps
+    });
+    Row::bandwidth("get", transport, size, count, mbps).emit()
 }
 
 /// The readable table with ratios against the same-run baseline.
 pub fn print_table(rows: &[Row]) {
     eprintln!(
-        "\n{:<10} {:<11} {:>8} {:>11} {:>9} {:>10} {:>9}",
-        "bench", "op", "size", "median_us", "p99_us", "MB/s", "ratio"
+        "\n{:<10} {:<11} {:<5} {:>9} {:>11} {:>9} {:>10} {:>9}",
+        "bench", "op", "via", "size", "median_us", "p99_us", "MB/s", "ratio"
     );
     for row in rows {
-        let base = rows.iter().find(|r| r.bench == row.bench && r.size == row.size && r.op == "udp_raw");
+        // Each transport against its own physical floor: raw UDP for udp,
+        // the cache-line ping-pong and memcpy for shared memory.
+        let floor = match (row.transport, row.bench) {
+            ("shm", "pingpong") => "cacheline",
+            ("shm", _) => "memcpy",
+            _ => "udp_raw",
+        };
+        let base = rows.iter().find(|r| {
+            r.bench == row.bench
+                && r.op == floor
+                && r.transport == row.transport
+                && (r.size == row.size || floor == "cacheline")
+        });
         let ratio = match (base, row.median_us, row.mbps) {
             (Some(b), Some(m), _) => b.median_us.map(|bm| format!("{:.2}x", m / bm)),
             (Some(b), _, Some(v)) => b.mbps.map(|bv| format!("{:.0}%", 100.0 * v / bv)),
             _ => None,
         };
         eprintln!(
-            "{:<10} {:<11} {:>8} {:>11} {:>9} {:>10} {:>9}",
+            "{:<10} {:<11} {:<5} {:>9} {:>11} {:>9} {:>10} {:>9}",
             row.bench,
             row.op,
+            row.transport,
             row.size,
             row.median_us.map_or("-".into(), |v| format!("{v:.2}")),
             row.p99_us.map_or("-".into(), |v| format!("{v:.2}")),

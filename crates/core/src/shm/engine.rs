@@ -164,12 +164,6 @@ impl State {
         let State { shm, ack_waiters, stats, .. } = self;
         let shm = shm.as_mut().ok_or(Error::PeerUnreachable { rank: peer })?;
         stats.shm_ring_sent += 1;
-        eprintln!(
-            "DEBUG {} -> {peer} send {:?} len {}",
-            std::thread::current().name().unwrap_or("?"),
-            mw_wire::op::OpRepr::parse(&parts.concat()).map(|o| format!("{o:?}").chars().take(60).collect::<String>()),
-            parts.iter().map(|p| p.len()).sum::<usize>()
-        );
         let tx = shm.tx[peer as usize].as_mut().ok_or(Error::PeerUnreachable { rank: peer })?;
         let link = shm.shared.link(peer).ok_or(Error::PeerUnreachable { rank: peer })?;
         let total: usize = parts.iter().map(|p| p.len()).sum();
