@@ -134,12 +134,14 @@ impl Endpoint {
         if let Some(shm) = &self.shared.shm {
             // Same-host peers store into this word directly: poll it alone
             // for a while (no lock, no syscall), progressing now and then so
-            // ring traffic and UDP peers are still served. After the first
-            // couple of microseconds (a peer on another core has answered by
-            // then) each round also yields: if the peer shares our core, it
-            // runs now instead of when our time slice ends. Measured on this
-            // 2-vCPU VM under load, without the yield a ping-pong locked into
-            // one full spin budget per message.
+            // ring traffic and UDP peers are still served. After 20 µs (a
+            // peer running on another core answers within ~1 µs) each round
+            // also yields: if the peer shares our core, it runs now instead
+            // of when our time slice ends. Measured on this loaded 2-vCPU VM:
+            // without the yield a ping-pong whose ranks shared a core locked
+            // into one full spin budget per message; with it, ~23 µs (~4.5 µs
+            // when yielding after 2 µs, but then the threads were co-located
+            // in every run, and 0.3 µs needs them on separate cores).
             let start = std::time::Instant::now();
             let mut last_progress = start;
             loop {
@@ -157,7 +159,7 @@ impl Endpoint {
                 if now - last_progress >= std::time::Duration::from_micros(10) {
                     self.progress();
                     last_progress = now;
-                } else if now - start >= std::time::Duration::from_micros(2) {
+                } else if now - start >= std::time::Duration::from_micros(20) {
                     std::thread::yield_now();
                 }
             }
