@@ -27,6 +27,25 @@ pub enum ProgressMode {
     Thread,
 }
 
+/// Which transports the endpoint may use toward peers on its own host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportChoice {
+    /// Shared memory with same-host peers, UDP with the others (default).
+    Auto,
+    /// UDP with everyone (for comparison and tests).
+    Udp,
+}
+
+/// How same-host peers reach registered user memory (not in a shared mapping).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShmCopy {
+    /// Single copy with `process_vm_writev`/`readv`, falling back to the
+    /// rings when the kernel refuses (default).
+    Cma,
+    /// Always the two-copy path through the rings (the owner executes).
+    Rings,
+}
+
 /// Endpoint settings. `Config::default()` is right for a LAN or one host;
 /// `Config::from_env()` applies the `MW_*` overrides listed in [`ENV_VARS`].
 #[derive(Debug, Clone)]
@@ -83,6 +102,13 @@ pub struct Config {
     /// Every rank must decide alike; the automatic rule does, since all ranks
     /// see the same address table.
     pub auth: Option<bool>,
+    /// Shared memory with same-host peers, or UDP only.
+    pub transport: TransportChoice,
+    /// Path to registered user memory of same-host peers.
+    pub shm_copy: ShmCopy,
+    /// How long `wait_until` busy-polls a word written by same-host peers
+    /// before it falls back to the progress loop (and eventually sleeps).
+    pub shm_spin: Duration,
 }
 
 impl Default for Config {
@@ -109,6 +135,9 @@ impl Default for Config {
             fault: None,
             coll: crate::coll::CollTuning::default(),
             auth: None,
+            transport: TransportChoice::Auto,
+            shm_copy: ShmCopy::Cma,
+            shm_spin: Duration::from_micros(1000),
         }
     }
 }
@@ -133,6 +162,18 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
     ("MW_PORT_RANGE", "UDP ports to bind within, FIRST-LAST, one per rank on a host (default: any)"),
     ("MW_AUTH", "1 forces packet authentication on, 0 off (default: on unless every rank is on loopback)"),
+    (
+        "MW_TRANSPORT",
+        "'auto' (default: shared memory with same-host peers, UDP across hosts) or 'udp' (UDP with everyone)",
+    ),
+    (
+        "MW_SHM_COPY",
+        "'cma' (default: process_vm_readv/writev into peers' registered memory) or 'ring' (two-copy fallback)",
+    ),
+    (
+        "MW_SHM_SPIN_US",
+        "how long wait_until polls a shared-memory word before the progress loop takes over, microseconds (default 1000)",
+    ),
     ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
     ("MW_COLL_BARRIER", "barrier method: auto, a|all_to_all, b|tree, c|counters, d|multicast, e|dissemination"),
     ("MW_COLL_BCAST", "broadcast: auto, binomial, scatter_allgather"),
@@ -244,6 +285,23 @@ impl Config {
                 _ => return Err(Error::InvalidArgument("MW_AUTH must be 0, 1 or auto")),
             };
         }
+        if let Some(v) = lookup("MW_TRANSPORT") {
+            cfg.transport = match v.trim() {
+                "" | "auto" | "shm" => TransportChoice::Auto,
+                "udp" => TransportChoice::Udp,
+                _ => return Err(Error::InvalidArgument("MW_TRANSPORT must be 'auto' or 'udp'")),
+            };
+        }
+        if let Some(v) = lookup("MW_SHM_COPY") {
+            cfg.shm_copy = match v.trim() {
+                "" | "cma" => ShmCopy::Cma,
+                "ring" | "rings" => ShmCopy::Rings,
+                _ => return Err(Error::InvalidArgument("MW_SHM_COPY must be 'cma' or 'ring'")),
+            };
+        }
+        if let Some(v) = lookup("MW_SHM_SPIN_US") {
+            cfg.shm_spin = Duration::from_micros(parse_num("MW_SHM_SPIN_US must be microseconds", &v)?);
+        }
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
         cfg.fault = fault.is_active().then_some(fault);
@@ -286,6 +344,9 @@ mod tests {
         assert!(cfg.print_stats);
         let cfg = with(&[("MW_EAGER_LIMIT", "0"), ("MW_UNEXPECTED_CREDIT", "1000")]).unwrap();
         assert_eq!((cfg.eager_limit, cfg.unexpected_credit), (0, 1000));
+        assert_eq!(cfg.transport, TransportChoice::Auto);
+        let cfg = with(&[("MW_TRANSPORT", "udp"), ("MW_SHM_COPY", "ring")]).unwrap();
+        assert_eq!((cfg.transport, cfg.shm_copy), (TransportChoice::Udp, ShmCopy::Rings));
     }
 
     #[test]
@@ -319,5 +380,6 @@ mod tests {
         assert!(!off.auth_enabled(true) && !off.auth_enabled(false));
         assert!(off.auth_key(false, &[1; 16]).is_none());
         assert_eq!(on.auth_key(true, &[1; 16]), Some(mw_proto::AuthKey::from_job_key(&[1; 16])));
+        assert!(matches!(with(&[("MW_TRANSPORT", "carrier-pigeon")]), Err(Error::InvalidArgument(_))));
     }
 }

@@ -3,7 +3,8 @@
 //! the progress engine that ties them together.
 //!
 //! Must not: implement reliability (crate proto does, sans-IO) or touch raw
-//! memory outside `region::raw`. Every public call locks the endpoint state,
+//! memory outside `region::raw`. Same-host peers are reached through
+//! `crate::shm` (rings and direct access) instead of the protocol. Every public call locks the endpoint state,
 //! makes progress, and unlocks before it idles, so an optional progress thread
 //! and the application thread take turns driving the transport (only one at a
 //! time, as DESIGN §3 requires).
@@ -53,6 +54,8 @@ pub(crate) struct State {
     tx_buf: Vec<u8>,
     /// Scratch for operation headers (`MAX_HEADER_LEN`: a 256-segment iov header).
     pub hdr_buf: Vec<u8>,
+    /// The shared-memory ring engine, when some peers share this host.
+    pub shm: Option<crate::shm::ShmState>,
 }
 
 pub(crate) struct Shared {
@@ -73,6 +76,8 @@ pub(crate) struct Shared {
     threaded: AtomicBool,
     clock_base: std::time::Instant,
     wait_policy: mw_transport::wait::WaitPolicy,
+    /// Same-host peers: read without the lock on the direct path.
+    pub shm: Option<Arc<crate::shm::ShmShared>>,
 }
 
 /// A change in a peer's liveness, from [`Endpoint::poll_peer_event`].
@@ -164,15 +169,10 @@ impl Endpoint {
         let udp_cfg = mw_transport::udp::UdpConfig::default();
         let udp = bind_udp(bind_ip, config.port_range, &udp_cfg)?;
         let me = udp.local_addr();
-        let blobs = boot.allgather(me.to_string().as_bytes()).map_err(|e| Error::Bootstrap(e.to_string()))?;
-        let mut peers = Vec::with_capacity(blobs.len());
-        for (rank, blob) in blobs.iter().enumerate() {
-            let text =
-                std::str::from_utf8(blob).map_err(|_| Error::Bootstrap(format!("rank {rank} sent a bad address")))?;
-            let addr: SocketAddr =
-                text.parse().map_err(|_| Error::Bootstrap(format!("rank {rank} sent a bad address {text:?}")))?;
-            peers.push(addr);
-        }
+        // Addresses, and which peers share this host (shared memory with them).
+        let setup = crate::shm::exchange(&mut boot, &config, me)?;
+        let peers = setup.peers;
+        let (shm_shared, shm_state) = setup.shm.unzip();
         let all_loopback = peers.iter().all(|a| a.ip().is_loopback());
         let max_datagram = config.max_datagram.unwrap_or(if all_loopback { config.loopback_datagram } else { 1472 });
         let mut proto_cfg = mw_proto::Config { max_datagram, ..mw_proto::Config::default() };
@@ -219,6 +219,7 @@ impl Endpoint {
             rx_buf: vec![0u8; 65_536],
             tx_buf: vec![0u8; max_datagram.max(2048)],
             hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
+            shm: shm_state,
         };
         let shared = Arc::new(Shared {
             chunk_bytes,
@@ -232,6 +233,7 @@ impl Endpoint {
             threaded: AtomicBool::new(false),
             clock_base: std::time::Instant::now(),
             wait_policy,
+            shm: shm_shared,
         });
         // Everyone is reachable before anyone sends: the bootstrap keeps ranks
         // from racing ahead of a peer that has not bound its socket yet.
@@ -299,6 +301,12 @@ impl Endpoint {
                     // Block in the kernel: the thread serves passive-target
                     // traffic without burning the CPU the application computes on.
                     let timeout = shared.until(deadline).min(Duration::from_millis(5));
+                    // Ring records from same-host peers wake us by doorbell;
+                    // announce, poll once more, then block.
+                    let _sleeping = shared.shm.as_ref().map(|shm| shm.announce_sleep(true));
+                    if _sleeping.is_some() && shared.lock().progress(shared.now()) {
+                        continue;
+                    }
                     let mut blocker = mw_transport::wait::Waiter::new(mw_transport::wait::WaitPolicy::block_at_once());
                     let _ = blocker.idle(&[shared.fd], Some(std::time::Instant::now() + timeout));
                 }
@@ -357,9 +365,28 @@ impl Endpoint {
             let mut deadline = deadline.map(|t| self.shared.to_std(t));
             if self.shared.threaded.load(Ordering::Relaxed) {
                 // The progress thread may have received what we wait for (the
-                // socket then stays quiet): never sleep long on the socket alone.
+                // socket, or shared-memory doorbell, then stays quiet): never sleep long
+                // on it alone. (The Auto watchdog never runs while we wait.)
                 let cap = std::time::Instant::now() + Duration::from_micros(500);
                 deadline = Some(deadline.map_or(cap, |d| d.min(cap)));
+            }
+            // About to sleep with same-host peers: announce it so that their
+            // next store or ring record rings our doorbell, then poll once
+            // more (see crate::shm on why neither side can miss the other).
+            let _sleeping = match &self.shared.shm {
+                Some(shm) if waiter.blocks_next() => Some(shm.announce_sleep(false)),
+                _ => None,
+            };
+            if _sleeping.is_some() {
+                let mut state = self.shared.lock();
+                let worked = state.progress(self.shared.now());
+                if done(&mut state) {
+                    return;
+                }
+                if worked {
+                    waiter.reset();
+                    continue;
+                }
             }
             let _ = waiter.idle(&[self.shared.fd], deadline);
         }
@@ -389,7 +416,9 @@ impl Endpoint {
                 }
             }
         }
-        self.wait_for(|state| state.ack_waiters.iter().all(VecDeque::is_empty) && state.loopback.is_empty());
+        self.wait_for(|state| {
+            state.ack_waiters.iter().all(VecDeque::is_empty) && state.loopback.is_empty() && state.shm_idle()
+        });
         Ok(())
     }
 
@@ -434,7 +463,17 @@ impl Endpoint {
     /// Counters of this endpoint: the operation layer's and the protocol's.
     pub fn stats(&self) -> (CoreStats, mw_proto::Stats) {
         let state = self.lock();
-        (state.stats, state.proto.stats().clone())
+        let mut core = state.stats;
+        if let Some(shm) = &self.shared.shm {
+            core.shm_direct_ops = shm.direct_ops.load(Ordering::Relaxed);
+        }
+        (core, state.proto.stats().clone())
+    }
+
+    /// Whether `rank` is reached through shared memory (it runs on this
+    /// host and neither side chose `MW_TRANSPORT=udp`), rather than UDP.
+    pub fn shares_memory_with(&self, rank: u32) -> bool {
+        self.shared.shm.as_ref().is_some_and(|shm| shm.link(rank).is_some())
     }
 
     /// Leaves the job cleanly: completes this rank's operations, waits for
@@ -586,12 +625,16 @@ impl State {
             match self.udp.recv_one(&mut self.rx_buf) {
                 Ok(Some((len, _from))) => {
                     worked = true;
+                    if self.rx_buf[..len] == crate::shm::DOORBELL[..] {
+                        continue; // a same-host peer woke us; the rings are polled below
+                    }
                     self.handle_datagram(now, len);
                 }
                 Ok(None) => break,
                 Err(_) => break,
             }
         }
+        worked |= self.poll_shm(now);
         if self.proto.poll_timeout().is_some_and(|t| t <= now) {
             self.proto.handle_timeout(now);
             worked = true;
@@ -639,9 +682,17 @@ impl State {
         worked
     }
 
+    /// Executes one message from `peer` that arrived outside the protocol
+    /// (a shared-memory ring). The caller then sends the replies it queued
+    /// ([`State::after_delivery`]).
+    pub(crate) fn deliver(&mut self, peer: u32, msg: &[u8]) {
+        let State { regions, requests, replies, completions, stats, internal, msg: m, .. } = self;
+        Target { regions, requests, replies, completions, stats, internal, msg: m }.on_message(peer, msg);
+    }
+
     /// Submits the replies the delivered operations asked for, then applies
     /// completion notifications.
-    fn after_delivery(&mut self, now: ProtoInstant) {
+    pub(crate) fn after_delivery(&mut self, now: ProtoInstant) {
         let replies = std::mem::take(&mut self.replies);
         for reply in &replies {
             self.send_reply(now, reply);
@@ -686,6 +737,14 @@ impl State {
                     return;
                 };
                 let mem = region.mem;
+                if self.is_shm_peer(peer) {
+                    let hdr = std::mem::take(&mut self.hdr_buf);
+                    mem.with_slice(offset, len, |data| {
+                        let _ = self.shm_send(peer, &[&hdr[..hlen], data], None, false);
+                    });
+                    self.hdr_buf = hdr;
+                    return;
+                }
                 let hdr = &self.hdr_buf[..hlen];
                 let proto = &mut self.proto;
                 let loopback = &mut self.loopback;
@@ -734,6 +793,19 @@ impl State {
         }
         if self.dead[peer as usize] {
             return Err(Error::PeerUnreachable { rank: peer });
+        }
+        if self.is_shm_peer(peer) {
+            let hdr = std::mem::take(&mut self.hdr_buf);
+            // Replies and the internal collective's messages are not
+            // operations a later direct access could overtake.
+            let ordered = match repr {
+                OpRepr::OpStatus(_) | OpRepr::AtomicResponse(_) | OpRepr::GetResponse(_) => false,
+                OpRepr::AmRequest(am) => am.handler < crate::internal::RESERVED_HANDLER_BASE,
+                _ => true,
+            };
+            let sent = self.shm_send(peer, &[&hdr[..hlen], body], waiter, ordered);
+            self.hdr_buf = hdr;
+            return sent;
         }
         match self.proto.submit(now, peer, &[&self.hdr_buf[..hlen], body]) {
             Ok(id) => {

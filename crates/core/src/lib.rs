@@ -71,6 +71,10 @@
 //! ep.finalize()
 //! # }
 //! ```
+//! Same-host peers use shared memory (`shm`: rings for messages, direct
+//! load/store/atomics on mapped regions). `unsafe` lives only in
+//! `region::raw` (and the one scoped registration helper in `memory`), each
+//! block with its `// SAFETY:` reasoning.
 #![deny(unsafe_code)]
 
 mod coll;
@@ -86,6 +90,7 @@ mod msg;
 pub mod region;
 mod request;
 mod rma;
+mod shm;
 mod stats;
 mod target;
 
@@ -93,7 +98,7 @@ pub use coll::{
     AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastGroup,
     ReduceAlgo, ReduceOp, Team,
 };
-pub use config::{Config, ProgressMode};
+pub use config::{Config, ProgressMode, ShmCopy, TransportChoice};
 pub use endpoint::{Endpoint, PeerEvent};
 pub use error::{Error, Result};
 pub use handle::{wait_all, Handle};

@@ -142,6 +142,9 @@ impl Endpoint {
     /// Nonblocking put: copies `data` to `offset` of region `key` at `rank`.
     /// The handle completes when the data is in the target's memory.
     pub fn put_nb<'a>(&'a self, rank: u32, key: RegionKey, offset: u64, data: &'a [u8]) -> Result<Handle<'a>> {
+        if self.shm_put(rank, key, offset, data).is_some() {
+            return Ok(Handle::ready(self, Ok(Output::None)));
+        }
         let chunks = data.len().div_ceil(self.chunk_bytes()).max(1) as u32;
         if chunks == 1 {
             return self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
@@ -180,6 +183,9 @@ impl Endpoint {
         data: &'a [u8],
         signal: Signal,
     ) -> Result<Handle<'a>> {
+        if self.shm_put_signal(rank, key, offset, data, signal).is_some() {
+            return Ok(Handle::ready(self, Ok(Output::None)));
+        }
         let chunks = data.len().div_ceil(self.chunk_bytes()).max(1) as u32;
         let build = move |id: RequestId, at: u64| {
             OpRepr::PutSignal(op::PutSignal {
@@ -215,6 +221,9 @@ impl Endpoint {
     /// Nonblocking get: reads `out.len()` bytes at `offset` of region `key`
     /// at `rank` into `out` (filled when the handle is waited on).
     pub fn get_nb<'a>(&'a self, rank: u32, key: RegionKey, offset: u64, out: &'a mut [u8]) -> Result<Handle<'a>> {
+        if self.shm_get(rank, key, offset, out).is_some() {
+            return Ok(Handle::ready(self, Ok(Output::None)));
+        }
         let len = out.len();
         let chunk = self.chunk_bytes();
         let chunks = len.div_ceil(chunk).max(1);
@@ -274,6 +283,9 @@ impl Endpoint {
             return Err(Error::InvalidArgument("operand does not fit a 32-bit atomic"));
         }
         let fetch = fetch || op == AtomicOp::Load;
+        if let Some(old) = self.shm_atomic(rank, key, offset, op, width, operand, compare) {
+            return Ok(Handle::ready(self, Ok(if fetch { Output::Value(old) } else { Output::None })));
+        }
         self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
             let repr = OpRepr::AtomicRequest(op::AtomicRequest {
                 req: id.0,
@@ -568,7 +580,7 @@ impl Endpoint {
 /// Too many bytes queued toward `rank` to issue more now (a dead peer never
 /// drains its queue, so it never blocks: its operations fail instead).
 fn queue_full(state: &State, rank: u32) -> bool {
-    state.proto.queued_bytes(rank) >= state.config.max_queued_bytes && !state.dead[rank as usize]
+    state.queued_bytes(rank) >= state.config.max_queued_bytes && !state.dead[rank as usize]
 }
 
 fn handle_id(handle: &Handle<'_>) -> RequestId {

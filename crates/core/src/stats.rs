@@ -22,4 +22,12 @@ pub struct CoreStats {
     pub unsupported_ops: u64,
     /// Datagrams the transport failed to send (retried by the protocol).
     pub send_errors: u64,
+    /// One-sided operations this rank executed directly on a same-host
+    /// peer's memory (mapped load/store/atomic, or `process_vm_*`).
+    /// Counted without a lock: approximate when several threads issue them.
+    pub shm_direct_ops: u64,
+    /// Messages this rank put into same-host peers' rings.
+    pub shm_ring_sent: u64,
+    /// Messages this rank took from its inbound rings and executed.
+    pub shm_ring_received: u64,
 }

@@ -1,18 +1,22 @@
-//! One-sided operations across 2-4 ranks over UDP on loopback, lossless and
-//! with injected loss, duplication and reordering; results checked byte by
-//! byte, atomics checked for exactly-once.
+//! One-sided operations across 2-4 ranks, over every transport: shared
+//! memory (direct access, and the two-copy ring fallback) and UDP on
+//! loopback, lossless and with injected loss, duplication and reordering;
+//! results checked byte by byte, atomics checked for exactly-once.
 
 mod common;
 
-use common::{lossy, pattern, run_job};
+use common::{lossy, pattern, run_job, transports, udp};
 use mw_core::{Access, AtomicOp, AtomicWidth, Cmp, Config, Error, Signal, SignalOp};
 
+/// Shared memory, then UDP clean and under injected faults (faults act on
+/// datagrams, so they only make sense for UDP).
 fn configs() -> Vec<(&'static str, Config)> {
     vec![
-        ("clean", Config::default()),
-        ("drop5", lossy(0.05, 0.0, 0.0, 11)),
-        ("dup5+reorder5", lossy(0.0, 0.05, 0.05, 12)),
-        ("mixed", lossy(0.03, 0.03, 0.03, 13)),
+        ("shm", Config::default()),
+        ("udp clean", udp(Config::default())),
+        ("udp drop5", udp(lossy(0.05, 0.0, 0.0, 11))),
+        ("udp dup5+reorder5", udp(lossy(0.0, 0.05, 0.05, 12))),
+        ("udp mixed", udp(lossy(0.03, 0.03, 0.03, 13))),
     ]
 }
 
@@ -99,32 +103,35 @@ fn atomics_execute_exactly_once() {
 
 #[test]
 fn swap_compare_swap_bitwise_load_store() {
-    run_job(2, Config::default(), |ep| {
-        let region = ep.alloc_symmetric(64, Access::ALL).unwrap();
-        let key = region.key();
-        let peer = 1 - ep.rank();
-        let off = 16 + 16 * u64::from(ep.rank());
-        ep.atomic_store(peer, key, off, AtomicWidth::U64, 5).unwrap();
-        assert_eq!(ep.swap_u64(peer, key, off, 9).unwrap(), 5);
-        assert_eq!(ep.compare_swap_u64(peer, key, off, 1, 100).unwrap(), 9, "mismatch leaves it");
-        assert_eq!(ep.compare_swap_u64(peer, key, off, 9, 100).unwrap(), 9);
-        assert_eq!(ep.atomic_load(peer, key, off, AtomicWidth::U64).unwrap(), 100);
-        assert_eq!(ep.fetch_bitwise(peer, key, off, AtomicOp::Or, AtomicWidth::U64, 0b11).unwrap(), 100);
-        assert_eq!(ep.fetch_bitwise(peer, key, off, AtomicOp::And, AtomicWidth::U64, 0b110).unwrap(), 103);
-        ep.bitwise(peer, key, off, AtomicOp::Xor, AtomicWidth::U64, 0b1).unwrap();
-        // 100 | 0b11 = 103; 103 & 0b110 = 0b110; 0b110 ^ 1 = 0b111.
-        assert_eq!(ep.atomic_load(peer, key, off, AtomicWidth::U64).unwrap(), 0b111);
-        let off32 = off + 8;
-        assert_eq!(ep.swap_u32(peer, key, off32, 7).unwrap(), 0);
-        assert_eq!(ep.compare_swap_u32(peer, key, off32, 7, 8).unwrap(), 7);
-        assert_eq!(ep.atomic_load(peer, key, off32, AtomicWidth::U32).unwrap(), 8);
-        assert!(matches!(
-            ep.atomic_nb(peer, key, off32, AtomicOp::Add, AtomicWidth::U32, 1 << 40, 0, true),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert_eq!(ep.fetch_add_u64(peer, key, off + 1, 1), Err(Error::Misaligned));
-        ep.barrier().unwrap();
-    });
+    for (name, cfg) in transports() {
+        eprintln!("transport {name}");
+        run_job(2, cfg, |ep| {
+            let region = ep.alloc_symmetric(64, Access::ALL).unwrap();
+            let key = region.key();
+            let peer = 1 - ep.rank();
+            let off = 16 + 16 * u64::from(ep.rank());
+            ep.atomic_store(peer, key, off, AtomicWidth::U64, 5).unwrap();
+            assert_eq!(ep.swap_u64(peer, key, off, 9).unwrap(), 5);
+            assert_eq!(ep.compare_swap_u64(peer, key, off, 1, 100).unwrap(), 9, "mismatch leaves it");
+            assert_eq!(ep.compare_swap_u64(peer, key, off, 9, 100).unwrap(), 9);
+            assert_eq!(ep.atomic_load(peer, key, off, AtomicWidth::U64).unwrap(), 100);
+            assert_eq!(ep.fetch_bitwise(peer, key, off, AtomicOp::Or, AtomicWidth::U64, 0b11).unwrap(), 100);
+            assert_eq!(ep.fetch_bitwise(peer, key, off, AtomicOp::And, AtomicWidth::U64, 0b110).unwrap(), 103);
+            ep.bitwise(peer, key, off, AtomicOp::Xor, AtomicWidth::U64, 0b1).unwrap();
+            // 100 | 0b11 = 103; 103 & 0b110 = 0b110; 0b110 ^ 1 = 0b111.
+            assert_eq!(ep.atomic_load(peer, key, off, AtomicWidth::U64).unwrap(), 0b111);
+            let off32 = off + 8;
+            assert_eq!(ep.swap_u32(peer, key, off32, 7).unwrap(), 0);
+            assert_eq!(ep.compare_swap_u32(peer, key, off32, 7, 8).unwrap(), 7);
+            assert_eq!(ep.atomic_load(peer, key, off32, AtomicWidth::U32).unwrap(), 8);
+            assert!(matches!(
+                ep.atomic_nb(peer, key, off32, AtomicOp::Add, AtomicWidth::U32, 1 << 40, 0, true),
+                Err(Error::InvalidArgument(_))
+            ));
+            assert_eq!(ep.fetch_add_u64(peer, key, off + 1, 1), Err(Error::Misaligned));
+            ep.barrier().unwrap();
+        });
+    }
 }
 
 #[test]
@@ -165,105 +172,113 @@ fn put_signal_ping_pong_and_completion_flag() {
 
 #[test]
 fn strided_iov_masked_registers_and_arrival_log() {
-    run_job(2, lossy(0.02, 0.02, 0.02, 5), |ep| {
-        let region = ep.alloc_symmetric(8192, Access::READ_WRITE).unwrap();
-        region.enable_arrival_log(64);
-        ep.barrier().unwrap(); // logging is on everywhere before anyone writes
-        let key = region.key();
-        let me = ep.rank();
-        let peer = 1 - me;
-        if me == 0 {
-            // Strided: 10 elements of 3 bytes, source stride 5, target stride 7.
-            let src = pattern(1, 50);
-            ep.put_strided(peer, key, 100, &src, 3, 10, 5, 7).unwrap();
-            let mut back = vec![0u8; 10 * 4];
-            ep.get_strided(peer, key, 100, &mut back, 3, 10, 7, 4).unwrap();
-            for i in 0..10 {
-                assert_eq!(&back[i * 4..i * 4 + 3], &src[i * 5..i * 5 + 3]);
+    for (name, cfg) in [("shm", Config::default()), ("udp lossy", udp(lossy(0.02, 0.02, 0.02, 5)))] {
+        eprintln!("transport {name}");
+        run_job(2, cfg, |ep| {
+            let region = ep.alloc_symmetric(8192, Access::READ_WRITE).unwrap();
+            region.enable_arrival_log(64);
+            ep.barrier().unwrap(); // logging is on everywhere before anyone writes
+            let key = region.key();
+            let me = ep.rank();
+            let peer = 1 - me;
+            if me == 0 {
+                // Strided: 10 elements of 3 bytes, source stride 5, target stride 7.
+                let src = pattern(1, 50);
+                ep.put_strided(peer, key, 100, &src, 3, 10, 5, 7).unwrap();
+                let mut back = vec![0u8; 10 * 4];
+                ep.get_strided(peer, key, 100, &mut back, 3, 10, 7, 4).unwrap();
+                for i in 0..10 {
+                    assert_eq!(&back[i * 4..i * 4 + 3], &src[i * 5..i * 5 + 3]);
+                }
+                // Vectored.
+                let a = pattern(2, 10);
+                let b = pattern(3, 300);
+                ep.put_iov(peer, key, &[(1000, &a), (2000, &b), (1500, &[])]).unwrap();
+                let mut got = vec![0u8; 300];
+                ep.get(peer, key, 2000, &mut got).unwrap();
+                assert_eq!(got, b);
+                // Masked: 64-byte block, words 0 and 15 only.
+                let block = [0xABu8; 64];
+                ep.put_masked(peer, key, 4096, &block, (1 << 0) | (1 << 15)).unwrap();
+                let mut got = [0u8; 64];
+                ep.get(peer, key, 4096, &mut got).unwrap();
+                assert_eq!(&got[0..4], &[0xAB; 4]);
+                assert_eq!(&got[4..60], &[0u8; 56][..]);
+                assert_eq!(&got[60..64], &[0xAB; 4]);
+                let big = [0x11u8; 256];
+                ep.put_masked(peer, key, 5000, &big, 1 << 63).unwrap();
+                assert_eq!(
+                    ep.put_masked(peer, key, 5000, &block, 1 << 20),
+                    Err(Error::InvalidArgument("a 64-byte block has 16 words: mask bits above 15 set"))
+                );
+                ep.barrier().unwrap(); // register set by rank 1
+                ep.put_to_register(peer, 7, b"hello").unwrap();
+                assert_eq!(ep.put_to_register(peer, 7, &[0u8; 100]), Err(Error::OutOfBounds));
+                assert_eq!(ep.put_to_register(peer, 8, b"x"), Err(Error::Unsupported));
+                ep.barrier().unwrap();
+            } else {
+                ep.set_register(7, &region, 6000, 16).unwrap();
+                ep.barrier().unwrap();
+                ep.barrier().unwrap();
+                let mut got = [0u8; 5];
+                region.read(6000, &mut got).unwrap();
+                assert_eq!(&got, b"hello");
+                let mut got = [0u8; 256];
+                region.read(5000, &mut got).unwrap();
+                assert_eq!(&got[252..], &[0x11; 4]);
+                assert_eq!(&got[..252], &[0u8; 252][..]);
+                let mut kinds = Vec::new();
+                while let Some(arrival) = region.pop_arrival() {
+                    assert_eq!(arrival.source, 0);
+                    kinds.push(arrival.kind);
+                }
+                use mw_core::ArrivalKind::*;
+                for kind in [PutStrided, Get, PutIov, PutMasked, RegisterPut] {
+                    assert!(kinds.contains(&kind), "arrival log lacks {kind:?}: {kinds:?}");
+                }
             }
-            // Vectored.
-            let a = pattern(2, 10);
-            let b = pattern(3, 300);
-            ep.put_iov(peer, key, &[(1000, &a), (2000, &b), (1500, &[])]).unwrap();
-            let mut got = vec![0u8; 300];
-            ep.get(peer, key, 2000, &mut got).unwrap();
-            assert_eq!(got, b);
-            // Masked: 64-byte block, words 0 and 15 only.
-            let block = [0xABu8; 64];
-            ep.put_masked(peer, key, 4096, &block, (1 << 0) | (1 << 15)).unwrap();
-            let mut got = [0u8; 64];
-            ep.get(peer, key, 4096, &mut got).unwrap();
-            assert_eq!(&got[0..4], &[0xAB; 4]);
-            assert_eq!(&got[4..60], &[0u8; 56][..]);
-            assert_eq!(&got[60..64], &[0xAB; 4]);
-            let big = [0x11u8; 256];
-            ep.put_masked(peer, key, 5000, &big, 1 << 63).unwrap();
-            assert_eq!(
-                ep.put_masked(peer, key, 5000, &block, 1 << 20),
-                Err(Error::InvalidArgument("a 64-byte block has 16 words: mask bits above 15 set"))
-            );
-            ep.barrier().unwrap(); // register set by rank 1
-            ep.put_to_register(peer, 7, b"hello").unwrap();
-            assert_eq!(ep.put_to_register(peer, 7, &[0u8; 100]), Err(Error::OutOfBounds));
-            assert_eq!(ep.put_to_register(peer, 8, b"x"), Err(Error::Unsupported));
-            ep.barrier().unwrap();
-        } else {
-            ep.set_register(7, &region, 6000, 16).unwrap();
-            ep.barrier().unwrap();
-            ep.barrier().unwrap();
-            let mut got = [0u8; 5];
-            region.read(6000, &mut got).unwrap();
-            assert_eq!(&got, b"hello");
-            let mut got = [0u8; 256];
-            region.read(5000, &mut got).unwrap();
-            assert_eq!(&got[252..], &[0x11; 4]);
-            assert_eq!(&got[..252], &[0u8; 252][..]);
-            let mut kinds = Vec::new();
-            while let Some(arrival) = region.pop_arrival() {
-                assert_eq!(arrival.source, 0);
-                kinds.push(arrival.kind);
-            }
-            use mw_core::ArrivalKind::*;
-            for kind in [PutStrided, Get, PutIov, PutMasked, RegisterPut] {
-                assert!(kinds.contains(&kind), "arrival log lacks {kind:?}: {kinds:?}");
-            }
-        }
-    });
+        });
+    }
 }
 
 #[test]
 fn protection_errors_leave_memory_untouched() {
-    run_job(2, Config::default(), |ep| {
-        let ro = ep.alloc_symmetric(128, Access::READ).unwrap();
-        let rw = ep.alloc_symmetric(128, Access::READ_WRITE).unwrap();
-        let me = ep.rank();
-        let peer = 1 - me;
-        if me == 0 {
-            let bogus = mw_core::RegionKey(0x1234_5678);
-            assert_eq!(ep.put(peer, bogus, 0, b"x"), Err(Error::BadKey));
-            assert_eq!(ep.put(peer, rw.key(), 120, &[1u8; 9]), Err(Error::OutOfBounds));
-            assert_eq!(ep.put(peer, rw.key(), u64::MAX - 2, &[1u8; 9]), Err(Error::OutOfBounds));
-            assert_eq!(ep.put(peer, ro.key(), 0, b"x"), Err(Error::NoPermission));
-            assert_eq!(ep.fetch_add_u64(peer, rw.key(), 0, 1), Err(Error::NoPermission));
-            let mut out = [0u8; 16];
-            assert_eq!(ep.get(peer, rw.key(), 120, &mut out), Err(Error::OutOfBounds));
-            assert_eq!(ep.get(peer, bogus, 0, &mut out), Err(Error::BadKey));
-            let sig = Signal { key: ro.key(), offset: 0, op: SignalOp::Set, value: 1 };
-            assert_eq!(ep.put_signal(peer, rw.key(), 0, b"data", sig), Err(Error::NoPermission));
-            assert!(matches!(ep.put(9, rw.key(), 0, b"x"), Err(Error::BadRank { rank: 9, size: 2 })));
-        }
-        ep.barrier().unwrap();
-        if me == 1 {
-            assert!(rw.to_vec().iter().all(|&b| b == 0), "rejected operations wrote memory");
-            assert!(ro.to_vec().iter().all(|&b| b == 0));
-            let (stats, _) = ep.stats();
-            assert!(
-                stats.rejected_bad_key >= 2 && stats.rejected_out_of_bounds >= 3 && stats.rejected_no_permission >= 3,
-                "{stats:?}"
-            );
-        }
-        ep.barrier().unwrap();
-    });
+    for (name, cfg) in transports() {
+        eprintln!("transport {name}");
+        run_job(2, cfg, |ep| {
+            let ro = ep.alloc_symmetric(128, Access::READ).unwrap();
+            let rw = ep.alloc_symmetric(128, Access::READ_WRITE).unwrap();
+            let me = ep.rank();
+            let peer = 1 - me;
+            if me == 0 {
+                let bogus = mw_core::RegionKey(0x1234_5678);
+                assert_eq!(ep.put(peer, bogus, 0, b"x"), Err(Error::BadKey));
+                assert_eq!(ep.put(peer, rw.key(), 120, &[1u8; 9]), Err(Error::OutOfBounds));
+                assert_eq!(ep.put(peer, rw.key(), u64::MAX - 2, &[1u8; 9]), Err(Error::OutOfBounds));
+                assert_eq!(ep.put(peer, ro.key(), 0, b"x"), Err(Error::NoPermission));
+                assert_eq!(ep.fetch_add_u64(peer, rw.key(), 0, 1), Err(Error::NoPermission));
+                let mut out = [0u8; 16];
+                assert_eq!(ep.get(peer, rw.key(), 120, &mut out), Err(Error::OutOfBounds));
+                assert_eq!(ep.get(peer, bogus, 0, &mut out), Err(Error::BadKey));
+                let sig = Signal { key: ro.key(), offset: 0, op: SignalOp::Set, value: 1 };
+                assert_eq!(ep.put_signal(peer, rw.key(), 0, b"data", sig), Err(Error::NoPermission));
+                assert!(matches!(ep.put(9, rw.key(), 0, b"x"), Err(Error::BadRank { rank: 9, size: 2 })));
+            }
+            ep.barrier().unwrap();
+            if me == 1 {
+                assert!(rw.to_vec().iter().all(|&b| b == 0), "rejected operations wrote memory");
+                assert!(ro.to_vec().iter().all(|&b| b == 0));
+                let (stats, _) = ep.stats();
+                assert!(
+                    stats.rejected_bad_key >= 2
+                        && stats.rejected_out_of_bounds >= 3
+                        && stats.rejected_no_permission >= 3,
+                    "{stats:?}"
+                );
+            }
+            ep.barrier().unwrap();
+        });
+    }
 }
 
 #[test]
@@ -288,53 +303,59 @@ fn rejected_operations_on_self_fail_too() {
 
 #[test]
 fn scoped_registration_of_user_memory() {
-    run_job(2, Config::default(), |ep| {
-        let mut mine = vec![0u8; 256];
-        let me = ep.rank();
-        ep.with_registered(&mut mine, Access::READ_WRITE, |region| {
-            let keys = ep.exchange_keys(region).unwrap();
-            let peer = 1 - me;
-            ep.put(peer, keys[peer as usize], 10, &[me as u8 + 1; 20]).unwrap();
+    for (name, cfg) in transports() {
+        eprintln!("transport {name}");
+        run_job(2, cfg, |ep| {
+            let mut mine = vec![0u8; 256];
+            let me = ep.rank();
+            ep.with_registered(&mut mine, Access::READ_WRITE, |region| {
+                let keys = ep.exchange_keys(region).unwrap();
+                let peer = 1 - me;
+                ep.put(peer, keys[peer as usize], 10, &[me as u8 + 1; 20]).unwrap();
+                ep.barrier().unwrap();
+            })
+            .unwrap();
+            assert_eq!(&mine[10..30], &[(1 - me) as u8 + 1; 20]);
             ep.barrier().unwrap();
-        })
-        .unwrap();
-        assert_eq!(&mine[10..30], &[(1 - me) as u8 + 1; 20]);
-        ep.barrier().unwrap();
-    });
+        });
+    }
 }
 
 #[test]
 fn progress_thread_serves_a_computing_rank() {
-    let cfg = Config { progress: mw_core::ProgressMode::Thread, ..Config::default() };
-    run_job(2, cfg, |ep| {
-        let region = ep.alloc_symmetric(64, Access::ALL).unwrap();
-        let key = region.key();
-        if ep.rank() == 1 {
-            region.store_u64(0, 42).unwrap();
-            ep.barrier().unwrap();
-            // Compute without calling the library for a while.
-            let start = std::time::Instant::now();
-            let mut x = 0u64;
-            while start.elapsed() < std::time::Duration::from_millis(300) {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+    for (name, cfg) in transports() {
+        eprintln!("transport {name}");
+        let cfg = Config { progress: mw_core::ProgressMode::Thread, ..cfg };
+        run_job(2, cfg, |ep| {
+            let region = ep.alloc_symmetric(64, Access::ALL).unwrap();
+            let key = region.key();
+            if ep.rank() == 1 {
+                region.store_u64(0, 42).unwrap();
+                ep.barrier().unwrap();
+                // Compute without calling the library for a while.
+                let start = std::time::Instant::now();
+                let mut x = 0u64;
+                while start.elapsed() < std::time::Duration::from_millis(300) {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                }
+                std::hint::black_box(x);
+                ep.barrier().unwrap();
+                assert_eq!(region.load_u64(8).unwrap(), 10);
+            } else {
+                ep.barrier().unwrap();
+                let start = std::time::Instant::now();
+                assert_eq!(ep.get_value(1, key, 0).unwrap(), 42);
+                for _ in 0..10 {
+                    ep.fetch_add_u64(1, key, 8, 1).unwrap();
+                }
+                // Served while rank 1 computed (300 ms), not after.
+                assert!(
+                    start.elapsed() < std::time::Duration::from_millis(250),
+                    "passive target not served: {:?}",
+                    start.elapsed()
+                );
+                ep.barrier().unwrap();
             }
-            std::hint::black_box(x);
-            ep.barrier().unwrap();
-            assert_eq!(region.load_u64(8).unwrap(), 10);
-        } else {
-            ep.barrier().unwrap();
-            let start = std::time::Instant::now();
-            assert_eq!(ep.get_value(1, key, 0).unwrap(), 42);
-            for _ in 0..10 {
-                ep.fetch_add_u64(1, key, 8, 1).unwrap();
-            }
-            // Served while rank 1 computed (300 ms), not after.
-            assert!(
-                start.elapsed() < std::time::Duration::from_millis(250),
-                "passive target not served: {:?}",
-                start.elapsed()
-            );
-            ep.barrier().unwrap();
-        }
-    });
+        });
+    }
 }

@@ -15,7 +15,8 @@
 //! sans-IO protocol above decides what to do. Nothing here reads the clock
 //! except the waiter, which only measures how long the caller has been idle.
 //!
-//! Shared-memory transport (`shm`) will join this crate later.
+//! - [`shm`]: shared memory between ranks of one host (memory-file segments,
+//!   single-producer rings, the control block, `process_vm_*` copies).
 //!
 //! Linux only (GSO/GRO, `*mmsg`, `ppoll`).
 
@@ -23,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod fault;
+pub mod shm;
 #[allow(unsafe_code)]
 mod sys;
 pub mod udp;

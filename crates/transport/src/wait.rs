@@ -126,13 +126,15 @@ pub struct Waiter {
     policy: WaitPolicy,
     /// When the current idle stretch started; `None` right after `reset`.
     idle_since: Option<Instant>,
+    /// What [`Waiter::blocks_next`] promised for the next `idle` call.
+    promised: Option<bool>,
     poll_fds: sys::PollFds,
 }
 
 impl Waiter {
     /// A waiter that starts idle stretches by spinning.
     pub fn new(policy: WaitPolicy) -> Self {
-        Self { policy, idle_since: None, poll_fds: sys::PollFds::default() }
+        Self { policy, idle_since: None, promised: None, poll_fds: sys::PollFds::default() }
     }
 
     /// The policy in force.
@@ -143,6 +145,22 @@ impl Waiter {
     /// Work was found: the next idle stretch starts with spinning again.
     pub fn reset(&mut self) {
         self.idle_since = None;
+        self.promised = None;
+    }
+
+    /// Whether the next [`idle`](Waiter::idle) call will block in the
+    /// kernel, so a caller whose peers wake it by a flag (shared memory) can
+    /// raise the flag and poll once more before sleeping. The answer is a
+    /// promise: that next call blocks if and only if this returned true,
+    /// even if the phase boundary passes in between.
+    pub fn blocks_next(&mut self) -> bool {
+        let phases = self.policy.spin + self.policy.yield_for;
+        let block = match self.idle_since {
+            None => phases.is_zero(),
+            Some(since) => since.elapsed() >= phases,
+        };
+        self.promised = Some(block);
+        block
     }
 
     /// Called when a poll found nothing. Spins, yields or blocks on `fds`
@@ -155,11 +173,15 @@ impl Waiter {
             return Ok(Idle::TimedOut);
         }
         let idle_for = now - *self.idle_since.get_or_insert(now);
+        let promised = self.promised.take();
+        if promised == Some(true) {
+            return self.block(fds, now, deadline);
+        }
         if idle_for < self.policy.spin {
             std::hint::spin_loop();
             return Ok(Idle::Spun);
         }
-        if idle_for < self.policy.spin + self.policy.yield_for {
+        if idle_for < self.policy.spin + self.policy.yield_for || promised == Some(false) {
             sys::yield_cpu();
             return Ok(Idle::Yielded);
         }

@@ -1,17 +1,22 @@
 //! Two ranks as two threads, each with its own endpoint, joined through an
 //! in-process rendezvous server.
 
-use mw_core::{Config, Endpoint};
+use mw_core::{Config, Endpoint, TransportChoice};
 
-/// Runs `body(ep)` on both ranks of a 2-rank job configured from the
-/// environment; returns rank 0's result.
-pub fn two_ranks<R: Send + 'static>(body: impl Fn(&Endpoint) -> R + Send + Sync + 'static) -> R {
-    two_ranks_with(|_| {}, body)
+/// Runs `body(ep)` on both ranks of a 2-rank job over `transport` ("udp":
+/// UDP only; "shm": shared memory, the two ranks being on one host),
+/// configured from the environment; returns rank 0's result.
+pub fn two_ranks<R: Send + 'static>(
+    transport: &'static str,
+    body: impl Fn(&Endpoint) -> R + Send + Sync + 'static,
+) -> R {
+    two_ranks_with(transport, |_| {}, body)
 }
 
 /// [`two_ranks`] with `adjust` applied to both ranks' configuration (after
 /// the `MW_*` variables), e.g. to force authentication on or off.
 pub fn two_ranks_with<R: Send + 'static>(
+    transport: &'static str,
     adjust: fn(&mut Config),
     body: impl Fn(&Endpoint) -> R + Send + Sync + 'static,
 ) -> R {
@@ -35,8 +40,10 @@ pub fn two_ranks_with<R: Send + 'static>(
                 })
                 .expect("bootstrap");
                 let mut config = Config::from_env().expect("MW_* settings");
+                config.transport = if transport == "shm" { TransportChoice::Auto } else { TransportChoice::Udp };
                 adjust(&mut config);
                 let ep = Endpoint::init_with_bootstrap(config, boot).expect("endpoint");
+                assert_eq!(ep.shares_memory_with(1 - rank), transport == "shm", "transport not as asked");
                 let result = body(&ep);
                 ep.finalize().expect("finalize");
                 result

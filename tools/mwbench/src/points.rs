@@ -13,6 +13,7 @@ use crate::harness::{two_ranks, two_ranks_with};
 pub struct Row {
     pub bench: &'static str,
     pub op: &'static str,
+    pub transport: &'static str,
     pub size: usize,
     pub iters: usize,
     pub median_us: Option<f64>,
@@ -21,9 +22,14 @@ pub struct Row {
 }
 
 impl Row {
-    fn emit(self) -> Row {
+    /// A bandwidth point.
+    pub fn bandwidth(op: &'static str, transport: &'static str, size: usize, iters: usize, mbps: f64) -> Row {
+        Row { bench: "bandwidth", op, transport, size, iters, median_us: None, p99_us: None, mbps: Some(mbps) }
+    }
+
+    pub fn emit(self) -> Row {
         let mut obj = serde_json::json!({
-            "bench": self.bench, "op": self.op, "transport": "udp", "size": self.size, "iters": self.iters,
+            "bench": self.bench, "op": self.op, "transport": self.transport, "size": self.size, "iters": self.iters,
         });
         if let Some(m) = self.median_us {
             obj["median_us"] = serde_json::json!((m * 1000.0).round() / 1000.0);
@@ -35,17 +41,18 @@ impl Row {
             obj["MBps"] = serde_json::json!(b.round());
         }
         println!("{obj}");
-        eprintln!("  measured {} {} {} B", self.bench, self.op, self.size);
+        eprintln!("  measured {} {} {} {} B", self.bench, self.op, self.transport, self.size);
         self
     }
 }
 
-fn latency_row(op: &'static str, size: usize, mut half_rtts_us: Vec<f64>) -> Row {
+pub fn latency_row(op: &'static str, transport: &'static str, size: usize, mut half_rtts_us: Vec<f64>) -> Row {
     half_rtts_us.sort_by(f64::total_cmp);
     let n = half_rtts_us.len();
     Row {
         bench: "pingpong",
         op,
+        transport,
         size,
         iters: n,
         median_us: Some(half_rtts_us[n / 2]),
@@ -95,33 +102,38 @@ pub fn pingpong_udp_raw(size: usize, iters: usize) -> Row {
         }
     }
     echo.join().expect("echo thread");
-    latency_row("udp_raw", size, samples).emit()
+    latency_row("udp_raw", "udp", size, samples).emit()
 }
 
 /// put_signal ping-pong: each side puts `size` bytes and sets the other's
 /// signal word; the other waits on it.
-pub fn pingpong_put_signal(size: usize, iters: usize) -> Row {
-    latency_row("put_signal", size, put_signal_samples(size, iters, |_| {})).emit()
+pub fn pingpong_put_signal(transport: &'static str, size: usize, iters: usize) -> Row {
+    latency_row("put_signal", transport, size, put_signal_samples(transport, size, iters, |_| {})).emit()
 }
 
 /// put_signal ping-pong with packet authentication forced on
 /// (`put_signal_auth`) against the same ping-pong with it forced off
-/// (`put_signal`), measured in alternating blocks of a quarter of the
-/// iterations each, so that load drifting on a shared machine hits both alike.
+/// (`put_signal`), over UDP, measured in alternating blocks of a quarter of
+/// the iterations each, so that load drifting on a shared machine hits both alike.
 pub fn pingpong_put_signal_auth_pair(size: usize, iters: usize) -> [Row; 2] {
     const BLOCKS: usize = 4;
     let per_block = iters.div_ceil(BLOCKS);
     let (mut plain, mut auth) = (Vec::new(), Vec::new());
     for _ in 0..BLOCKS {
-        plain.extend(put_signal_samples(size, per_block, |c| c.auth = Some(false)));
-        auth.extend(put_signal_samples(size, per_block, |c| c.auth = Some(true)));
+        plain.extend(put_signal_samples("udp", size, per_block, |c| c.auth = Some(false)));
+        auth.extend(put_signal_samples("udp", size, per_block, |c| c.auth = Some(true)));
     }
-    [latency_row("put_signal", size, plain).emit(), latency_row("put_signal_auth", size, auth).emit()]
+    [latency_row("put_signal", "udp", size, plain).emit(), latency_row("put_signal_auth", "udp", size, auth).emit()]
 }
 
-fn put_signal_samples(size: usize, iters: usize, adjust: fn(&mut mw_core::Config)) -> Vec<f64> {
+fn put_signal_samples(
+    transport: &'static str,
+    size: usize,
+    iters: usize,
+    adjust: fn(&mut mw_core::Config),
+) -> Vec<f64> {
     let total = (iters + warmup(iters)) as u64;
-    two_ranks_with(adjust, move |ep| {
+    two_ranks_with(transport, adjust, move |ep| {
         let region = ep.alloc_symmetric(64 + size.max(8), Access::ALL).expect("alloc");
         let key = region.key();
         let data = vec![3u8; size];
@@ -147,9 +159,9 @@ fn put_signal_samples(size: usize, iters: usize, adjust: fn(&mut mw_core::Config
 }
 
 /// Round trip of a fetching atomic (reported as half, like ping-pong).
-pub fn pingpong_fetch_add(iters: usize) -> Row {
+pub fn pingpong_fetch_add(transport: &'static str, iters: usize) -> Row {
     let total = iters + warmup(iters);
-    let samples = two_ranks(move |ep| {
+    let samples = two_ranks(transport, move |ep| {
         let region = ep.alloc_symmetric(64, Access::ALL).expect("alloc");
         let key = region.key();
         let mut samples = Vec::with_capacity(iters);
@@ -165,13 +177,13 @@ pub fn pingpong_fetch_add(iters: usize) -> Row {
         ep.barrier().expect("barrier");
         samples
     });
-    latency_row("fetch_add", 8, samples).emit()
+    latency_row("fetch_add", transport, 8, samples).emit()
 }
 
 /// Round trip of a get of `size` bytes (reported as half).
-pub fn pingpong_get(size: usize, iters: usize) -> Row {
+pub fn pingpong_get(transport: &'static str, size: usize, iters: usize) -> Row {
     let total = iters + warmup(iters);
-    let samples = two_ranks(move |ep| {
+    let samples = two_ranks(transport, move |ep| {
         let region = ep.alloc_symmetric(size.max(8), Access::ALL).expect("alloc");
         let key = region.key();
         let mut out = vec![0u8; size];
@@ -188,14 +200,14 @@ pub fn pingpong_get(size: usize, iters: usize) -> Row {
         ep.barrier().expect("barrier");
         samples
     });
-    latency_row("get", size, samples).emit()
+    latency_row("get", transport, size, samples).emit()
 }
 
 /// Tagged send/recv ping-pong: each side receives `size` bytes with a
 /// blocking `recv` and sends them back with `send`.
-pub fn pingpong_send_recv(size: usize, iters: usize) -> Row {
+pub fn pingpong_send_recv(transport: &'static str, size: usize, iters: usize) -> Row {
     let total = iters + warmup(iters);
-    let samples = two_ranks(move |ep| {
+    let samples = two_ranks(transport, move |ep| {
         let data = vec![3u8; size];
         let mut buf = vec![0u8; size];
         let mut samples = Vec::with_capacity(iters);
@@ -216,14 +228,14 @@ pub fn pingpong_send_recv(size: usize, iters: usize) -> Row {
         ep.barrier().expect("barrier");
         samples
     });
-    latency_row("send_recv", size, samples).emit()
+    latency_row("send_recv", transport, size, samples).emit()
 }
 
 /// Active-message round trip (reported as half): the handler at rank 1
 /// replies with a payload of the same size.
-pub fn pingpong_am(size: usize, iters: usize) -> Row {
+pub fn pingpong_am(transport: &'static str, size: usize, iters: usize) -> Row {
     let total = iters + warmup(iters);
-    let samples = two_ranks(move |ep| {
+    let samples = two_ranks(transport, move |ep| {
         let reply = vec![4u8; size];
         ep.register_handler(1, move |ctx, _m| {
             let _ = ctx.reply(&[], &reply);
@@ -245,14 +257,14 @@ pub fn pingpong_am(size: usize, iters: usize) -> Row {
         ep.barrier().expect("barrier");
         samples
     });
-    latency_row("am", size, samples).emit()
+    latency_row("am", transport, size, samples).emit()
 }
 
 /// Send/recv bandwidth: blocking `send` of `size`-byte messages (eager or
 /// rendezvous by size) against blocking `recv`s, until `total` bytes arrived.
-pub fn bandwidth_send_recv(size: usize, total: usize) -> Row {
+pub fn bandwidth_send_recv(transport: &'static str, size: usize, total: usize) -> Row {
     let count = total.div_ceil(size).max(1);
-    let mbps = two_ranks(move |ep| {
+    let mbps = two_ranks(transport, move |ep| {
         let mut mbps = 0.0;
         ep.barrier().expect("barrier");
         if ep.rank() == 0 {
@@ -274,30 +286,8 @@ pub fn bandwidth_send_recv(size: usize, total: usize) -> Row {
         ep.barrier().expect("barrier");
         mbps
     });
-    Row { bench: "bandwidth", op: "send_recv", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }
+    Row { bench: "bandwidth", op: "send_recv", transport, size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }
         .emit()
-}
-
-/// Get bandwidth: blocking gets of `size` bytes until `total` bytes arrived
-/// (the same one-at-a-time pattern as `bandwidth_send_recv`).
-pub fn bandwidth_get(size: usize, total: usize) -> Row {
-    let count = total.div_ceil(size).max(1);
-    let mbps = two_ranks(move |ep| {
-        let region = ep.alloc_symmetric(size, Access::ALL).expect("alloc");
-        let key = region.key();
-        let mut out = vec![0u8; size];
-        let mut mbps = 0.0;
-        if ep.rank() == 0 {
-            let t0 = Instant::now();
-            for _ in 0..count {
-                ep.get(1, key, 0, &mut out).expect("get");
-            }
-            mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
-        }
-        ep.barrier().expect("barrier");
-        mbps
-    });
-    Row { bench: "bandwidth", op: "get", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }.emit()
 }
 
 /// `units` of dependent integer work (the "computation" overlapped with
@@ -322,6 +312,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// min(comm, comp): 100% when the transfer hides entirely behind the work.
 pub fn overlap_recv(size: usize, reps: usize) -> Row {
     let (comm, comp, both) = two_ranks_with(
+        "udp",
         |cfg| cfg.progress = mw_core::ProgressMode::Thread,
         move |ep| {
             let mut comm = Vec::new();
@@ -382,7 +373,7 @@ pub fn overlap_recv(size: usize, reps: usize) -> Row {
     });
     println!("{obj}");
     eprintln!("  overlap {size} B: comm {comm:.0} us, compute {comp:.0} us, both {both:.0} us -> {pct:.0}% overlapped");
-    Row { bench: "overlap", op: "send_recv", size, iters: reps, median_us: Some(both), p99_us: None, mbps: None }
+    Row { bench: "overlap", op: "send_recv", transport: "udp", size, iters: reps, median_us: Some(both), p99_us: None, mbps: None }
 }
 
 /// Raw UDP blast of 65,000-byte datagrams (memwire's loopback datagram
@@ -421,16 +412,15 @@ pub fn bandwidth_udp_raw(size: usize, total: usize) -> Row {
     }
     let (got, elapsed) = receiver.join().expect("receiver");
     let mbps = got as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6;
-    Row { bench: "bandwidth", op: "udp_raw", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }
-        .emit()
+    Row::bandwidth("udp_raw", "udp", size, count, mbps).emit()
 }
 
 /// Put bandwidth: `size`-byte puts with a window of 8 outstanding, until
 /// `total` bytes are complete at the target.
-pub fn bandwidth_put(size: usize, total: usize) -> Row {
+pub fn bandwidth_put(transport: &'static str, size: usize, total: usize) -> Row {
     let count = total.div_ceil(size).max(1);
-    let mbps = two_ranks(move |ep| {
-        let region = ep.alloc_symmetric(size * 8, Access::ALL).expect("alloc");
+    let mbps = two_ranks(transport, move |ep| {
+        let region = ep.alloc_symmetric(size, Access::ALL).expect("alloc");
         let key = region.key();
         let data = vec![5u8; size];
         let mut mbps = 0.0;
@@ -442,7 +432,8 @@ pub fn bandwidth_put(size: usize, total: usize) -> Row {
                     let h: mw_core::Handle<'_> = window.pop_front().expect("window");
                     h.wait().expect("put");
                 }
-                window.push_back(ep.put_nb(1, key, ((i % 8) * size) as u64, &data).expect("put_nb"));
+                let _ = i;
+                window.push_back(ep.put_nb(1, key, 0, &data).expect("put_nb"));
             }
             mw_core::wait_all(window).expect("put");
             mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
@@ -450,26 +441,65 @@ pub fn bandwidth_put(size: usize, total: usize) -> Row {
         ep.barrier().expect("barrier");
         mbps
     });
-    Row { bench: "bandwidth", op: "put", size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }.emit()
+    Row::bandwidth("put", transport, size, count, mbps).emit()
+}
+
+/// Get bandwidth: `size`-byte gets with a window of 8 outstanding.
+pub fn bandwidth_get(transport: &'static str, size: usize, total: usize) -> Row {
+    let count = total.div_ceil(size).max(1);
+    let mbps = two_ranks(transport, move |ep| {
+        let region = ep.alloc_symmetric(size, Access::ALL).expect("alloc");
+        let key = region.key();
+        let mut bufs: Vec<Vec<u8>> = (0..8).map(|_| vec![0u8; size]).collect();
+        let mut mbps = 0.0;
+        if ep.rank() == 0 {
+            let t0 = Instant::now();
+            let mut done = 0;
+            while done < count {
+                let batch = (count - done).min(8);
+                let handles: Vec<_> =
+                    bufs.iter_mut().take(batch).map(|b| ep.get_nb(1, key, 0, b).expect("get_nb")).collect();
+                mw_core::wait_all(handles).expect("get");
+                done += batch;
+            }
+            mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
+        }
+        ep.barrier().expect("barrier");
+        mbps
+    });
+    Row::bandwidth("get", transport, size, count, mbps).emit()
 }
 
 /// The readable table with ratios against the same-run baseline.
 pub fn print_table(rows: &[Row]) {
     eprintln!(
-        "\n{:<10} {:<11} {:>8} {:>11} {:>9} {:>10} {:>9}",
-        "bench", "op", "size", "median_us", "p99_us", "MB/s", "ratio"
+        "\n{:<10} {:<11} {:<5} {:>9} {:>11} {:>9} {:>10} {:>9}",
+        "bench", "op", "via", "size", "median_us", "p99_us", "MB/s", "ratio"
     );
     for row in rows {
-        let base = rows.iter().find(|r| r.bench == row.bench && r.size == row.size && r.op == "udp_raw");
+        // Each transport against its own physical floor: raw UDP for udp,
+        // the cache-line ping-pong and memcpy for shared memory.
+        let floor = match (row.transport, row.bench) {
+            ("shm", "pingpong") => "cacheline",
+            ("shm", _) => "memcpy",
+            _ => "udp_raw",
+        };
+        let base = rows.iter().find(|r| {
+            r.bench == row.bench
+                && r.op == floor
+                && r.transport == row.transport
+                && (r.size == row.size || floor == "cacheline")
+        });
         let ratio = match (base, row.median_us, row.mbps) {
             (Some(b), Some(m), _) => b.median_us.map(|bm| format!("{:.2}x", m / bm)),
             (Some(b), _, Some(v)) => b.mbps.map(|bv| format!("{:.0}%", 100.0 * v / bv)),
             _ => None,
         };
         eprintln!(
-            "{:<10} {:<11} {:>8} {:>11} {:>9} {:>10} {:>9}",
+            "{:<10} {:<11} {:<5} {:>9} {:>11} {:>9} {:>10} {:>9}",
             row.bench,
             row.op,
+            row.transport,
             row.size,
             row.median_us.map_or("-".into(), |v| format!("{v:.2}")),
             row.p99_us.map_or("-".into(), |v| format!("{v:.2}")),

@@ -9,7 +9,7 @@
 
 mod raw;
 
-pub use raw::{AlignedBuf, RawMem};
+pub use raw::{AlignedBuf, OwnedMem, PeerWindow, RawMem};
 
 use std::collections::{HashMap, VecDeque};
 

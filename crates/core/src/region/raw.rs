@@ -8,8 +8,14 @@
 //!
 //! Concurrency: memory is written by the progress engine and read by the owner
 //! through `Region` accessors, both only while holding the endpoint lock, so
-//! plain copies do not race. Atomics use the CPU's atomic instructions so that
-//! a later shared-memory peer hitting the same word stays correct.
+//! plain copies do not race among this process's threads. Regions in a shared
+//! mapping ([`OwnedMem::Shared`]) are also written directly by same-host
+//! peers ([`PeerWindow`]), without that lock: as with any RMA, the program
+//! orders such writes against its own reads with signals, flushes or
+//! barriers. Atomics are always the CPU's atomic instructions, whoever
+//! executes them (this rank's progress engine serving a remote host, or a
+//! same-host peer on its own mapping of the page), so one word never mixes
+//! two mechanisms.
 #![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -134,6 +140,12 @@ impl RawMem {
         (self.base as usize).wrapping_add(offset) % width == 0
     }
 
+    /// The region's address in this process (for peers that copy into it
+    /// with `process_vm_writev`).
+    pub fn addr(&self) -> u64 {
+        self.base as u64
+    }
+
     /// Acquire-load of the 64-bit word at `offset` (8-aligned), for `wait_until`.
     pub fn load_u64(&self, offset: usize) -> u64 {
         self.atomic_u64(offset).load(Ordering::Acquire)
@@ -183,6 +195,75 @@ impl Drop for AlignedBuf {
     fn drop(&mut self) {
         // SAFETY: allocated in `zeroed` with the same layout.
         unsafe { std::alloc::dealloc(self.ptr, Self::layout(self.len)) }
+    }
+}
+
+/// Memory a region owns: on the heap, or in a shared memory file that
+/// same-host peers map ([`PeerWindow`]).
+#[derive(Debug)]
+pub enum OwnedMem {
+    /// Cache-line aligned heap memory (no same-host peers to share with).
+    Heap(AlignedBuf),
+    /// A zeroed, page-aligned shared mapping of a memory file.
+    Shared(mw_transport::shm::Segment),
+}
+
+impl OwnedMem {
+    /// `len` zeroed bytes, in a shared memory file when `shared` (falling
+    /// back to the heap if the kernel refuses one).
+    pub fn zeroed(len: usize, shared: bool) -> OwnedMem {
+        if shared {
+            if let Ok(seg) = mw_transport::shm::Segment::create("memwire-region", len) {
+                return OwnedMem::Shared(seg);
+            }
+        }
+        OwnedMem::Heap(AlignedBuf::zeroed(len))
+    }
+
+    /// A raw view of the first `len` bytes (the length asked for).
+    pub fn raw(&self, len: usize) -> RawMem {
+        match self {
+            OwnedMem::Heap(buf) => buf.raw(),
+            OwnedMem::Shared(seg) => {
+                assert!(len <= seg.len(), "view longer than the segment");
+                // SAFETY: the mapping is valid for `seg.len() >= len` bytes
+                // while `self` lives; the region deregisters before its
+                // OwnedMem drops (field order in `Region`).
+                unsafe { RawMem::new(seg.as_ptr(), len) }
+            }
+        }
+    }
+
+    /// The memory file's fd, for peers to map (shared memory only).
+    pub fn fd(&self) -> Option<i32> {
+        match self {
+            OwnedMem::Heap(_) => None,
+            OwnedMem::Shared(seg) => seg.fd(),
+        }
+    }
+}
+
+/// A same-host peer's region, mapped into this process: direct loads,
+/// stores, copies and CPU atomics on the peer's memory.
+#[derive(Debug)]
+pub struct PeerWindow {
+    seg: mw_transport::shm::Segment,
+    len: usize,
+}
+
+impl PeerWindow {
+    /// Maps `len` bytes of the memory file `fd` of process `pid`.
+    pub fn open(pid: u32, fd: i32, len: usize) -> std::io::Result<PeerWindow> {
+        let seg = mw_transport::shm::Segment::open_peer(pid, fd, len)?;
+        Ok(PeerWindow { seg, len })
+    }
+
+    /// A raw view of the peer's region, valid while `self` lives.
+    pub fn mem(&self) -> RawMem {
+        // SAFETY: the mapping covers `len` bytes (checked by open_peer) and
+        // stays mapped while `self` lives; callers use the view only while
+        // they hold the window (under the window cache's read lock).
+        unsafe { RawMem::new(self.seg.as_ptr(), self.len) }
     }
 }
 

@@ -1,14 +1,26 @@
 //! Runs a job of N ranks as N threads of one process, each with its own
 //! endpoint and UDP socket, joined through an in-process rendezvous server.
+//! Threads of one process share a host, so ranks use shared memory with
+//! each other unless the config says UDP or they are given different
+//! `MW_HOST` names ([`run_job_on_hosts`]); the harness checks that the
+//! transport chosen for every pair is the expected one.
 #![allow(dead_code)]
 
 use std::time::Duration;
 
-use mw_core::{Config, Endpoint};
+use mw_core::{Config, Endpoint, TransportChoice};
 
 /// Runs `body(ep)` on every rank of an `n`-rank job with `config`; panics
 /// (failing the test) if any rank panics or does not finish within a minute.
 pub fn run_job<F>(n: u32, config: Config, body: F)
+where
+    F: Fn(&Endpoint) + Send + Sync + 'static,
+{
+    run_job_on_hosts(n, config, vec!["testhost".to_owned(); n as usize], body)
+}
+
+/// [`run_job`] with rank `r` claiming to run on host `hosts[r]` (`MW_HOST`).
+pub fn run_job_on_hosts<F>(n: u32, config: Config, hosts: Vec<String>, body: F)
 where
     F: Fn(&Endpoint) + Send + Sync + 'static,
 {
@@ -17,24 +29,33 @@ where
     let addr = server.local_addr().to_string();
     let _server = server.spawn().unwrap();
     let body = std::sync::Arc::new(body);
+    let hosts = std::sync::Arc::new(hosts);
     let handles: Vec<_> = (0..n)
         .map(|rank| {
             let body = body.clone();
             let addr = addr.clone();
             let config = config.clone();
+            let hosts = hosts.clone();
             std::thread::Builder::new()
                 .name(format!("rank{rank}"))
                 .spawn(move || {
                     let hex = mw_bootstrap::job_key_to_hex(&key);
+                    let host = hosts[rank as usize].clone();
                     let boot = mw_bootstrap::Bootstrap::from_lookup(|name| match name {
                         "MW_RANK" => Some(rank.to_string()),
                         "MW_SIZE" => Some(n.to_string()),
                         "MW_BOOTSTRAP" => Some(addr.clone()),
                         "MW_JOB_KEY" => Some(hex.clone()),
+                        "MW_HOST" => Some(host.clone()),
                         _ => None,
                     })
                     .unwrap();
+                    let shm_allowed = config.transport == TransportChoice::Auto;
                     let ep = Endpoint::init_with_bootstrap(config, boot).unwrap();
+                    for peer in (0..n).filter(|&p| p != rank) {
+                        let expect = shm_allowed && hosts[peer as usize] == hosts[rank as usize];
+                        assert_eq!(ep.shares_memory_with(peer), expect, "rank {rank} to {peer}: wrong transport");
+                    }
                     body(&ep);
                     ep.finalize().unwrap();
                 })
@@ -53,6 +74,11 @@ where
     }
 }
 
+/// Forces UDP between all ranks.
+pub fn udp(config: Config) -> Config {
+    Config { transport: TransportChoice::Udp, ..config }
+}
+
 /// A config with faults injected on every rank's send path.
 pub fn lossy(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
     Config {
@@ -60,6 +86,17 @@ pub fn lossy(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
         rto_min: Duration::from_micros(300),
         ..Config::default()
     }
+}
+
+/// Every transport the one-sided suite runs over: shared memory (direct
+/// access to mapped regions, `process_vm_*` to registered memory), shared
+/// memory with the two-copy ring fallback forced, and UDP.
+pub fn transports() -> Vec<(&'static str, Config)> {
+    vec![
+        ("shm", Config::default()),
+        ("shm two-copy", Config { shm_copy: mw_core::ShmCopy::Rings, ..Config::default() }),
+        ("udp", udp(Config::default())),
+    ]
 }
 
 /// Deterministic test bytes for (rank, len).

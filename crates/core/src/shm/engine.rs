@@ -1,0 +1,349 @@
+//! The ring engine: operation messages to and from same-host peers.
+//!
+//! Owns: routing a message into a peer's ring (or a per-peer overflow queue
+//! when the ring is full, drained by later progress), executing what
+//! arrives in our inbound rings with the same `Target` code UDP deliveries
+//! use, completing requests when the peer has *consumed* (executed) their
+//! messages — the ring's head is the acknowledgement —, noticing a peer
+//! process that died, and publishing this rank's regions in its directory.
+//! Must not: hold the rings' memory-ordering logic (mw-transport's ring
+//! does) or touch region bytes.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mw_proto::time::Instant as ProtoInstant;
+use mw_transport::shm::{Consumer, DirEntry, Producer, PushError, RingView, DIR_SLOTS};
+
+use super::{ShmShared, FLAG_LOGGED};
+use crate::endpoint::State;
+use crate::region::{Access, RawMem, RegionKey};
+use crate::request::RequestId;
+use crate::{Error, Result};
+
+/// How often peers with outstanding traffic are checked for being alive.
+const LIVENESS_EVERY: Duration = Duration::from_millis(200);
+/// Messages taken from one inbound ring per progress round, so one busy
+/// peer cannot starve the others (or the UDP side).
+const BATCH: usize = 64;
+
+#[derive(Debug)]
+struct Pending {
+    bytes: Vec<u8>,
+    part: bool,
+    /// An operation (not a reply): later direct accesses wait for it.
+    ordered: bool,
+    waiter: Option<RequestId>,
+}
+
+#[derive(Debug)]
+struct Tx {
+    producer: Producer,
+    overflow: VecDeque<Pending>,
+    overflow_bytes: usize,
+    /// Largest record payload we send; bigger messages go in parts.
+    largest: usize,
+}
+
+/// The ring engine's state, owned by the endpoint state (under its lock).
+#[derive(Debug)]
+pub(crate) struct ShmState {
+    pub shared: Arc<ShmShared>,
+    rx: Vec<(u32, Consumer)>,
+    /// By rank.
+    tx: Vec<Option<Tx>>,
+    dir_free: Vec<usize>,
+    dir_slots: HashMap<RegionKey, usize>,
+    last_liveness: Instant,
+}
+
+impl ShmState {
+    pub(super) fn new(shared: Arc<ShmShared>, rx: Vec<(u32, RingView)>, size: usize) -> ShmState {
+        let tx = (0..size)
+            .map(|r| {
+                shared.links[r].as_ref().map(|link| Tx {
+                    producer: Producer::new(link.out.clone()),
+                    overflow: VecDeque::new(),
+                    overflow_bytes: 0,
+                    largest: link.out.capacity() / 4,
+                })
+            })
+            .collect();
+        ShmState {
+            rx: rx.into_iter().map(|(r, view)| (r, Consumer::new(view))).collect(),
+            tx,
+            dir_free: (0..DIR_SLOTS).rev().collect(),
+            dir_slots: HashMap::new(),
+            last_liveness: Instant::now(),
+            shared,
+        }
+    }
+
+    /// Whether `peer` is reached through shared memory.
+    pub fn is_peer(&self, peer: u32) -> bool {
+        self.tx.get(peer as usize).is_some_and(Option::is_some)
+    }
+
+    /// Makes a region visible to same-host peers (`fd` when it lives in a
+    /// shared memory file; otherwise only its address, for `process_vm_*`).
+    pub fn publish(&mut self, key: RegionKey, mem: &RawMem, fd: Option<i32>, access: Access) {
+        let Some(slot) = self.dir_free.pop() else {
+            return; // Directory full: peers reach this region through the rings.
+        };
+        let entry = DirEntry {
+            key: key.0,
+            base: mem.addr(),
+            len: mem.len() as u64,
+            fd: fd.unwrap_or(-1),
+            flags: u32::from(access.bits()),
+        };
+        self.shared.own.dir_publish(slot, &entry);
+        self.dir_slots.insert(key, slot);
+    }
+
+    /// Withdraws a region: peers' next direct access sees it gone.
+    pub fn unpublish(&mut self, key: RegionKey) {
+        if let Some(slot) = self.dir_slots.remove(&key) {
+            self.shared.own.dir_remove(slot);
+            self.dir_free.push(slot);
+        }
+    }
+
+    /// Routes peers' operations on `key` through this rank (which logs
+    /// arrivals) instead of direct access.
+    pub fn set_logged(&mut self, key: RegionKey, access: Access) {
+        if let Some(&slot) = self.dir_slots.get(&key) {
+            self.shared.own.dir_set_flags(slot, u32::from(access.bits()) | FLAG_LOGGED);
+        }
+    }
+}
+
+/// Whether process `pid` still runs (not gone, not a zombie).
+fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z' | 'X'))
+        }
+        Err(_) => false,
+    }
+}
+
+impl State {
+    /// Whether `peer` is reached through shared memory.
+    pub(crate) fn is_shm_peer(&self, peer: u32) -> bool {
+        self.shm.as_ref().is_some_and(|shm| shm.is_peer(peer))
+    }
+
+    /// Bytes queued toward `peer` and not yet handed to its transport.
+    pub(crate) fn queued_bytes(&self, peer: u32) -> usize {
+        match self.shm.as_ref().and_then(|shm| shm.tx.get(peer as usize)?.as_ref()) {
+            Some(tx) => tx.overflow_bytes,
+            None => self.proto.queued_bytes(peer),
+        }
+    }
+
+    /// Nothing waits in a shared-memory overflow queue.
+    pub(crate) fn shm_idle(&self) -> bool {
+        self.shm.as_ref().is_none_or(|shm| shm.tx.iter().flatten().all(|tx| tx.overflow.is_empty()))
+    }
+
+    /// Sends one message made of `parts` to same-host `peer`; `waiter` is
+    /// completed once the peer has executed it. `ordered`: an operation,
+    /// which later direct accesses to the peer must not overtake (replies
+    /// are not).
+    pub(crate) fn shm_send(
+        &mut self,
+        peer: u32,
+        parts: &[&[u8]],
+        waiter: Option<RequestId>,
+        ordered: bool,
+    ) -> Result<()> {
+        let State { shm, ack_waiters, stats, .. } = self;
+        let shm = shm.as_mut().ok_or(Error::PeerUnreachable { rank: peer })?;
+        stats.shm_ring_sent += 1;
+        let tx = shm.tx[peer as usize].as_mut().ok_or(Error::PeerUnreachable { rank: peer })?;
+        let link = shm.shared.link(peer).ok_or(Error::PeerUnreachable { rank: peer })?;
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        if tx.overflow.is_empty() && total <= tx.largest {
+            match tx.producer.push(parts) {
+                Ok(end) => {
+                    if let Some(w) = waiter {
+                        ack_waiters[peer as usize].push_back((end, w));
+                    }
+                    if ordered {
+                        link.ordered_end.store(end, Ordering::Release);
+                    }
+                    shm.shared.wake_for_ring(link);
+                    return Ok(());
+                }
+                Err(PushError::Full) => {}
+                Err(PushError::TooBig) => return Err(Error::InvalidArgument("message larger than the ring")),
+            }
+        }
+        // Slow path: queue (in parts if large), then push what fits.
+        let bytes = parts.concat();
+        let pieces: Vec<&[u8]> = if bytes.is_empty() { vec![&[]] } else { bytes.chunks(tx.largest).collect() };
+        let count = pieces.len();
+        for (i, piece) in pieces.into_iter().enumerate() {
+            let last = i + 1 == count;
+            let waiter = if last { waiter } else { None };
+            tx.overflow.push_back(Pending { bytes: piece.to_vec(), part: !last, ordered, waiter });
+            if ordered {
+                link.overflow.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        tx.overflow_bytes += bytes.len();
+        self.shm_flush(peer);
+        Ok(())
+    }
+
+    /// Moves queued messages toward `peer` into its ring while they fit.
+    fn shm_flush(&mut self, peer: u32) -> bool {
+        let State { shm, ack_waiters, .. } = self;
+        let Some(shm) = shm.as_mut() else { return false };
+        let (Some(Some(tx)), Some(link)) = (shm.tx.get_mut(peer as usize), shm.shared.link(peer)) else {
+            return false;
+        };
+        let mut pushed = false;
+        while let Some(front) = tx.overflow.front() {
+            let result =
+                if front.part { tx.producer.push_part(&[&front.bytes]) } else { tx.producer.push(&[&front.bytes]) };
+            match result {
+                Ok(end) => {
+                    let done = tx.overflow.pop_front().expect("front exists");
+                    tx.overflow_bytes -= done.bytes.len();
+                    if let Some(w) = done.waiter {
+                        ack_waiters[peer as usize].push_back((end, w));
+                    }
+                    if done.ordered {
+                        // End first, then the count: a direct access that
+                        // sees the count drop also sees the new end.
+                        link.ordered_end.store(end, Ordering::Release);
+                        link.overflow.fetch_sub(1, Ordering::AcqRel);
+                    }
+                    pushed = true;
+                }
+                Err(PushError::Full) => break,
+                Err(PushError::TooBig) => {
+                    // Cannot happen (pieces are at most `largest`); drop it
+                    // rather than wedge the queue.
+                    if tx.overflow.pop_front().is_some_and(|p| p.ordered) {
+                        link.overflow.fetch_sub(1, Ordering::AcqRel);
+                    }
+                }
+            }
+        }
+        if pushed {
+            shm.shared.wake_for_ring(link);
+        }
+        pushed
+    }
+
+    /// One round of the ring engine: drain overflow, execute arrivals,
+    /// complete what peers consumed, check peers are alive.
+    pub(crate) fn poll_shm(&mut self, now: ProtoInstant) -> bool {
+        let Some(shm) = self.shm.as_mut() else { return false };
+        let mut worked = false;
+        let backlog: Vec<u32> = (0..shm.tx.len() as u32)
+            .filter(|&p| shm.tx[p as usize].as_ref().is_some_and(|t| !t.overflow.is_empty()))
+            .collect();
+        for peer in backlog {
+            worked |= self.shm_flush(peer);
+        }
+        // How far each peer has consumed, read *before* its replies: a peer
+        // queues the replies to a message before it frees the message's
+        // slot, so a reply (e.g. an error status) is always taken before
+        // the consumption that would complete its request as a success.
+        let shm = self.shm.as_mut().expect("checked");
+        let consumed: Vec<(usize, u64)> = shm
+            .tx
+            .iter()
+            .enumerate()
+            .filter(|(peer, tx)| tx.is_some() && !self.ack_waiters[*peer].is_empty())
+            .map(|(peer, tx)| (peer, tx.as_ref().expect("filtered").producer.consumed()))
+            .collect();
+        let mut rx = std::mem::take(&mut shm.rx);
+        for (peer, consumer) in rx.iter_mut() {
+            let peer = *peer;
+            if self.dead[peer as usize] {
+                continue;
+            }
+            for _ in 0..BATCH {
+                let popped = consumer.pop(|msg| {
+                    self.deliver(peer, msg);
+                    self.after_delivery(now);
+                });
+                match popped {
+                    Ok(true) => {
+                        worked = true;
+                        self.stats.shm_ring_received += 1;
+                    }
+                    Ok(false) => break,
+                    Err(_) => {
+                        self.stats.malformed_ops += 1;
+                        self.shm_peer_dead(peer);
+                        break;
+                    }
+                }
+            }
+        }
+        self.shm.as_mut().expect("checked").rx = rx;
+        let mut completed = false;
+        for (peer, consumed) in consumed {
+            let waiters = &mut self.ack_waiters[peer];
+            while waiters.front().is_some_and(|(end, _)| *end <= consumed) {
+                let (_, req) = waiters.pop_front().expect("front checked");
+                if let Some(c) = self.requests.part_done(req) {
+                    self.completions.push(c);
+                }
+                completed = true;
+            }
+        }
+        if completed {
+            worked = true;
+            self.after_delivery(now);
+        }
+        self.shm_check_liveness();
+        worked
+    }
+
+    fn shm_check_liveness(&mut self) {
+        let Some(shm) = self.shm.as_mut() else { return };
+        if shm.last_liveness.elapsed() < LIVENESS_EVERY {
+            return;
+        }
+        shm.last_liveness = Instant::now();
+        let gone: Vec<u32> = shm
+            .shared
+            .links
+            .iter()
+            .flatten()
+            .filter(|link| !self.dead[link.rank as usize] && !process_alive(link.pid))
+            .map(|link| link.rank)
+            .collect();
+        for peer in gone {
+            self.shm_peer_dead(peer);
+        }
+    }
+
+    /// A same-host peer exited or corrupted its ring: everything toward it
+    /// fails with `PeerUnreachable`, as for a UDP peer declared dead.
+    fn shm_peer_dead(&mut self, peer: u32) {
+        let error = Error::PeerUnreachable { rank: peer };
+        self.dead[peer as usize] = true;
+        self.ack_waiters[peer as usize].clear();
+        if let Some(shm) = self.shm.as_mut() {
+            if let (Some(Some(tx)), Some(link)) = (shm.tx.get_mut(peer as usize), shm.shared.link(peer)) {
+                tx.overflow.clear();
+                tx.overflow_bytes = 0;
+                link.overflow.store(0, Ordering::Release);
+            }
+        }
+        let done = self.requests.fail_target(peer, &error);
+        self.completions.extend(done);
+        self.internal.peer_failed(peer);
+    }
+}

@@ -1,0 +1,185 @@
+//! What is particular to the shared-memory transport: jobs that mix shared
+//! memory and UDP (ranks told they run on different hosts), atomics on one
+//! word from both at once, registered memory by `process_vm_*` and by the
+//! forced two-copy fallback, messages larger than a ring record, ordering
+//! between ring and direct operations, and waking a rank that sleeps.
+
+mod common;
+
+use common::{pattern, run_job, run_job_on_hosts, transports};
+use mw_core::{Access, AtomicOp, AtomicWidth, Cmp, Config, ShmCopy, Signal, SignalOp};
+
+fn hosts(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn mixed_hosts_share_atomic_words_between_shm_and_udp() {
+    // Ranks 0,1 on host a and 2,3 on host b: 0-1 and 2-3 use shared memory,
+    // every other pair UDP. Rank 0's and rank 1's words are each hit by a
+    // same-host peer (CPU atomics on its mapping) and by the two remote
+    // ranks (served by the owner's progress engine) at the same time.
+    run_job_on_hosts(4, Config::default(), hosts(&["a", "a", "b", "b"]), |ep| {
+        let me = ep.rank();
+        let region = ep.alloc_symmetric(8192, Access::ALL).unwrap();
+        let key = region.key();
+        const M: u64 = 300;
+        let mut tickets = Vec::new();
+        for i in 0..M {
+            tickets.push(ep.fetch_add_u64(0, key, 0, 1).unwrap());
+            ep.add_u32(1, key, 8, 1).unwrap();
+            if i % 10 == 0 {
+                ep.fetch_bitwise(1, key, 16, AtomicOp::Or, AtomicWidth::U64, 1 << me).unwrap();
+            }
+        }
+        tickets.sort_unstable();
+        tickets.dedup();
+        assert_eq!(tickets.len() as u64, M, "a fetch_add was lost or applied twice");
+        ep.barrier().unwrap();
+        if me == 0 {
+            assert_eq!(region.load_u64(0).unwrap(), 4 * M);
+        }
+        if me == 1 {
+            let mut w = [0u8; 4];
+            region.read(8, &mut w).unwrap();
+            assert_eq!(u64::from(u32::from_le_bytes(w)), 4 * M);
+            assert_eq!(region.load_u64(16).unwrap(), 0b1111);
+        }
+        // put_signal ring across the host boundary: 0 -> 1 (shm) -> 2 (udp) -> 3 (shm) -> 0 (udp).
+        let next = (me + 1) % 4;
+        let prev = (me + 3) % 4;
+        let data = pattern(me, 5000);
+        let sig = Signal { key, offset: 64, op: SignalOp::Add, value: 1 };
+        ep.put_signal(next, key, 128, &data, sig).unwrap();
+        ep.wait_until(&region, 64, Cmp::Ge, 1).unwrap();
+        let mut got = vec![0u8; 5000];
+        region.read(128, &mut got).unwrap();
+        assert_eq!(got, pattern(prev, 5000));
+        // Ranks 0-2 addressed a same-host peer (0 and 1 each other's words,
+        // 2 its put_signal to 3); rank 3 only ever addressed the other host.
+        let (stats, _) = ep.stats();
+        assert_eq!(stats.shm_direct_ops > 0, me != 3, "{stats:?}");
+        ep.barrier().unwrap();
+    });
+}
+
+#[test]
+fn registered_memory_by_cross_memory_attach_and_by_the_ring_fallback() {
+    for (name, cfg) in transports().into_iter().filter(|(n, _)| n.starts_with("shm")) {
+        eprintln!("transport {name}");
+        let two_copy = cfg.shm_copy == ShmCopy::Rings;
+        run_job(2, cfg, move |ep| {
+            let me = ep.rank();
+            let peer = 1 - me;
+            let mut mine = vec![0u8; 1 << 20];
+            ep.with_registered(&mut mine, Access::ALL, |region| {
+                let keys = ep.exchange_keys(region).unwrap();
+                let theirs = keys[peer as usize];
+                let before = ep.stats().0;
+                let mut offset = 8u64;
+                // Up to more than one chunk (256 KiB), so big messages go
+                // through the ring in parts.
+                for (i, len) in [1usize, 1000, 70_000, 300_001].into_iter().enumerate() {
+                    let data = pattern(me * 10 + i as u32, len);
+                    ep.put(peer, theirs, offset, &data).unwrap();
+                    let mut back = vec![0u8; len];
+                    ep.get(peer, theirs, offset, &mut back).unwrap();
+                    assert_eq!(back, data, "{len} bytes");
+                    offset += len as u64 + 3;
+                }
+                // Atomics on user memory are executed by the owner, with the
+                // same CPU instruction a mapped word would get.
+                for _ in 0..50 {
+                    ep.fetch_add_u64(peer, theirs, 0, 1).unwrap();
+                }
+                let after = ep.stats().0;
+                if two_copy {
+                    assert_eq!(after.shm_direct_ops, before.shm_direct_ops, "two-copy forced, yet direct copies");
+                    assert!(after.shm_ring_sent >= before.shm_ring_sent + 58, "{after:?}");
+                } else {
+                    assert!(after.shm_direct_ops >= before.shm_direct_ops + 8, "{after:?}");
+                }
+                ep.barrier().unwrap();
+            })
+            .unwrap();
+            assert_eq!(u64::from_le_bytes(mine[..8].try_into().unwrap()), 50);
+            let len = 300_001;
+            let at = 8 + 1 + 1000 + 70_000 + 9;
+            assert_eq!(&mine[at..at + len], &pattern(peer * 10 + 3, len)[..]);
+            ep.barrier().unwrap();
+        });
+    }
+}
+
+#[test]
+fn ring_operations_stay_ordered_before_direct_ones() {
+    // In two-copy mode a put to registered memory goes through the ring;
+    // the put_signal that follows must not overtake it by going direct.
+    let cfg = Config { shm_copy: ShmCopy::Rings, ..Config::default() };
+    run_job(2, cfg, |ep| {
+        let me = ep.rank();
+        let flags = ep.alloc_symmetric(64, Access::ALL).unwrap();
+        let mut mine = vec![0u8; 200_000];
+        ep.with_registered(&mut mine, Access::ALL, |region| {
+            let keys = ep.exchange_keys(region).unwrap();
+            for round in 1..=20u64 {
+                if me == 0 {
+                    let data = pattern(round as u32, 150_000);
+                    drop(ep.put_nb(1, keys[1], 0, &data).unwrap());
+                    let sig = Signal { key: flags.key(), offset: 0, op: SignalOp::Set, value: round };
+                    ep.put_signal(1, flags.key(), 8, b"x", sig).unwrap();
+                    ep.wait_until(&flags, 16, Cmp::Ge, round).unwrap();
+                } else {
+                    ep.wait_until(&flags, 0, Cmp::Ge, round).unwrap();
+                    let mut got = vec![0u8; 150_000];
+                    region.read(0, &mut got).unwrap();
+                    assert_eq!(got, pattern(round as u32, 150_000), "signal overtook the data, round {round}");
+                    ep.atomic_store(0, flags.key(), 16, AtomicWidth::U64, round).unwrap();
+                }
+            }
+            ep.barrier().unwrap();
+        })
+        .unwrap();
+    });
+}
+
+#[test]
+fn messages_larger_than_a_ring_record_arrive_whole() {
+    run_job(3, Config::default(), |ep| {
+        let blob = pattern(ep.rank(), 400_000);
+        let all = ep.allgather_bytes(&blob).unwrap();
+        for (rank, got) in all.iter().enumerate() {
+            assert_eq!(got, &pattern(rank as u32, 400_000));
+        }
+    });
+}
+
+#[test]
+fn a_sleeping_rank_is_woken_by_a_direct_store_and_by_a_ring_message() {
+    // No spinning and no yielding: the waiter blocks in the kernel at once,
+    // and only the doorbell can wake it (there is no UDP traffic, so no
+    // protocol timer either).
+    let cfg = Config {
+        shm_spin: std::time::Duration::ZERO,
+        spin: std::time::Duration::ZERO,
+        yield_for: std::time::Duration::ZERO,
+        ..Config::default()
+    };
+    run_job(2, cfg, |ep| {
+        let region = ep.alloc_symmetric(64, Access::ALL).unwrap();
+        let key = region.key();
+        for round in 1..=20u64 {
+            if ep.rank() == 1 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                let sig = Signal { key, offset: 0, op: SignalOp::Set, value: round };
+                ep.put_signal(0, key, 8, &round.to_le_bytes(), sig).unwrap();
+            } else {
+                assert_eq!(ep.wait_until(&region, 0, Cmp::Eq, round).unwrap(), round);
+            }
+            if round % 5 == 0 {
+                // Rank 0 usually sleeps in the barrier until rank 1's ring message.
+                ep.barrier().unwrap();
+            }
+        }
+    });
+}

@@ -1,0 +1,32 @@
+//! Shared memory between the ranks of one host: mapped segments, rings,
+//! the control block, and cross-memory copies (DESIGN §3, shm transport).
+//!
+//! Owns: the OS side of sharing memory (memory files, mappings, opening a
+//! peer's segment, `process_vm_*`), the ring and control-block layouts and
+//! their memory-ordering protocol, and the host identity used to decide
+//! which peers share a machine. Must not: know what a message means or
+//! decide routing; the endpoint (crate mw-core) does.
+//!
+//! `unsafe` is confined to `segment`, `ring`, `control` and `copy`, each
+//! block with its `// SAFETY:` reasoning.
+
+#[allow(unsafe_code)]
+mod control;
+#[allow(unsafe_code)]
+mod copy;
+#[allow(unsafe_code)]
+pub mod ring;
+#[allow(unsafe_code)]
+mod segment;
+
+pub use control::{Control, DirEntry, DIR_SLOTS};
+pub use copy::{vm_read, vm_write};
+pub use ring::{Consumer, Corrupt, Producer, PushError, RingView};
+pub use segment::Segment;
+
+/// This boot of the kernel (`/proc/sys/kernel/random/boot_id`): two
+/// processes with equal boot ids and host names run on the same machine
+/// (a host name alone can repeat across machines; a boot id cannot).
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|s| s.trim().to_owned())
+}

@@ -1,0 +1,413 @@
+//! A single-producer, single-consumer ring of variable-length records in a
+//! shared mapping: the control and small-message path between two ranks of
+//! one host (DESIGN §3).
+//!
+//! Layout of a ring at `offset` in its segment (every part cache-line aligned,
+//! so the producer's and the consumer's hot words never share a line):
+//!
+//! ```text
+//! offset +   0  tail: u64   written by the producer only (Release), read by the consumer (Acquire)
+//! offset +  64  head: u64   written by the consumer only (Release), read by the producer (Acquire)
+//! offset + 128  data: `cap` bytes of 64-byte slots
+//! ```
+//!
+//! `tail` and `head` count bytes since the ring was created and never wrap
+//! (a u64 of bytes lasts centuries); a position's slot is `pos % cap`. A
+//! record is an 8-byte header (`len: u32`, `kind: u32`) then `len` payload
+//! bytes, padded to whole 64-byte slots, and never wraps around the end of
+//! the data area: when it would not fit before the end, the producer writes a
+//! `PAD` record covering the rest and starts at slot 0. A message larger
+//! than a record may be is sent as `PART` records followed by a final
+//! message record, which the consumer reassembles.
+//!
+//! Memory ordering, the whole protocol:
+//! - the producer writes a record's header and payload with plain stores,
+//!   then publishes it with `tail.store(new, Release)`;
+//! - the consumer reads `tail` with `Acquire`, so every byte of the records
+//!   before `tail` is visible to it; it reads them, and then frees their slots
+//!   with `head.store(new, Release)`;
+//! - the producer reads `head` with `Acquire` before reusing slots, so the
+//!   consumer's reads of those slots happened before the producer's new writes.
+//!
+//! The consumer checks every header against the ring's bounds: a corrupt or
+//! hostile peer yields an error, never an out-of-bounds access.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::segment::Segment;
+
+/// Bytes before the data area (the two index lines).
+pub const RING_HEADER: usize = 128;
+/// Slot size: records start on cache-line boundaries.
+pub const SLOT: usize = 64;
+const RECORD_HEADER: usize = 8;
+const KIND_MESSAGE: u32 = 1;
+const KIND_PAD: u32 = 2;
+/// A leading piece of a message too large for one record; the records that
+/// follow (more parts, then a message record) complete it.
+const KIND_PART: u32 = 3;
+/// Largest message the consumer reassembles from parts.
+const MAX_REASSEMBLED: usize = 1 << 30;
+
+/// Bytes a ring with `cap` data bytes occupies in its segment.
+pub const fn ring_len(cap: usize) -> usize {
+    RING_HEADER + cap
+}
+
+/// Why a push did not happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PushError {
+    /// Not enough free slots now; retry after the consumer made progress.
+    #[error("ring full")]
+    Full,
+    /// The record can never fit this ring.
+    #[error("message larger than the ring")]
+    TooBig,
+}
+
+/// A ring header failed the bounds check: the peer wrote garbage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("corrupt ring record")]
+pub struct Corrupt;
+
+/// A ring's place: segment, offset, capacity, checked once.
+#[derive(Debug, Clone)]
+pub struct RingView {
+    seg: Arc<Segment>,
+    offset: usize,
+    cap: usize,
+}
+
+impl RingView {
+    /// Describes the ring at `offset` of `seg` with `cap` data bytes. `None`
+    /// unless it lies inside the segment, `offset` is 64-aligned and `cap` is
+    /// a nonzero multiple of 64.
+    pub fn new(seg: Arc<Segment>, offset: usize, cap: usize) -> Option<RingView> {
+        let end = offset.checked_add(ring_len(cap))?;
+        (end <= seg.len() && offset % SLOT == 0 && cap % SLOT == 0 && cap >= 2 * SLOT).then_some(RingView {
+            seg,
+            offset,
+            cap,
+        })
+    }
+
+    fn word(&self, at: usize) -> &AtomicU64 {
+        debug_assert!(at == 0 || at == SLOT);
+        // SAFETY: offset + at + 8 is inside the mapping (checked in `new`),
+        // 64-aligned (offset is, the mapping is page aligned), and this word
+        // is only ever accessed atomically by every process that maps it.
+        unsafe { AtomicU64::from_ptr(self.seg.as_ptr().add(self.offset + at).cast()) }
+    }
+
+    fn tail(&self) -> &AtomicU64 {
+        self.word(0)
+    }
+
+    fn head(&self) -> &AtomicU64 {
+        self.word(SLOT)
+    }
+
+    fn data(&self) -> *mut u8 {
+        // SAFETY: offset + RING_HEADER is inside the mapping (checked in `new`).
+        unsafe { self.seg.as_ptr().add(self.offset + RING_HEADER) }
+    }
+
+    /// Bytes published and not yet consumed (0: the consumer has executed
+    /// everything sent so far). Readable from any thread of either side.
+    pub fn pending_bytes(&self) -> u64 {
+        let head = self.head().load(Ordering::Acquire);
+        self.tail().load(Ordering::Acquire).saturating_sub(head)
+    }
+
+    /// How far the consumer has consumed (Acquire).
+    pub fn consumed(&self) -> u64 {
+        self.head().load(Ordering::Acquire)
+    }
+
+    /// Data capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+}
+
+/// The producing end. Exactly one per ring (the type is not `Clone`; the
+/// endpoint creates one per peer).
+#[derive(Debug)]
+pub struct Producer {
+    view: RingView,
+    /// Our copy of `tail` (we are its only writer).
+    tail: u64,
+    /// Last `head` we read; free space is at least `cap - (tail - head_seen)`.
+    head_seen: u64,
+}
+
+impl Producer {
+    /// The producer of `view`'s ring, continuing from its current tail.
+    pub fn new(view: RingView) -> Producer {
+        let tail = view.tail().load(Ordering::Acquire);
+        let head_seen = view.head().load(Ordering::Acquire);
+        Producer { view, tail, head_seen }
+    }
+
+    /// Bytes a message of `len` payload bytes takes in the ring.
+    pub fn record_len(len: usize) -> usize {
+        (RECORD_HEADER + len).div_ceil(SLOT) * SLOT
+    }
+
+    /// Appends one message made of `parts` and publishes it. Returns the
+    /// position just past it: the message has been consumed once
+    /// [`consumed`](Producer::consumed) reaches that value.
+    pub fn push(&mut self, parts: &[&[u8]]) -> Result<u64, PushError> {
+        self.push_record(parts, KIND_MESSAGE)
+    }
+
+    /// Appends a leading piece of a larger message (see the module docs);
+    /// the message ends with the next [`push`](Producer::push).
+    pub fn push_part(&mut self, parts: &[&[u8]]) -> Result<u64, PushError> {
+        self.push_record(parts, KIND_PART)
+    }
+
+    fn push_record(&mut self, parts: &[&[u8]], kind: u32) -> Result<u64, PushError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let cap = self.view.cap;
+        let record = Self::record_len(len);
+        if record > cap || len > u32::MAX as usize {
+            return Err(PushError::TooBig);
+        }
+        let pos = (self.tail % cap as u64) as usize;
+        let to_end = cap - pos;
+        let need = if record <= to_end { record } else { to_end + record };
+        if self.free() < need as u64 {
+            self.head_seen = self.view.head().load(Ordering::Acquire);
+            if self.free() < need as u64 {
+                return Err(PushError::Full);
+            }
+        }
+        let data = self.view.data();
+        if record > to_end {
+            // SAFETY: pos + 8 <= cap (pos is slot aligned and < cap), and
+            // the slots from pos to the end are free (checked above).
+            unsafe { write_header(data.add(pos), (to_end - RECORD_HEADER) as u32, KIND_PAD) };
+            self.tail += to_end as u64;
+        }
+        let pos = (self.tail % cap as u64) as usize;
+        // SAFETY: the record fits in [pos, pos + record) <= cap (no wrap by
+        // construction) and those slots are free: the consumer has moved
+        // `head` past them (Acquire above), so nobody reads them now.
+        unsafe {
+            write_header(data.add(pos), len as u32, kind);
+            let mut at = data.add(pos + RECORD_HEADER);
+            for part in parts {
+                std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                at = at.add(part.len());
+            }
+        }
+        self.tail += record as u64;
+        self.view.tail().store(self.tail, Ordering::Release);
+        Ok(self.tail)
+    }
+
+    fn free(&self) -> u64 {
+        self.view.cap as u64 - (self.tail - self.head_seen)
+    }
+
+    /// How far the consumer has consumed (Acquire).
+    pub fn consumed(&self) -> u64 {
+        self.view.head().load(Ordering::Acquire)
+    }
+
+    /// Position just past the last published message.
+    pub fn published(&self) -> u64 {
+        self.tail
+    }
+
+    /// The ring's view (for lock-free idleness checks by other threads).
+    pub fn view(&self) -> &RingView {
+        &self.view
+    }
+}
+
+/// # Safety
+/// `at..at+8` must be valid for writes and not concurrently accessed.
+unsafe fn write_header(at: *mut u8, len: u32, kind: u32) {
+    let mut header = [0u8; RECORD_HEADER];
+    header[..4].copy_from_slice(&len.to_le_bytes());
+    header[4..].copy_from_slice(&kind.to_le_bytes());
+    // SAFETY: per this function's contract.
+    unsafe { std::ptr::copy_nonoverlapping(header.as_ptr(), at, RECORD_HEADER) };
+}
+
+/// The consuming end. Exactly one per ring.
+#[derive(Debug)]
+pub struct Consumer {
+    view: RingView,
+    head: u64,
+    tail_seen: u64,
+    /// Parts of a message being reassembled.
+    partial: Vec<u8>,
+}
+
+impl Consumer {
+    /// The consumer of `view`'s ring, continuing from its current head.
+    pub fn new(view: RingView) -> Consumer {
+        let head = view.head().load(Ordering::Acquire);
+        Consumer { view, head, tail_seen: head, partial: Vec::new() }
+    }
+
+    /// Whether a message is waiting (one Acquire load when none was seen).
+    pub fn has_pending(&mut self) -> bool {
+        if self.head == self.tail_seen {
+            self.tail_seen = self.view.tail().load(Ordering::Acquire);
+        }
+        self.head != self.tail_seen
+    }
+
+    /// Hands the next message to `f`, then frees its slots. Returns
+    /// `Ok(false)` when the ring is empty.
+    pub fn pop(&mut self, f: impl FnOnce(&[u8])) -> Result<bool, Corrupt> {
+        loop {
+            if !self.has_pending() {
+                return Ok(false);
+            }
+            let cap = self.view.cap;
+            let pos = (self.head % cap as u64) as usize;
+            let data = self.view.data();
+            let mut header = [0u8; RECORD_HEADER];
+            // SAFETY: pos + 8 <= cap; the slot was published before tail_seen
+            // (Acquire), so the producer wrote it and will not touch it
+            // until we move head past it.
+            unsafe { std::ptr::copy_nonoverlapping(data.add(pos), header.as_mut_ptr(), RECORD_HEADER) };
+            let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
+            let kind = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
+            let record = Producer::record_len(len);
+            if record > cap - pos || self.head + record as u64 > self.tail_seen {
+                return Err(Corrupt);
+            }
+            match kind {
+                KIND_PAD => {
+                    self.advance(record as u64);
+                    continue;
+                }
+                KIND_MESSAGE | KIND_PART => {
+                    // SAFETY: pos + 8 + len <= cap (checked above); published
+                    // and not reused by the producer until head moves past it.
+                    let payload = unsafe { std::slice::from_raw_parts(data.add(pos + RECORD_HEADER), len) };
+                    if kind == KIND_PART || !self.partial.is_empty() {
+                        if self.partial.len() + len > MAX_REASSEMBLED {
+                            return Err(Corrupt);
+                        }
+                        self.partial.extend_from_slice(payload);
+                        self.advance(record as u64);
+                        if kind == KIND_PART {
+                            continue;
+                        }
+                        let whole = std::mem::take(&mut self.partial);
+                        f(&whole);
+                        return Ok(true);
+                    }
+                    f(payload);
+                    self.advance(record as u64);
+                    return Ok(true);
+                }
+                _ => return Err(Corrupt),
+            }
+        }
+    }
+
+    fn advance(&mut self, by: u64) {
+        self.head += by;
+        self.view.head().store(self.head, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(cap: usize) -> (Producer, Consumer) {
+        let seg = Arc::new(Segment::create("memwire-ring-test", ring_len(cap)).unwrap());
+        let view = RingView::new(seg, 0, cap).unwrap();
+        (Producer::new(view.clone()), Consumer::new(view))
+    }
+
+    #[test]
+    fn messages_arrive_in_order_across_wraps() {
+        let (mut tx, mut rx) = ring(1024);
+        let mut next_in = 0u32;
+        let mut next_out = 0u32;
+        for round in 0..2000usize {
+            let len = (round * 37) % 300;
+            let body = vec![(round % 251) as u8; len];
+            match tx.push(&[&next_in.to_le_bytes(), &body]) {
+                Ok(end) => {
+                    assert_eq!(end, tx.published());
+                    next_in += 1;
+                }
+                Err(PushError::Full) => {}
+                Err(e) => panic!("{e}"),
+            }
+            if round % 3 == 0 {
+                while rx
+                    .pop(|msg| {
+                        assert_eq!(u32::from_le_bytes(msg[..4].try_into().unwrap()), next_out);
+                        next_out += 1;
+                    })
+                    .unwrap()
+                {}
+                assert_eq!(tx.consumed(), tx.published());
+                assert_eq!(tx.view().pending_bytes(), 0);
+            }
+        }
+        assert!(next_out > 1000, "{next_out}");
+        assert_eq!(tx.push(&[&[0u8; 1024]]), Err(PushError::TooBig));
+    }
+
+    #[test]
+    fn parts_are_reassembled() {
+        let (mut tx, mut rx) = ring(1024);
+        tx.push_part(&[b"hel"]).unwrap();
+        assert!(!rx.pop(|_| panic!("incomplete message delivered")).unwrap());
+        tx.push_part(&[b"lo "]).unwrap();
+        tx.push(&[b"world"]).unwrap();
+        tx.push(&[b"next"]).unwrap();
+        let mut got = Vec::new();
+        while rx.pop(|m| got.push(m.to_vec())).unwrap() {}
+        assert_eq!(got, [b"hello world".to_vec(), b"next".to_vec()]);
+    }
+
+    #[test]
+    fn a_corrupt_header_is_an_error_not_a_crash() {
+        let (mut tx, mut rx) = ring(256);
+        tx.push(&[b"hello"]).unwrap();
+        // Forge a length that runs past the end of the data area.
+        // SAFETY: the data area starts RING_HEADER bytes into the mapping.
+        unsafe { write_header(tx.view.data(), 10_000, KIND_MESSAGE) };
+        assert_eq!(rx.pop(|_| {}), Err(Corrupt));
+    }
+
+    #[test]
+    fn two_threads_stream_through_a_small_ring() {
+        let (mut tx, mut rx) = ring(512);
+        const N: u64 = 100_000;
+        let producer = std::thread::spawn(move || {
+            let mut i = 0u64;
+            while i < N {
+                if tx.push(&[&i.to_le_bytes()]).is_ok() {
+                    i += 1;
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        let mut expect = 0u64;
+        while expect < N {
+            rx.pop(|msg| {
+                assert_eq!(u64::from_le_bytes(msg.try_into().unwrap()), expect);
+                expect += 1;
+            })
+            .unwrap();
+        }
+        producer.join().unwrap();
+    }
+}
