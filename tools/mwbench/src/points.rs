@@ -286,8 +286,17 @@ pub fn bandwidth_send_recv(transport: &'static str, size: usize, total: usize) -
         ep.barrier().expect("barrier");
         mbps
     });
-    Row { bench: "bandwidth", op: "send_recv", transport, size, iters: count, median_us: None, p99_us: None, mbps: Some(mbps) }
-        .emit()
+    Row {
+        bench: "bandwidth",
+        op: "send_recv",
+        transport,
+        size,
+        iters: count,
+        median_us: None,
+        p99_us: None,
+        mbps: Some(mbps),
+    }
+    .emit()
 }
 
 /// `units` of dependent integer work (the "computation" overlapped with
@@ -373,7 +382,16 @@ pub fn overlap_recv(size: usize, reps: usize) -> Row {
     });
     println!("{obj}");
     eprintln!("  overlap {size} B: comm {comm:.0} us, compute {comp:.0} us, both {both:.0} us -> {pct:.0}% overlapped");
-    Row { bench: "overlap", op: "send_recv", transport: "udp", size, iters: reps, median_us: Some(both), p99_us: None, mbps: None }
+    Row {
+        bench: "overlap",
+        op: "send_recv",
+        transport: "udp",
+        size,
+        iters: reps,
+        median_us: Some(both),
+        p99_us: None,
+        mbps: None,
+    }
 }
 
 /// Raw UDP blast of 65,000-byte datagrams (memwire's loopback datagram
