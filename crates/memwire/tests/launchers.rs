@@ -86,8 +86,9 @@ fn a_slurm_style_pmi2_launch_starts_a_job() {
     assert_eq!(report.versions, vec![2; size as usize], "every rank spoke PMI-2");
     assert_eq!(report.finalized, vec![true; size as usize], "every rank finalized");
     assert!(report.refused.is_empty(), "the server refused: {:?}", report.refused);
-    // Join (key + hosts), the endpoint's address allgather, its barrier.
-    assert_eq!(report.fences, 3);
+    // Join (key + hosts), the endpoint's three allgathers (addresses and host
+    // identity, shared-memory segments, their mapping results), its barrier.
+    assert_eq!(report.fences, 5);
     assert!(report.aborted.is_none());
 }
 
