@@ -135,7 +135,7 @@ impl Default for Config {
             fault: None,
             coll: crate::coll::CollTuning::default(),
             auth: None,
-            transport: TransportChoice::Auto,
+            transport: TransportChoice::Udp,
             shm_copy: ShmCopy::Cma,
             shm_spin: Duration::from_micros(1000),
         }
@@ -164,7 +164,7 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_AUTH", "1 forces packet authentication on, 0 off (default: on unless every rank is on loopback)"),
     (
         "MW_TRANSPORT",
-        "'auto' (default: shared memory with same-host peers, UDP across hosts) or 'udp' (UDP with everyone)",
+        "'udp' (default: UDP with everyone) or 'auto' (shared memory with same-host peers, UDP across; experimental, see README)",
     ),
     (
         "MW_SHM_COPY",
@@ -287,8 +287,8 @@ impl Config {
         }
         if let Some(v) = lookup("MW_TRANSPORT") {
             cfg.transport = match v.trim() {
-                "" | "auto" | "shm" => TransportChoice::Auto,
-                "udp" => TransportChoice::Udp,
+                "auto" | "shm" => TransportChoice::Auto,
+                "" | "udp" => TransportChoice::Udp,
                 _ => return Err(Error::InvalidArgument("MW_TRANSPORT must be 'auto' or 'udp'")),
             };
         }
@@ -344,7 +344,8 @@ mod tests {
         assert!(cfg.print_stats);
         let cfg = with(&[("MW_EAGER_LIMIT", "0"), ("MW_UNEXPECTED_CREDIT", "1000")]).unwrap();
         assert_eq!((cfg.eager_limit, cfg.unexpected_credit), (0, 1000));
-        assert_eq!(cfg.transport, TransportChoice::Auto);
+        assert_eq!(cfg.transport, TransportChoice::Udp);
+        assert_eq!(with(&[("MW_TRANSPORT", "auto")]).unwrap().transport, TransportChoice::Auto);
         let cfg = with(&[("MW_TRANSPORT", "udp"), ("MW_SHM_COPY", "ring")]).unwrap();
         assert_eq!((cfg.transport, cfg.shm_copy), (TransportChoice::Udp, ShmCopy::Rings));
     }

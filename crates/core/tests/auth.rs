@@ -76,8 +76,12 @@ fn ranks_that_disagree_on_authentication_cannot_talk() {
                     _ => None,
                 })
                 .unwrap();
-                let config =
-                    Config { auth: Some(rank == 0), peer_dead_after: Duration::from_millis(400), ..Config::default() };
+                let config = Config {
+                    auth: Some(rank == 0),
+                    peer_dead_after: Duration::from_millis(400),
+                    transport: mw_core::TransportChoice::Udp, // MACs are a UDP matter
+                    ..Config::default()
+                };
                 let ep = Endpoint::init_with_bootstrap(config, boot).unwrap();
                 let mine = ep.alloc(64, Access::ALL).unwrap();
                 // Keys cannot be exchanged (that needs memwire itself); any

@@ -14,6 +14,8 @@ use mw_core::{Config, Error, FifoKey, ProgressMode, ANY_SOURCE, ANY_TAG, RESERVE
 
 fn configs() -> Vec<(&'static str, Config)> {
     vec![
+        // Messaging over shared memory (MW_TRANSPORT=auto) is not in this
+        // list: it can hang intermittently (known bug, see README).
         ("clean", Config::default()),
         ("drop5", lossy(0.05, 0.0, 0.0, 21)),
         ("dup5+reorder5", lossy(0.0, 0.05, 0.05, 22)),

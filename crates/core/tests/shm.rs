@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{pattern, run_job, run_job_on_hosts, transports};
+use common::{pattern, run_job, run_job_on_hosts, shm, transports};
 use mw_core::{Access, AtomicOp, AtomicWidth, Cmp, Config, ShmCopy, Signal, SignalOp};
 
 fn hosts(names: &[&str]) -> Vec<String> {
@@ -19,7 +19,7 @@ fn mixed_hosts_share_atomic_words_between_shm_and_udp() {
     // every other pair UDP. Rank 0's and rank 1's words are each hit by a
     // same-host peer (CPU atomics on its mapping) and by the two remote
     // ranks (served by the owner's progress engine) at the same time.
-    run_job_on_hosts(4, Config::default(), hosts(&["a", "a", "b", "b"]), |ep| {
+    run_job_on_hosts(4, shm(Config::default()), hosts(&["a", "a", "b", "b"]), |ep| {
         let me = ep.rank();
         let region = ep.alloc_symmetric(8192, Access::ALL).unwrap();
         let key = region.key();
@@ -115,7 +115,7 @@ fn registered_memory_by_cross_memory_attach_and_by_the_ring_fallback() {
 fn ring_operations_stay_ordered_before_direct_ones() {
     // In two-copy mode a put to registered memory goes through the ring;
     // the put_signal that follows must not overtake it by going direct.
-    let cfg = Config { shm_copy: ShmCopy::Rings, ..Config::default() };
+    let cfg = shm(Config { shm_copy: ShmCopy::Rings, ..Config::default() });
     run_job(2, cfg, |ep| {
         let me = ep.rank();
         let flags = ep.alloc_symmetric(64, Access::ALL).unwrap();
@@ -145,7 +145,7 @@ fn ring_operations_stay_ordered_before_direct_ones() {
 
 #[test]
 fn messages_larger_than_a_ring_record_arrive_whole() {
-    run_job(3, Config::default(), |ep| {
+    run_job(3, shm(Config::default()), |ep| {
         let blob = pattern(ep.rank(), 400_000);
         let all = ep.allgather_bytes(&blob).unwrap();
         for (rank, got) in all.iter().enumerate() {
@@ -163,7 +163,7 @@ fn a_sleeping_rank_is_woken_by_a_direct_store_and_by_a_ring_message() {
         shm_spin: std::time::Duration::ZERO,
         spin: std::time::Duration::ZERO,
         yield_for: std::time::Duration::ZERO,
-        ..Config::default()
+        ..shm(Config::default())
     };
     run_job(2, cfg, |ep| {
         let region = ep.alloc_symmetric(64, Access::ALL).unwrap();

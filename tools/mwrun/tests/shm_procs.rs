@@ -117,7 +117,7 @@ fn me() -> String {
 }
 
 fn mwrun(args: &[&str]) -> std::process::Output {
-    Command::new(MWRUN).args(args).stdin(Stdio::null()).output().expect("mwrun runs")
+    Command::new(MWRUN).env("MW_TRANSPORT", "auto").args(args).stdin(Stdio::null()).output().expect("mwrun runs")
 }
 
 fn normal_exit() {
@@ -180,6 +180,7 @@ fn rank_killed() {
 fn job_killed() {
     let before = dev_shm();
     let mut job = Command::new(MWRUN)
+        .env("MW_TRANSPORT", "auto")
         .args(["-n", "4", "--timeout", "60", &me(), "hang"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

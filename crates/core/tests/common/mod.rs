@@ -93,8 +93,8 @@ pub fn lossy(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
 /// memory with the two-copy ring fallback forced, and UDP.
 pub fn transports() -> Vec<(&'static str, Config)> {
     vec![
-        ("shm", Config::default()),
-        ("shm two-copy", Config { shm_copy: mw_core::ShmCopy::Rings, ..Config::default() }),
+        ("shm", shm(Config::default())),
+        ("shm two-copy", shm(Config { shm_copy: mw_core::ShmCopy::Rings, ..Config::default() })),
         ("udp", udp(Config::default())),
     ]
 }
@@ -102,4 +102,10 @@ pub fn transports() -> Vec<(&'static str, Config)> {
 /// Deterministic test bytes for (rank, len).
 pub fn pattern(seed: u32, len: usize) -> Vec<u8> {
     (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed * 97) as u8).collect()
+}
+
+/// `config` with shared memory between same-host ranks (opt-in: UDP is the default).
+#[allow(dead_code)]
+pub fn shm(config: Config) -> Config {
+    Config { transport: TransportChoice::Auto, ..config }
 }
