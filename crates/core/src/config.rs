@@ -135,7 +135,7 @@ impl Default for Config {
             fault: None,
             coll: crate::coll::CollTuning::default(),
             auth: None,
-            transport: TransportChoice::Udp,
+            transport: TransportChoice::Auto,
             shm_copy: ShmCopy::Cma,
             shm_spin: Duration::from_micros(1000),
         }
@@ -164,7 +164,7 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_AUTH", "1 forces packet authentication on, 0 off (default: on unless every rank is on loopback)"),
     (
         "MW_TRANSPORT",
-        "'udp' (default: UDP with everyone) or 'auto' (shared memory with same-host peers, UDP across; experimental, see README)",
+        "'auto' (default: shared memory with same-host peers, UDP across hosts) or 'udp' (UDP with everyone)",
     ),
     (
         "MW_SHM_COPY",
@@ -174,7 +174,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "MW_SHM_SPIN_US",
         "how long wait_until polls a shared-memory word before the progress loop takes over, microseconds (default 1000)",
     ),
-    ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
+    (
+        "MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED",
+        "fault injection on the UDP send path (tests); makes UDP the default transport unless MW_TRANSPORT is set",
+    ),
     ("MW_COLL_BARRIER", "barrier method: auto, a|all_to_all, b|tree, c|counters, d|multicast, e|dissemination"),
     ("MW_COLL_BCAST", "broadcast: auto, binomial, scatter_allgather"),
     ("MW_COLL_ALLGATHER", "allgather: auto, ring, recursive_doubling, bruck"),
@@ -287,8 +290,8 @@ impl Config {
         }
         if let Some(v) = lookup("MW_TRANSPORT") {
             cfg.transport = match v.trim() {
-                "auto" | "shm" => TransportChoice::Auto,
-                "" | "udp" => TransportChoice::Udp,
+                "" | "auto" | "shm" => TransportChoice::Auto,
+                "udp" => TransportChoice::Udp,
                 _ => return Err(Error::InvalidArgument("MW_TRANSPORT must be 'auto' or 'udp'")),
             };
         }
@@ -305,6 +308,12 @@ impl Config {
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
         cfg.fault = fault.is_active().then_some(fault);
+        // Faults are injected into UDP datagrams; shared memory loses
+        // nothing. Someone who asks for loss wants it, so unless they also
+        // chose a transport, same-host peers use UDP too.
+        if cfg.fault.is_some() && lookup("MW_TRANSPORT").is_none_or(|v| v.trim().is_empty()) {
+            cfg.transport = TransportChoice::Udp;
+        }
         Ok(cfg)
     }
 
@@ -344,8 +353,12 @@ mod tests {
         assert!(cfg.print_stats);
         let cfg = with(&[("MW_EAGER_LIMIT", "0"), ("MW_UNEXPECTED_CREDIT", "1000")]).unwrap();
         assert_eq!((cfg.eager_limit, cfg.unexpected_credit), (0, 1000));
-        assert_eq!(cfg.transport, TransportChoice::Udp);
-        assert_eq!(with(&[("MW_TRANSPORT", "auto")]).unwrap().transport, TransportChoice::Auto);
+        assert_eq!(cfg.transport, TransportChoice::Auto);
+        assert_eq!(with(&[("MW_TRANSPORT", "udp")]).unwrap().transport, TransportChoice::Udp);
+        // Asking for loss means UDP, unless a transport is chosen too.
+        assert_eq!(with(&[("MW_FAULT_DROP", "0.05")]).unwrap().transport, TransportChoice::Udp);
+        let both = with(&[("MW_FAULT_DROP", "5%"), ("MW_TRANSPORT", "auto")]).unwrap();
+        assert_eq!(both.transport, TransportChoice::Auto);
         let cfg = with(&[("MW_TRANSPORT", "udp"), ("MW_SHM_COPY", "ring")]).unwrap();
         assert_eq!((cfg.transport, cfg.shm_copy), (TransportChoice::Udp, ShmCopy::Rings));
     }

@@ -273,6 +273,16 @@ impl Endpoint {
                     let Ok(mut state) = shared.state.try_lock() else {
                         continue;
                     };
+                    // Checked again under the lock: an application thread
+                    // marks itself waiting before it first locks, so either
+                    // we see the mark here and stay out, or it locks after
+                    // us and sees everything we received. Without this, we
+                    // could take the datagram or ring record (and consume
+                    // the doorbell) that a thread about to sleep waits for,
+                    // and it would sleep on a socket that stays quiet.
+                    if shared.app_waiting.load(Ordering::Relaxed) != 0 {
+                        continue;
+                    }
                     for _ in 0..16 {
                         let now = shared.now();
                         if !state.progress(now) {
@@ -363,10 +373,12 @@ impl Endpoint {
                 state.proto.poll_timeout()
             };
             let mut deadline = deadline.map(|t| self.shared.to_std(t));
-            if self.shared.threaded.load(Ordering::Relaxed) {
-                // The progress thread may have received what we wait for (the
-                // socket, or shared-memory doorbell, then stays quiet): never sleep long
-                // on it alone. (The Auto watchdog never runs while we wait.)
+            if self.shared.threaded.load(Ordering::Relaxed) || self.shared.app_waiting.load(Ordering::Relaxed) > 1 {
+                // Another thread (the progress thread, or a second
+                // application thread waiting too) may receive what we wait
+                // for (the datagram, or the shared-memory doorbell) and the
+                // socket then stays quiet: never sleep long on it alone.
+                // (The Auto watchdog never runs while we wait.)
                 let cap = std::time::Instant::now() + Duration::from_micros(500);
                 deadline = Some(deadline.map_or(cap, |d| d.min(cap)));
             }

@@ -12,7 +12,7 @@ use mw_core::{Access, Cmp, Config, Endpoint, Error, Signal, SignalOp};
 #[test]
 fn every_operation_with_authentication_under_faults() {
     let configs = [
-        ("clean", Config { auth: Some(true), ..Config::default() }),
+        ("clean", Config { auth: Some(true), ..common::udp(Config::default()) }),
         ("lossy", Config { auth: Some(true), ..lossy(0.05, 0.05, 0.05, 11) }),
         // Between hosts: 1472-byte datagrams, so big puts are many MAC'd packets.
         ("lan-mtu", Config { auth: Some(true), max_datagram: Some(1472), ..lossy(0.02, 0.0, 0.02, 12) }),

@@ -23,6 +23,9 @@ fn with_faults(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
     Config {
         fault: Some(mw_transport::fault::FaultConfig { drop, dup, reorder, seed }),
         rto_min: std::time::Duration::from_micros(300),
+        // Faults are injected into UDP datagrams: same-host ranks would
+        // otherwise talk through shared memory.
+        transport: mw_core::TransportChoice::Udp,
         ..base()
     }
 }

@@ -1,4 +1,5 @@
-//! Messaging across 2-8 ranks over UDP on loopback, lossless and with
+//! Messaging across 2-8 ranks over shared memory (direct and with the
+//! two-copy ring fallback) and over UDP on loopback, lossless and with
 //! injected loss, duplication and reordering: tagged matching under every
 //! arrival order, eager and rendezvous sizes, truncation, credit-bounded
 //! floods, active messages, remote FIFOs, raw datagrams, and overlap with
@@ -14,9 +15,9 @@ use mw_core::{Config, Error, FifoKey, ProgressMode, ANY_SOURCE, ANY_TAG, RESERVE
 
 fn configs() -> Vec<(&'static str, Config)> {
     vec![
-        // Messaging over shared memory (MW_TRANSPORT=auto) is not in this
-        // list: it can hang intermittently (known bug, see README).
-        ("clean", Config::default()),
+        ("shm", common::shm(Config::default())),
+        ("shm two-copy", common::shm(Config { shm_copy: mw_core::ShmCopy::Rings, ..Config::default() })),
+        ("clean", common::udp(Config::default())),
         ("drop5", lossy(0.05, 0.0, 0.0, 21)),
         ("dup5+reorder5", lossy(0.0, 0.05, 0.05, 22)),
         ("mixed", lossy(0.03, 0.03, 0.03, 23)),
@@ -232,7 +233,9 @@ fn truncation_is_a_clear_error() {
 
 #[test]
 fn credit_flood_is_bounded_and_lossless() {
-    for (name, cfg) in [("clean", Config::default()), ("mixed", lossy(0.03, 0.03, 0.03, 31))] {
+    for (name, cfg) in
+        [("shm", Config::default()), ("clean", common::udp(Config::default())), ("mixed", lossy(0.03, 0.03, 0.03, 31))]
+    {
         eprintln!("config {name}");
         let cfg = Config { eager_limit: 1024, unexpected_credit: 16 << 10, ..cfg };
         run_job(3, cfg, |ep| {
@@ -510,7 +513,14 @@ fn irecv_completes_during_compute_with_progress_thread() {
 
 #[test]
 fn eight_ranks_all_to_one_and_ring() {
-    run_job(8, small_eager(lossy(0.02, 0.02, 0.02, 51)), |ep| {
+    for (name, cfg) in [("shm", Config::default()), ("lossy", lossy(0.02, 0.02, 0.02, 51))] {
+        eprintln!("config {name}");
+        eight_ranks_all_to_one_and_ring_with(cfg);
+    }
+}
+
+fn eight_ranks_all_to_one_and_ring_with(cfg: Config) {
+    run_job(8, small_eager(cfg), |ep| {
         let me = ep.rank();
         let n = ep.size();
         if me != 0 {

@@ -183,3 +183,69 @@ fn a_sleeping_rank_is_woken_by_a_direct_store_and_by_a_ring_message() {
         }
     });
 }
+
+#[test]
+fn a_sender_sleeping_until_its_operation_is_consumed_is_woken() {
+    // A put into a region with an arrival log goes through the ring (the
+    // owner logs what it executes) and completes when the owner has
+    // consumed the record: the ring's head is the acknowledgement. The
+    // sender blocks in the kernel at once; the owner is busy elsewhere and
+    // its watchdog takes the record a few ms later, and nothing else
+    // travels toward the sender: only a doorbell on consumption wakes it.
+    let cfg = Config {
+        shm_spin: std::time::Duration::ZERO,
+        spin: std::time::Duration::ZERO,
+        yield_for: std::time::Duration::ZERO,
+        ..shm(Config::default())
+    };
+    run_job(2, cfg, |ep| {
+        let region = ep.alloc_symmetric(64, Access::ALL).unwrap();
+        region.enable_arrival_log(64);
+        let key = region.key();
+        ep.barrier().unwrap();
+        for round in 0..20u64 {
+            if ep.rank() == 0 {
+                ep.put(1, key, 8, &round.to_le_bytes()).unwrap();
+            } else {
+                std::thread::sleep(std::time::Duration::from_millis(3));
+            }
+        }
+        ep.barrier().unwrap();
+        if ep.rank() == 1 {
+            assert_eq!(region.load_u64(8).unwrap(), 19);
+        }
+    });
+}
+
+#[test]
+fn two_application_threads_waiting_on_one_endpoint_both_wake() {
+    // Two threads of rank 0 wait at once on different messages; whichever
+    // thread's poll takes the doorbell, the other must still see its message.
+    let cfg = Config {
+        shm_spin: std::time::Duration::ZERO,
+        spin: std::time::Duration::ZERO,
+        yield_for: std::time::Duration::ZERO,
+        ..shm(Config::default())
+    };
+    run_job(2, cfg, |ep| {
+        for round in 0..10u64 {
+            if ep.rank() == 0 {
+                std::thread::scope(|s| {
+                    for tag in [2 * round, 2 * round + 1] {
+                        s.spawn(move || {
+                            let mut buf = [0u8; 8];
+                            ep.recv(1, tag, &mut buf).unwrap();
+                            assert_eq!(u64::from_le_bytes(buf), tag);
+                        });
+                    }
+                });
+            } else {
+                for tag in [2 * round + 1, 2 * round] {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    ep.send(0, tag, &tag.to_le_bytes()).unwrap();
+                }
+            }
+        }
+        ep.barrier().unwrap();
+    });
+}

@@ -70,7 +70,7 @@ impl Endpoint {
     fn shm_direct(&self, rank: u32) -> Option<(&ShmShared, &Link)> {
         let shm = self.shared.shm.as_deref()?;
         let link = shm.link(rank)?;
-        link.is_idle().then_some((shm, link))
+        (link.is_idle() && !link.dead.load(Ordering::Relaxed)).then_some((shm, link))
     }
 
     /// Put by direct store; `None`: use the ring.

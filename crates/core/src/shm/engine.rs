@@ -271,6 +271,7 @@ impl State {
             if self.dead[peer as usize] {
                 continue;
             }
+            let mut consumed_any = false;
             for _ in 0..BATCH {
                 let popped = consumer.pop(|msg| {
                     self.deliver(peer, msg);
@@ -278,7 +279,7 @@ impl State {
                 });
                 match popped {
                     Ok(true) => {
-                        worked = true;
+                        consumed_any = true;
                         self.stats.shm_ring_received += 1;
                     }
                     Ok(false) => break,
@@ -287,6 +288,18 @@ impl State {
                         self.shm_peer_dead(peer);
                         break;
                     }
+                }
+            }
+            if consumed_any {
+                worked = true;
+                // Consumption is the producer's acknowledgement (a request
+                // completes when its record is consumed) and frees room for
+                // what it queued: wake it if it sleeps waiting for either.
+                // Without this, a rank blocked on an eager send or an
+                // overflowing ring sleeps until something else arrives.
+                let shared = &self.shm.as_ref().expect("checked").shared;
+                if let Some(link) = shared.link(peer) {
+                    shared.wake_for_ring(link);
                 }
             }
         }
@@ -333,6 +346,9 @@ impl State {
     /// fails with `PeerUnreachable`, as for a UDP peer declared dead.
     fn shm_peer_dead(&mut self, peer: u32) {
         let error = Error::PeerUnreachable { rank: peer };
+        if !self.dead[peer as usize] {
+            self.peer_events.push_back(crate::PeerEvent::Down { rank: peer });
+        }
         self.dead[peer as usize] = true;
         self.ack_waiters[peer as usize].clear();
         if let Some(shm) = self.shm.as_mut() {
@@ -340,6 +356,7 @@ impl State {
                 tx.overflow.clear();
                 tx.overflow_bytes = 0;
                 link.overflow.store(0, Ordering::Release);
+                link.dead.store(true, Ordering::Release);
             }
         }
         let done = self.requests.fail_target(peer, &error);

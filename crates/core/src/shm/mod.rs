@@ -104,6 +104,10 @@ pub(crate) struct Link {
     pub ordered_end: AtomicU64,
     /// The kernel refused `process_vm_*` toward this peer: use the rings.
     pub cma_refused: AtomicBool,
+    /// The peer was declared dead: direct accesses stop (its mapping
+    /// outlives it, so a store would "succeed" into a dead process) and go
+    /// the ring way, which fails them with `PeerUnreachable`.
+    pub dead: AtomicBool,
     windows: RwLock<HashMap<u64, CachedWindow, BuildHasherDefault<KeyHasher>>>,
 }
 
@@ -370,6 +374,7 @@ pub(crate) fn exchange(boot: &mut mw_bootstrap::Bootstrap, config: &Config, me: 
             overflow: AtomicUsize::new(0),
             ordered_end: AtomicU64::new(0),
             cma_refused: AtomicBool::new(false),
+            dead: AtomicBool::new(false),
             windows: RwLock::new(HashMap::default()),
         });
     }
