@@ -182,7 +182,10 @@ mod tests {
         let mut decider = Decider::new(none, 1);
         for _ in 0..1000 {
             let fate = decider.decide(&mut counters);
-            assert_eq!(fate, Fate { dropped: false, flip_bit: None, after: Duration::ZERO, copy_after: None, held: false });
+            assert_eq!(
+                fate,
+                Fate { dropped: false, flip_bit: None, after: Duration::ZERO, copy_after: None, held: false }
+            );
         }
         assert_eq!(counters, Counters::default());
     }

@@ -204,7 +204,13 @@ fn run(cli: &Cli) -> std::io::Result<()> {
 /// first; `len` is its full length, possibly more than `data` holds) and
 /// the datagrams it stands for, ready to send; `None` if it is not UDP
 /// between two hosts of the cluster.
-fn relayable(cli: &Cli, from: usize, data: &[u8], len: usize, counters: &mut Counters) -> Option<(usize, Vec<Vec<u8>>)> {
+fn relayable(
+    cli: &Cli,
+    from: usize,
+    data: &[u8],
+    len: usize,
+    counters: &mut Counters,
+) -> Option<(usize, Vec<Vec<u8>>)> {
     if len > data.len() || data.len() < VNET_HDR_LEN {
         return None;
     }

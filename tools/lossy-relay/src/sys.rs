@@ -113,7 +113,7 @@ impl LinkSocket {
                     _ => Err(err),
                 };
             }
-            if from.sll_pkttype == libc::PACKET_OUTGOING as u8 {
+            if from.sll_pkttype == libc::PACKET_OUTGOING {
                 continue;
             }
             // MSG_TRUNC returns the real length; a frame longer than the
