@@ -10,7 +10,9 @@
 //! use. The one-sided checks themselves are `memwire_jobs.rs`'s `rma` role.
 //!
 //! Each case uses a cluster named and addressed after this process's pid, so
-//! that parallel runs (other worktrees, the launcher tests) never collide.
+//! that parallel runs (other worktrees, the launcher tests) do not collide,
+//! and marks it with an owner file; a run removes the clusters of earlier
+//! runs that were killed before they could.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -57,21 +59,25 @@ struct Cluster {
 impl Cluster {
     /// `tag` (one letter per case) keeps the clusters of one run apart.
     fn up(tag: char) -> Cluster {
+        sweep_abandoned_clusters();
         let pid = std::process::id();
-        // At most 6 characters: "j", the tag, then the pid in base 36 (4 digits
-        // cover pids below 1.6 million; wider pids only lengthen the name).
-        let mut digits = String::new();
+        // At most 6 characters: the tag, then the pid in base 36 (pids are
+        // below 2^22, five digits).
+        let mut prefix = String::new();
         let mut rest = pid;
         while rest > 0 {
-            digits.insert(0, char::from_digit(rest % 36, 36).expect("base 36"));
+            prefix.insert(0, char::from_digit(rest % 36, 36).expect("base 36"));
             rest /= 36;
         }
-        let prefix = format!("j{tag}{}", &digits[digits.len().saturating_sub(4)..]);
+        prefix.insert(0, tag);
         let tag_index = u32::from(tag as u8 - b'a');
         let subnet = format!("10.{}.{}", 120 + (pid % 40), (pid / 40 * 7 + tag_index) % 250);
         let cluster = Cluster { prefix, subnet };
         let out = cluster.script(&["up", "4"]);
         assert!(out.status.success(), "netns-cluster up: {}", text(&out.stderr));
+        // Claimed by this process: a later run removes the cluster if this
+        // one dies without its Drop (SIGKILL, a timeout).
+        std::fs::write(owner_file(&cluster.prefix), format!("memwire_jobs {pid}\n")).expect("owner file");
         cluster
     }
 
@@ -152,6 +158,34 @@ impl Drop for Cluster {
         let out = self.script(&["down"]);
         if !out.status.success() {
             eprintln!("netns-cluster down failed: {}", text(&out.stderr));
+        }
+        let _ = std::fs::remove_file(owner_file(&self.prefix));
+    }
+}
+
+const STATE_DIR: &str = "/run/netns-cluster";
+
+fn owner_file(prefix: &str) -> PathBuf {
+    Path::new(STATE_DIR).join(format!("{prefix}.owner"))
+}
+
+/// Removes the clusters (and relays) of earlier runs of these tests whose
+/// process is gone: killed runs cannot clean up after themselves.
+fn sweep_abandoned_clusters() {
+    let Ok(entries) = std::fs::read_dir(STATE_DIR) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(prefix) = name.strip_suffix(".owner") else { continue };
+        let owner = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let Some(pid) = owner.strip_prefix("memwire_jobs ").and_then(|p| p.trim().parse::<u32>().ok()) else {
+            continue;
+        };
+        let alive = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|cmd| String::from_utf8_lossy(&cmd).contains("memwire_jobs"));
+        if !alive {
+            eprintln!("removing cluster {prefix} abandoned by a killed test run (pid {pid})");
+            let _ = Command::new(repo_path("scripts/netns-cluster")).arg("down").env("NETNS_PREFIX", prefix).output();
+            let _ = std::fs::remove_file(entry.path());
         }
     }
 }
