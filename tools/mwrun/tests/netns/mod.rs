@@ -61,11 +61,12 @@ impl Cluster {
     fn up(tag: char) -> Cluster {
         sweep_abandoned_clusters();
         let pid = std::process::id();
-        // At most 6 characters: the tag, then the pid in base 36 (pids are
-        // below 2^22, five digits).
+        // Six characters: the tag, then the pid in five base-36 digits (pids
+        // are below 2^22). Fixed length, so that no prefix is the start of
+        // another's host names (the script finds hosts as PREFIX<digits>).
         let mut prefix = String::new();
         let mut rest = pid;
-        while rest > 0 {
+        for _ in 0..5 {
             prefix.insert(0, char::from_digit(rest % 36, 36).expect("base 36"));
             rest /= 36;
         }
