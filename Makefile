@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build demo test deps lint unit ctest capi header install nas nas-bench fuzz fuzz-smoke soak soak-short bench clean
+.PHONY: all build demo test deps lint unit ctest capi header install nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench clean
 
 all: build
 
@@ -126,6 +126,12 @@ soak:
 # The short soak `make test` runs (20 s).
 soak-short:
 	@$(MAKE) --no-print-directory soak SOAK_SECONDS=20 SOAK_ARGS="--warmup 8"
+
+## soak-netns: the same soak across 4 netns hosts (root) with SOAK_LOSS (default 5) % real
+## packet loss at each host (nftables) instead of injected loss
+soak-netns:
+	$(CARGO) build --release -p mwrun -p mwsoak
+	scripts/soak-netns.sh $${SOAK_SECONDS:-600} $${SOAK_ARGS:-}
 
 clean:
 	$(CARGO) clean

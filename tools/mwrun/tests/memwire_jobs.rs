@@ -5,6 +5,13 @@
 //!
 //! A custom harness (`harness = false`): without `MWJOB_ROLE` it is the test
 //! driver and runs the cases below; with it, it is one rank.
+//!
+//! The multi-host cases (`netns/`: 4 ranks on 4 network namespaces, real
+//! loss, a lossy relay, a killed rank, hostile packets) need root and print
+//! SKIPPED otherwise.
+
+#[path = "netns/mod.rs"]
+mod netns;
 
 use std::net::TcpListener;
 use std::process::{Child, Command, ExitCode, Output, Stdio};
@@ -30,6 +37,16 @@ fn main() -> ExitCode {
         ("a_rank_that_fails_makes_mwrun_fail_naming_it", a_rank_that_fails_makes_mwrun_fail_naming_it),
         ("a_computing_rank_is_served_and_not_taken_for_dead", a_computing_rank_is_served_and_not_taken_for_dead),
         ("a_peer_dying_during_a_barrier_fails_the_barrier", a_peer_dying_during_a_barrier_fails_the_barrier),
+        ("netns_every_one_sided_op_on_4_hosts_under_loss", netns::every_one_sided_op_on_4_hosts_under_loss),
+        ("netns_every_op_on_4_hosts_through_the_lossy_relay", netns::every_op_on_4_hosts_through_the_lossy_relay),
+        (
+            "netns_a_rank_killed_on_a_lossy_network_is_detected_within_the_deadline",
+            netns::a_rank_killed_on_a_lossy_network_is_detected_within_the_deadline,
+        ),
+        (
+            "netns_hostile_packets_and_bad_operations_across_hosts",
+            netns::hostile_packets_and_bad_operations_across_hosts,
+        ),
     ];
     let mut failed = 0;
     for (name, case) in cases {
@@ -211,6 +228,9 @@ fn rank_main(role: &str) -> ExitCode {
             return ExitCode::from(3);
         }
     };
+    if netns::ROLES.contains(&role) {
+        return netns::rank_role(ep, role);
+    }
     match role {
         "rma" => rma(&ep),
         "small" => small(&ep),
