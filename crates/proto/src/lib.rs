@@ -1,7 +1,8 @@
 //! memwire's reliability protocol as a deterministic, sans-IO state machine.
 //!
 //! Owns: everything between "a message to rank P" and "datagrams on the
-//! wire": per-peer sequence numbers, cumulative acks with a SACK bitmap,
+//! wire" (and, in [`mcast`], between "these bytes to every member of a
+//! group" and segments multicast or repaired): per-peer sequence numbers, cumulative acks with a SACK bitmap,
 //! delayed and piggybacked acks, Nacks, fast and timeout retransmission, RTT
 //! estimation, the congestion window, segmentation and reassembly,
 //! exactly-once in-order delivery, connection epochs, peer-dead detection,
@@ -34,6 +35,7 @@
 mod auth;
 mod config;
 mod endpoint;
+pub mod mcast;
 mod peer;
 mod stats;
 pub mod time;
