@@ -13,7 +13,7 @@ use crate::auth;
 use crate::peer::{Ids, Peer};
 use crate::time::Instant;
 use crate::timer::{TimerKind, TimerQueue};
-use crate::{Config, DropReason, Event, MsgId, PeerStats, Stats, SubmitError, Transmit};
+use crate::{Config, DropReason, Event, McastSegment, MsgId, PeerStats, Stats, SubmitError, Transmit};
 use mw_wire::mcast::{McastData, GROUP_RANK};
 use mw_wire::{Flags, HeaderRepr, PacketType, HEADER_LEN};
 use std::collections::VecDeque;
@@ -486,10 +486,9 @@ impl Endpoint {
     /// Checks a datagram that claims to be a multicast segment exactly as
     /// every packet is checked (well-formed, this job, valid MAC, addressed
     /// to the group or to us, from another rank of the job in the
-    /// incarnation we know, not declared dead) and returns its sender, the
-    /// segment index and the segment. Rejections are counted in
-    /// [`Stats::drops`]. Touches no connection state.
-    pub fn accept_mcast<'a>(&mut self, datagram: &'a [u8]) -> Result<(u32, u32, McastData<'a>), DropReason> {
+    /// incarnation we know, not declared dead) and returns it. Rejections
+    /// are counted in [`Stats::drops`]. Touches no connection state.
+    pub fn accept_mcast<'a>(&mut self, datagram: &'a [u8]) -> Result<McastSegment<'a>, DropReason> {
         let result = self.check_mcast(datagram);
         match &result {
             Ok(_) => self.stats.mcast_received += 1,
@@ -498,7 +497,7 @@ impl Endpoint {
         result
     }
 
-    fn check_mcast<'a>(&self, datagram: &'a [u8]) -> Result<(u32, u32, McastData<'a>), DropReason> {
+    fn check_mcast<'a>(&self, datagram: &'a [u8]) -> Result<McastSegment<'a>, DropReason> {
         let (repr, payload) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
         if repr.job_id != self.ids.job {
             return Err(DropReason::WrongJob);
@@ -521,8 +520,8 @@ impl Endpoint {
         if p.dead {
             return Err(DropReason::DeadPeer);
         }
-        let segment = McastData::parse(payload).map_err(DropReason::Malformed)?;
-        Ok((repr.src_rank, repr.seq, segment))
+        let data = McastData::parse(payload).map_err(DropReason::Malformed)?;
+        Ok(McastSegment { from: repr.src_rank, index: repr.seq, to_group: repr.dst_rank == GROUP_RANK, data })
     }
 
     /// Endpoint-wide counters.

@@ -61,6 +61,19 @@ pub struct Transmit {
     pub len: usize,
 }
 
+/// A multicast segment accepted by [`Endpoint::accept_mcast`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McastSegment<'a> {
+    /// The root that sent it.
+    pub from: u32,
+    /// The segment's index within its transfer.
+    pub index: u32,
+    /// Sent to the whole group (else to this endpoint alone, as a repair).
+    pub to_group: bool,
+    /// The segment.
+    pub data: mw_wire::mcast::McastData<'a>,
+}
+
 /// Something the layer above must know, from [`Endpoint::poll_event`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

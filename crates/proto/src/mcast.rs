@@ -33,8 +33,8 @@
 //!   may all be lost, leaving no gap to see). Nacks are repeated with
 //!   exponential backoff up to `max_nack_interval` while holes stay open.
 //! * The root answers a Nack with repairs: a segment wanted by two members
-//!   or more is multicast again, one wanted by a single member goes to it by
-//!   unicast. Once the group is known not to work ([`McastSender::group_failed`])
+//!   or more is multicast again (once), one wanted by a single member, or
+//!   asked for again after its group repair, goes to each asker by unicast. Once the group is known not to work ([`McastSender::group_failed`])
 //!   everything, new segments included, goes by unicast to each member.
 //! * A member holding everything says "done" once; the transfer completes
 //!   at the root when every member has. Segment `i` arriving twice is
@@ -44,7 +44,7 @@
 //! will come anyway), so a member that Nacks early — before the root even
 //! started — costs only a small message.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::time::{Duration, Instant};
 
@@ -190,6 +190,10 @@ pub struct McastSender {
     min_contig: u32,
     /// Segment → members that asked for it (each listed once).
     repairs: BTreeMap<u32, Vec<u32>>,
+    /// Segments already repaired through the group once: asked for again,
+    /// they go by unicast (a group that silently loses everything must not
+    /// be retried forever).
+    group_repaired: BTreeSet<u32>,
     /// Unicast sends already decided, waiting for `poll_send`.
     fanout: VecDeque<McastSend>,
     stats: SenderStats,
@@ -214,6 +218,7 @@ impl McastSender {
             done: 0,
             min_contig: 0,
             repairs: BTreeMap::new(),
+            group_repaired: BTreeSet::new(),
             fanout: VecDeque::new(),
             stats: SenderStats::default(),
         };
@@ -250,7 +255,8 @@ impl McastSender {
                 if needy.is_empty() {
                     continue;
                 }
-                if self.group_ok && (needy.len() >= 2 || self.group_only) {
+                let first_repair = self.group_repaired.insert(segment);
+                if self.group_ok && (self.group_only || (needy.len() >= 2 && first_repair)) {
                     self.stats.group_sends += 1;
                     self.stats.group_repairs += 1;
                     return Some(McastSend { segment, dest: McastDest::Group });

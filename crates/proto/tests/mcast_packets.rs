@@ -36,12 +36,14 @@ fn segments_round_trip_with_and_without_authentication() {
         let mut root = endpoint(config(auth), &JOB_KEY, 0, 10);
         let mut member = endpoint(config(auth), &JOB_KEY, 1, 11);
         let packet = encode(&mut root, None, b"payload");
-        let (from, index, seg) = member.accept_mcast(&packet).unwrap();
-        assert_eq!((from, index), (0, 1));
-        assert_eq!(seg, segment(b"payload"));
+        let seg = member.accept_mcast(&packet).unwrap();
+        assert_eq!((seg.from, seg.index, seg.to_group), (0, 1, true));
+        assert_eq!(seg.data, segment(b"payload"));
+        let mut other = endpoint(config(auth), &JOB_KEY, 2, 12);
+        assert!(!other.accept_mcast(&encode(&mut root, Some(2), b"r")).unwrap().to_group, "a repair");
         let repair = encode(&mut root, Some(2), b"x");
         assert_eq!(member.accept_mcast(&repair).unwrap_err(), DropReason::WrongTarget, "a repair for rank 2");
-        assert_eq!(root.stats().mcast_sent, 2);
+        assert_eq!(root.stats().mcast_sent, 3);
         assert_eq!(member.stats().mcast_received, 1);
         assert_eq!(member.stats().drops.wrong_target, 1);
         // Never taken for connection traffic.
