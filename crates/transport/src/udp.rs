@@ -179,6 +179,11 @@ impl UdpTransport {
         })
     }
 
+    /// The socket itself, for option setters elsewhere in this crate.
+    pub(crate) fn socket_ref(&self) -> &Socket {
+        &self.socket
+    }
+
     /// The address the socket is bound to (with the real port if 0 was asked).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
