@@ -85,6 +85,7 @@ mod error;
 pub mod fuzzing;
 mod handle;
 mod internal;
+mod mcast;
 mod memory;
 mod msg;
 pub mod region;
@@ -95,8 +96,8 @@ mod stats;
 mod target;
 
 pub use coll::{
-    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastGroup,
-    ReduceAlgo, ReduceOp, Team,
+    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastAlgo,
+    McastGroup, ReduceAlgo, ReduceOp, Team,
 };
 pub use config::{Config, ProgressMode, ShmCopy, TransportChoice};
 pub use endpoint::{Endpoint, PeerEvent};
@@ -110,4 +111,5 @@ pub use msg::{
 pub use mw_wire::op::{AtomicOp, AtomicWidth, SignalOp};
 pub use region::{Access, Arrival, ArrivalKind, RegionKey};
 pub use rma::{Cmp, Signal};
+pub use mcast::McastStats;
 pub use stats::CoreStats;

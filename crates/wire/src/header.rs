@@ -93,6 +93,17 @@ impl PacketType {
     }
 }
 
+/// The packet type of `bytes` if they start like a memwire packet of this
+/// version (magic, version, known type), without checking anything else: a
+/// cheap routing decision before the full [`HeaderRepr::parse_packet`].
+pub fn peek_packet_type(bytes: &[u8]) -> Option<PacketType> {
+    let head = bytes.get(..HEADER_LEN)?;
+    if le16(&head[field::MAGIC]) != MAGIC || head[field::VERSION] != VERSION {
+        return None;
+    }
+    PacketType::from_u8(head[field::PTYPE]).ok()
+}
+
 /// Header flag bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Flags(u16);
@@ -554,6 +565,20 @@ mod tests {
             bad.emit_into(&mut buf);
             assert_eq!(HeaderRepr::parse_packet(&buf).unwrap_err(), Error::Malformed, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn peeking_at_the_type() {
+        let repr = sample();
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit_into(&mut buf);
+        assert_eq!(peek_packet_type(&buf), Some(PacketType::Data));
+        assert_eq!(peek_packet_type(&buf[..HEADER_LEN - 1]), None);
+        buf[3] = 7;
+        assert_eq!(peek_packet_type(&buf), Some(PacketType::Mcast));
+        buf[0] = 0;
+        assert_eq!(peek_packet_type(&buf), None);
+        assert_eq!(peek_packet_type(b"MWDB"), None);
     }
 
     #[test]

@@ -21,5 +21,5 @@ pub mod mcast;
 pub mod op;
 
 pub use error::{Error, Result};
-pub use header::{Flags, Header, HeaderRepr, PacketType, HEADER_LEN, MAC_LEN, MAGIC, VERSION};
+pub use header::{peek_packet_type, Flags, Header, HeaderRepr, PacketType, HEADER_LEN, MAC_LEN, MAGIC, VERSION};
 pub use op::{OpCode, OpRepr};
