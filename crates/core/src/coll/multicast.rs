@@ -32,7 +32,8 @@
 //!    a health word: whether multicast from this root has been failing here).
 //! 2. The root, once everyone is ready, picks the way: IP multicast if some
 //!    members are reached over UDP, nobody reported trouble and its own
-//!    sends to the group work; else the tree (without step 1, done already).
+//!    sends to the group work; else the tree, announced by the root to every
+//!    member on the root's own signal word (step 1; entry was step 1 above).
 //! 3. IP: the root multicasts the segments; members Nack what they miss
 //!    over the reliable path and get repairs (`mw_proto::mcast`); each
 //!    member returns once it holds everything and has said so; the root
@@ -42,7 +43,9 @@
 //!    the data by direct put instead (a memcpy beats a datagram), signalled
 //!    with [`DIRECT_STEP`].
 //! 4. A member waits for whichever comes: its receive completes, the
-//!    root's direct put, or its tree parent's first chunk.
+//!    root's direct put, or the root's word saying it is the tree. (Not the
+//!    tree parent's word: a parent done early by multicast may already be
+//!    signalling a later collective on it.)
 //!
 //! A member that receives a whole transfer from a root by repair only, in
 //! [`MISSES_FOR_TREE`] transfers in a row, reports trouble to that root,
@@ -383,6 +386,12 @@ impl<'ep> Team<'ep> {
             if !receivers.is_empty() {
                 self.ep.mcast_count(|s| s.tree_fallbacks += 1);
             }
+            // Tell every member it is the tree this time: on a signal word
+            // only the root writes (a parent's own word may already carry a
+            // later collective's signals when multicast let it finish early).
+            for m in (0..p).filter(|&m| m != me) {
+                self.notify(m, 1)?;
+            }
             return self.tree_multicast(group, me, offset, len, false);
         }
         self.ep.mcast_count(|s| s.ip_transfers += 1);
@@ -443,7 +452,7 @@ impl<'ep> Team<'ep> {
 
     /// A non-root member of a call on a team with IP multicast.
     fn ip_member(&mut self, group: &McastGroup<'_>, root: usize, offset: usize, len: usize) -> Result<()> {
-        let (p, me) = (self.p(), self.me);
+        let me = self.me;
         let TeamIp::On(ip) = &self.ip else { unreachable!("checked by the caller") };
         let (id, trouble) = (ip.id, ip.misses[root] >= MISSES_FOR_TREE);
         let transfer = self.seq;
@@ -456,18 +465,19 @@ impl<'ep> Team<'ep> {
         // Ready, with my report on multicast from this root.
         let health = u64::from(trouble).to_le_bytes();
         self.put_to(root, self.keys[root], self.lay.health(me), &health, 1)?;
-        let parent = binomial_parent(me, root, p);
+        // The root's word says "direct put done" or "the tree this time";
+        // nobody else writes it, and the root cannot move on to a later
+        // collective before this member holds the data.
         let mem = self.mem;
-        let direct_at = self.lay.flag(root) as usize;
-        let direct_want = self.sig(DIRECT_STEP);
-        let tree_at = parent.map(|q| self.lay.flag(q) as usize);
-        let tree_want = self.sig(2);
+        let root_at = self.lay.flag(root) as usize;
+        let (direct_want, tree_want) = (self.sig(DIRECT_STEP), self.sig(1));
         let mut arrived = None;
         let mut dead = false;
         self.ep.wait_for(|state| {
-            if mem.load_u64(direct_at) >= direct_want {
+            let word = mem.load_u64(root_at);
+            if word >= direct_want {
                 arrived = Some(Arrived::Direct);
-            } else if tree_at.is_some_and(|at| mem.load_u64(at) >= tree_want) {
+            } else if word >= tree_want {
                 arrived = Some(Arrived::Tree);
             } else if let (true, RxStatus::Complete(stats)) = (by_ip, state.mcast.rx_status(id, transfer)) {
                 arrived = Some(Arrived::Ip(stats));

@@ -1,0 +1,223 @@
+//! IP multicast for real: ranks as threads of one process, each its own
+//! endpoint and sockets, all on loopback (the kernel loops group datagrams
+//! back to every member socket), checked byte for byte against the root's
+//! pattern; then the same under injected loss, duplication and reordering,
+//! with same-host members on shared memory, and with multicast off or
+//! unavailable (the tree, same bytes).
+
+mod common;
+
+use common::{pattern, run_job, run_job_on_hosts, shm};
+use mw_core::{Access, CollTuning, Config, Endpoint, Error, McastAlgo, Team};
+
+fn with_mcast(config: Config, mcast: McastAlgo) -> Config {
+    Config { coll: CollTuning { mcast, ..config.coll }, ..config }
+}
+
+fn lossy(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
+    common::lossy(drop, dup, reorder, seed)
+}
+
+const MIB4: usize = 4 << 20;
+
+/// Every (root, offset, len) of `shapes` multicast with `algo`, checked on
+/// every member; region contents outside the range stay as they were.
+fn check_shapes<'ep>(ep: &'ep Endpoint, team: &mut Team<'ep>, algo: McastAlgo, shapes: &[(u32, usize, usize)]) {
+    let me = team.rank();
+    let cap = shapes.iter().map(|s| s.1 + s.2).max().unwrap_or(0) + 64;
+    let region = ep.alloc(cap, Access::READ_WRITE).unwrap();
+    let group = team.multicast_group(&region).unwrap();
+    for (round, &(root, offset, len)) in shapes.iter().enumerate() {
+        let root = root % team.size();
+        let data = pattern(round as u32 * 7 + root + 1, len);
+        let before = pattern(1000 + me, cap);
+        region.write(0, &before).unwrap();
+        if me == root {
+            region.write(offset as u64, &data).unwrap();
+        }
+        team.multicast_with(algo, &group, root, offset, len).unwrap();
+        let mut got = vec![0u8; cap];
+        region.read(0, &mut got).unwrap();
+        if got[offset..offset + len] != data[..] {
+            let first = (0..len).find(|&i| got[offset + i] != data[i]).unwrap_or(len);
+            let last = (0..len).rev().find(|&i| got[offset + i] != data[i]).unwrap_or(len);
+            let is_before = got[offset + first..offset + first + 16] == before[offset + first..offset + first + 16];
+            panic!(
+                "rank {me} round {round}: {len} bytes at {offset} from {root} differ in {first}..={last} (still the old bytes: {is_before}); {:?}",
+                ep.stats().0.mcast
+            );
+        }
+        if me != root {
+            assert!(got[..offset] == before[..offset] && got[offset + len..] == before[offset + len..], "rank {me}: outside");
+        }
+        // The next round rewrites the region: everyone is done with this one.
+        team.barrier().unwrap();
+    }
+}
+
+fn shapes(p: u32) -> Vec<(u32, usize, usize)> {
+    vec![(0, 0, 0), (p - 1, 3, 1), (p / 2, 0, 1000), (1, 5, 64_920), (0, 0, 64_921), (p - 1, 100, 300_000)]
+}
+
+#[test]
+fn ip_multicast_on_teams_of_2_to_9_byte_for_byte() {
+    for n in 2..=9 {
+        eprintln!("{n} ranks");
+        run_job(n, with_mcast(Config::default(), McastAlgo::Ip), move |ep| {
+            let mut team = ep.team_world().unwrap();
+            check_shapes(ep, &mut team, McastAlgo::Ip, &shapes(n));
+            assert!(team.uses_ip_multicast());
+            let stats = ep.stats().0.mcast;
+            assert!(stats.ip_transfers > 0 || team.rank() != 0, "{stats:?}");
+            assert!(stats.received_via_group > 0, "rank {}: {stats:?}", team.rank());
+            assert_eq!(stats.tree_fallbacks, 0, "{stats:?}");
+        });
+    }
+}
+
+#[test]
+fn four_mebibytes_by_ip_multicast() {
+    run_job(4, with_mcast(Config::default(), McastAlgo::Ip), |ep| {
+        let mut team = ep.team_world().unwrap();
+        check_shapes(ep, &mut team, McastAlgo::Ip, &[(1, 0, MIB4), (3, 7, MIB4 - 7)]);
+    });
+}
+
+#[test]
+fn ip_multicast_under_loss_duplication_and_reordering() {
+    for (n, cfg) in [
+        (3, lossy(0.05, 0.0, 0.0, 41)),
+        (5, lossy(0.0, 0.05, 0.05, 42)),
+        (7, lossy(0.03, 0.03, 0.03, 43)),
+    ] {
+        eprintln!("{n} ranks, faults {:?}", cfg.fault);
+        run_job(n, with_mcast(cfg, McastAlgo::Ip), move |ep| {
+            let mut team = ep.team_world().unwrap();
+            let mut shapes = shapes(n);
+            shapes.push((2, 0, 1 << 20));
+            check_shapes(ep, &mut team, McastAlgo::Ip, &shapes);
+        });
+    }
+}
+
+#[test]
+fn auto_uses_ip_multicast_and_tree_is_forced_on_request() {
+    run_job(4, Config::default(), |ep| {
+        let mut team = ep.team_world().unwrap();
+        check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(4));
+        assert!(team.uses_ip_multicast(), "loopback allows IP multicast");
+        let ip = ep.stats().0.mcast;
+        check_shapes(ep, &mut team, McastAlgo::Tree, &shapes(4));
+        let after = ep.stats().0.mcast;
+        assert_eq!((after.ip_transfers, after.received_via_group), (ip.ip_transfers, ip.received_via_group));
+    });
+}
+
+/// `MW_MCAST=0`: no socket, no group, the tree; same bytes.
+#[test]
+fn multicast_off_is_the_tree() {
+    for n in [1, 3, 6] {
+        run_job(n, with_mcast(Config::default(), McastAlgo::Tree), move |ep| {
+            let mut team = ep.team_world().unwrap();
+            check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(n));
+            assert!(!team.uses_ip_multicast());
+            assert_eq!(ep.stats().0.mcast, mw_core::McastStats::default());
+            let region = ep.alloc(8, Access::READ_WRITE).unwrap();
+            let group = team.multicast_group(&region).unwrap();
+            if n > 1 {
+                let forced = team.multicast_with(McastAlgo::Ip, &group, 0, 0, 8);
+                assert!(matches!(forced, Err(Error::InvalidArgument(_))), "{forced:?}");
+            }
+        });
+    }
+}
+
+/// Multicast unavailable: the group port is held by a socket that does not
+/// share it, so no rank can bind it. Auto falls back to the tree (same
+/// bytes); forcing IP is an error on every rank, not a hang.
+#[test]
+fn unavailable_multicast_falls_back_to_the_tree() {
+    let blocker = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    let port = blocker.local_addr().unwrap().port();
+    let cfg = Config { mcast_port: Some(port), ..Config::default() };
+    run_job(3, cfg.clone(), |ep| {
+        let mut team = ep.team_world().unwrap();
+        check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(3));
+        assert!(!team.uses_ip_multicast());
+        assert!(ep.stats().0.mcast.setup_failures > 0);
+    });
+    run_job(3, with_mcast(cfg, McastAlgo::Ip), |ep| {
+        let mut team = ep.team_world().unwrap();
+        let region = ep.alloc(64, Access::READ_WRITE).unwrap();
+        let result = team.multicast_group(&region);
+        assert!(matches!(result, Err(Error::Io(_))), "{result:?}");
+        team.barrier().unwrap();
+    });
+    drop(blocker);
+}
+
+/// Two fake hosts (two ranks each) with shared memory inside a host: the
+/// root's host-mate gets a direct put, the other host's ranks IP multicast;
+/// and a job of one host with shared memory everywhere has no UDP member
+/// and uses the tree.
+#[test]
+fn mixed_shared_memory_and_multicast() {
+    let hosts: Vec<String> = ["a", "a", "b", "b", "b"].iter().map(|h| h.to_string()).collect();
+    run_job_on_hosts(5, shm(Config::default()), hosts, |ep| {
+        let mut team = ep.team_world().unwrap();
+        check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(5));
+        assert!(team.uses_ip_multicast());
+        let stats = ep.stats().0.mcast;
+        assert!(stats.received_via_group > 0 || team.rank() == 0, "rank {}: {stats:?}", team.rank());
+    });
+    run_job(3, shm(Config::default()), |ep| {
+        let mut team = ep.team_world().unwrap();
+        check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(3));
+        assert!(!team.uses_ip_multicast(), "every member shares memory");
+    });
+}
+
+/// Several teams multicasting at once from different threads of each rank,
+/// each on its own group: nobody sees another team's data.
+#[test]
+fn concurrent_teams_keep_their_groups_apart() {
+    run_job(4, Config::default(), |ep| {
+        let mut world = ep.team_world().unwrap();
+        let me = world.rank();
+        let mut half = world.split(Some(me % 2), me).unwrap().unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let a = ep.alloc(100_000, Access::READ_WRITE).unwrap();
+                let ga = world.multicast_group(&a).unwrap();
+                assert!(world.uses_ip_multicast());
+                for i in 0..20u32 {
+                    let data = pattern(i, 100_000);
+                    if world.rank() == i % 4 {
+                        a.write(0, &data).unwrap();
+                    }
+                    world.multicast(&ga, i % 4, 0, 100_000).unwrap();
+                    let mut got = vec![0u8; 100_000];
+                    a.read(0, &mut got).unwrap();
+                    assert!(got == data, "world round {i}");
+                    world.barrier().unwrap();
+                }
+            });
+            s.spawn(|| {
+                let b = ep.alloc(100_000, Access::READ_WRITE).unwrap();
+                let gb = half.multicast_group(&b).unwrap();
+                assert!(half.uses_ip_multicast());
+                for i in 0..20u32 {
+                    let data = pattern(500 + i + me % 2, 100_000);
+                    if half.rank() == i % 2 {
+                        b.write(0, &data).unwrap();
+                    }
+                    half.multicast(&gb, i % 2, 0, 100_000).unwrap();
+                    let mut got = vec![0u8; 100_000];
+                    b.read(0, &mut got).unwrap();
+                    assert!(got == data, "half round {i}");
+                    half.barrier().unwrap();
+                }
+            });
+        });
+    });
+}
