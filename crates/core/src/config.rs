@@ -95,6 +95,11 @@ pub struct Config {
     /// applies to multicast segments too (to the group: a loss every member
     /// sees; repairs: one member's).
     pub fault: Option<mw_transport::fault::FaultConfig>,
+    /// Probability that a member drops a datagram arriving from a multicast
+    /// group (`MW_FAULT_MCAST_DROP`), for tests: losses independent per
+    /// member (the send-path faults hit every member alike); 1 makes the
+    /// group deliver nothing at all.
+    pub mcast_drop: f64,
     /// UDP port of the job's IP multicast groups (`MW_MCAST_PORT`); `None`:
     /// derived from the job id, in 61000-64999. Every rank must agree.
     pub mcast_port: Option<u16>,
@@ -139,6 +144,7 @@ impl Default for Config {
             port_range: None,
             fault: None,
             mcast_port: None,
+            mcast_drop: 0.0,
             coll: crate::coll::CollTuning::default(),
             auth: None,
             transport: TransportChoice::Udp,
@@ -181,6 +187,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "how long wait_until polls a shared-memory word before the progress loop takes over, microseconds (default 1000)",
     ),
     ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
+    (
+        "MW_FAULT_MCAST_DROP",
+        "probability that a member drops a datagram arriving from a multicast group (tests; 1: the group delivers nothing)",
+    ),
     ("MW_COLL_BARRIER", "barrier method: auto, a|all_to_all, b|tree, c|counters, d|multicast, e|dissemination"),
     ("MW_COLL_BCAST", "broadcast: auto, binomial, scatter_allgather"),
     ("MW_COLL_ALLGATHER", "allgather: auto, ring, recursive_doubling, bruck"),
@@ -287,6 +297,13 @@ impl Config {
         if let Some(v) = lookup("MW_PORT_RANGE") {
             cfg.port_range = Some(parse_port_range(&v)?);
         }
+        if let Some(v) = lookup("MW_FAULT_MCAST_DROP") {
+            let p = v.trim().trim_end_matches('%').trim().parse::<f64>().ok();
+            let p = p.map(|p| if v.trim().ends_with('%') { p / 100.0 } else { p });
+            cfg.mcast_drop = p
+                .filter(|p| (0.0..=1.0).contains(p))
+                .ok_or(Error::InvalidArgument("MW_FAULT_MCAST_DROP must be a probability (0..1 or N%)"))?;
+        }
         if let Some(v) = lookup("MW_MCAST_PORT") {
             let port = v.trim().parse::<u16>().ok().filter(|&p| p != 0);
             cfg.mcast_port = Some(port.ok_or(Error::InvalidArgument("MW_MCAST_PORT must be a port, 1-65535"))?);
@@ -385,6 +402,9 @@ mod tests {
         assert_eq!(with(&[]).unwrap().port_range, None);
         assert!(matches!(with(&[("MW_AUTH", "maybe")]), Err(Error::InvalidArgument(_))));
         assert_eq!(with(&[("MW_MCAST_PORT", "62000")]).unwrap().mcast_port, Some(62000));
+        assert_eq!(with(&[("MW_FAULT_MCAST_DROP", "5%")]).unwrap().mcast_drop, 0.05);
+        assert_eq!(with(&[("MW_FAULT_MCAST_DROP", "1")]).unwrap().mcast_drop, 1.0);
+        assert!(with(&[("MW_FAULT_MCAST_DROP", "2")]).is_err());
         for bad in ["0", "70000", "x"] {
             assert!(matches!(with(&[("MW_MCAST_PORT", bad)]), Err(Error::InvalidArgument(_))), "{bad}");
         }

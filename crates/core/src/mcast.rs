@@ -150,6 +150,8 @@ pub(crate) struct McastState {
     rx: Vec<RxTransfer>,
     tx: Vec<TxTransfer>,
     cfg: Option<McastConfig>,
+    /// Drops datagrams arriving from the group socket (`MW_FAULT_MCAST_DROP`).
+    rx_fault: Option<mw_transport::FaultInjector>,
     pub stats: McastStats,
 }
 
@@ -172,8 +174,16 @@ impl McastState {
             rx: Vec::new(),
             tx: Vec::new(),
             cfg: None,
+            rx_fault: None,
             stats: McastStats::default(),
         }
+    }
+
+    /// Drops each datagram arriving from a group with probability `drop`
+    /// (decisions seeded by `seed`); 0 turns it off.
+    pub fn set_receive_drop(&mut self, drop: f64, seed: u64) {
+        let cfg = mw_transport::FaultConfig { drop: drop.clamp(0.0, 1.0), dup: 0.0, reorder: 0.0, seed };
+        self.rx_fault = cfg.is_active().then(|| mw_transport::FaultInjector::new(cfg).expect("a valid probability"));
     }
 
     /// The group socket's descriptor, once open (waiters poll it).
@@ -379,7 +389,14 @@ impl State {
             match socket.recv_one(&mut self.rx_buf) {
                 Ok(Some((len, _))) => {
                     worked = true;
-                    self.mcast_datagram(now, len);
+                    let dropped = self
+                        .mcast
+                        .rx_fault
+                        .as_mut()
+                        .is_some_and(|f| f.decide() == mw_transport::FaultAction::Drop);
+                    if !dropped {
+                        self.mcast_datagram(now, len);
+                    }
                 }
                 Ok(None) | Err(_) => break,
             }
@@ -510,6 +527,15 @@ impl crate::Endpoint {
     /// See [`State::mcast_finish_tx`].
     pub(crate) fn mcast_finish(&self, team: u64) -> Option<(SenderStats, bool)> {
         self.lock().mcast_finish_tx(team)
+    }
+
+    /// Test hook: from now on this rank drops each datagram arriving from a
+    /// multicast group with probability `drop` (as `MW_FAULT_MCAST_DROP`
+    /// does from the start), e.g. 1 to make a group that worked go silent.
+    #[doc(hidden)]
+    pub fn set_mcast_receive_drop(&self, drop: f64) {
+        let seed = u64::from(self.rank()).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x6d63;
+        self.lock().mcast.set_receive_drop(drop, seed);
     }
 
     /// Updates the multicast counters.

@@ -100,6 +100,78 @@ fn ip_multicast_under_loss_duplication_and_reordering() {
     }
 }
 
+/// Losses independent per member on the multicast path (on top of the send
+/// path's): repairs go by unicast to the one member that lacks a segment.
+#[test]
+fn independent_member_losses_are_repaired_by_unicast() {
+    let unicast = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let seen = unicast.clone();
+    let cfg = Config { mcast_drop: 0.1, ..lossy(0.02, 0.0, 0.02, 44) };
+    run_job(5, with_mcast(cfg, McastAlgo::Ip), move |ep| {
+        let mut team = ep.team_world().unwrap();
+        let mut shapes = shapes(5);
+        shapes.extend([(0, 0, 1 << 20), (4, 1, 1 << 20)]);
+        check_shapes(ep, &mut team, McastAlgo::Ip, &shapes);
+        let stats = ep.stats().0.mcast;
+        seen.fetch_add(stats.unicast_sends, std::sync::atomic::Ordering::Relaxed);
+    });
+    assert!(unicast.load(std::sync::atomic::Ordering::Relaxed) > 0, "no unicast repair at 10% member loss");
+}
+
+/// The group joins but delivers nothing (the probe, team rank 0's first
+/// multicast, never arrives): Auto takes the tree, forcing IP is an error.
+#[test]
+fn a_group_that_delivers_nothing_at_setup_means_the_tree() {
+    let cfg = Config { mcast_drop: 1.0, ..Config::default() };
+    run_job(4, cfg.clone(), |ep| {
+        let mut team = ep.team_world().unwrap();
+        check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(4));
+        assert!(!team.uses_ip_multicast());
+    });
+    run_job(3, with_mcast(cfg, McastAlgo::Ip), |ep| {
+        let mut team = ep.team_world().unwrap();
+        let region = ep.alloc(64, Access::READ_WRITE).unwrap();
+        let result = team.multicast_group(&region);
+        assert!(matches!(&result, Err(Error::Io(why)) if why.contains("probe")), "{result:?}");
+    });
+}
+
+/// A group that worked goes silent: calls still complete (by unicast
+/// repair), and after a few such calls the members ask the root for the
+/// tree, which it then uses; forcing IP still goes over IP (and completes).
+#[test]
+fn a_group_that_goes_silent_falls_back_to_the_tree() {
+    run_job(4, Config::default(), |ep| {
+        let mut team = ep.team_world().unwrap();
+        let region = ep.alloc(200_000, Access::READ_WRITE).unwrap();
+        let group = team.multicast_group(&region).unwrap();
+        assert!(team.uses_ip_multicast());
+        ep.set_mcast_receive_drop(1.0);
+        let me = team.rank();
+        for round in 0..6u32 {
+            let data = pattern(round, 150_000);
+            if me == 0 {
+                region.write(0, &data).unwrap();
+            }
+            let algo = if round == 5 { McastAlgo::Ip } else { McastAlgo::Auto };
+            team.multicast_with(algo, &group, 0, 0, 150_000).unwrap();
+            let mut got = vec![0u8; 150_000];
+            region.read(0, &mut got).unwrap();
+            assert!(got == data, "rank {me} round {round}");
+            team.barrier().unwrap();
+        }
+        let stats = ep.stats().0.mcast;
+        if me == 0 {
+            assert_eq!(stats.tree_fallbacks, 2, "rounds 3 and 4 by the tree: {stats:?}");
+            assert_eq!(stats.ip_transfers, 4, "rounds 0-2 and the forced 5: {stats:?}");
+            assert!(stats.unicast_sends > 0, "{stats:?}");
+        } else {
+            assert_eq!(stats.received_via_group, 1, "the probe only: {stats:?}");
+            assert!(stats.received_via_unicast > 0 && stats.nacks_sent > 0, "{stats:?}");
+        }
+    });
+}
+
 #[test]
 fn auto_uses_ip_multicast_and_tree_is_forced_on_request() {
     run_job(4, Config::default(), |ep| {
