@@ -204,7 +204,8 @@ impl Endpoint {
         let fd = std::os::fd::AsRawFd::as_raw_fd(&udp);
         let mut mcast = crate::mcast::McastState::new(job_id, udp.local_addr().ip(), config.mcast_port);
         let fault_seed = config.fault.map_or(0, |f| f.seed);
-        mcast.set_receive_drop(config.mcast_drop, fault_seed ^ u64::from(info.rank).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        mcast
+            .set_receive_drop(config.mcast_drop, fault_seed ^ u64::from(info.rank).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let state = State {
             rank,
             size,

@@ -104,6 +104,7 @@ pub use endpoint::{Endpoint, PeerEvent};
 pub use error::{Error, Result};
 pub use handle::{wait_all, Handle};
 pub use internal::RESERVED_HANDLER_BASE;
+pub use mcast::McastStats;
 pub use memory::Region;
 pub use msg::{
     AmContext, AmHandle, AmMessage, AmReplyData, Fifo, FifoKey, MsgStats, RecvHandle, RecvStatus, ANY_SOURCE, ANY_TAG,
@@ -111,5 +112,4 @@ pub use msg::{
 pub use mw_wire::op::{AtomicOp, AtomicWidth, SignalOp};
 pub use region::{Access, Arrival, ArrivalKind, RegionKey};
 pub use rma::{Cmp, Signal};
-pub use mcast::McastStats;
 pub use stats::CoreStats;

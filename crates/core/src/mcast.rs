@@ -238,7 +238,15 @@ impl McastState {
         let cfg = self.config(proto);
         let segments = cfg.segments(total).expect("transfer sizes are checked by the caller");
         self.rx.retain(|t| t.team != team);
-        self.rx.push(RxTransfer { team, transfer, root, total, mem, base, recv: McastReceiver::new(cfg, segments, now) });
+        self.rx.push(RxTransfer {
+            team,
+            transfer,
+            root,
+            total,
+            mem,
+            base,
+            recv: McastReceiver::new(cfg, segments, now),
+        });
     }
 
     /// Stops receiving `team`'s transfer: later segments are dropped.
@@ -389,11 +397,8 @@ impl State {
             match socket.recv_one(&mut self.rx_buf) {
                 Ok(Some((len, _))) => {
                     worked = true;
-                    let dropped = self
-                        .mcast
-                        .rx_fault
-                        .as_mut()
-                        .is_some_and(|f| f.decide() == mw_transport::FaultAction::Drop);
+                    let dropped =
+                        self.mcast.rx_fault.as_mut().is_some_and(|f| f.decide() == mw_transport::FaultAction::Drop);
                     if !dropped {
                         self.mcast_datagram(now, len);
                     }

@@ -48,7 +48,10 @@ fn check_shapes<'ep>(ep: &'ep Endpoint, team: &mut Team<'ep>, algo: McastAlgo, s
             );
         }
         if me != root {
-            assert!(got[..offset] == before[..offset] && got[offset + len..] == before[offset + len..], "rank {me}: outside");
+            assert!(
+                got[..offset] == before[..offset] && got[offset + len..] == before[offset + len..],
+                "rank {me}: outside"
+            );
         }
         // The next round rewrites the region: everyone is done with this one.
         team.barrier().unwrap();
@@ -85,11 +88,8 @@ fn four_mebibytes_by_ip_multicast() {
 
 #[test]
 fn ip_multicast_under_loss_duplication_and_reordering() {
-    for (n, cfg) in [
-        (3, lossy(0.05, 0.0, 0.0, 41)),
-        (5, lossy(0.0, 0.05, 0.05, 42)),
-        (7, lossy(0.03, 0.03, 0.03, 43)),
-    ] {
+    for (n, cfg) in [(3, lossy(0.05, 0.0, 0.0, 41)), (5, lossy(0.0, 0.05, 0.05, 42)), (7, lossy(0.03, 0.03, 0.03, 43))]
+    {
         eprintln!("{n} ranks, faults {:?}", cfg.fault);
         run_job(n, with_mcast(cfg, McastAlgo::Ip), move |ep| {
             let mut team = ep.team_world().unwrap();

@@ -282,7 +282,8 @@ impl McastSender {
             if self.group_only {
                 continue;
             }
-            let waiting: Vec<u32> = (0..self.members.len() as u32).filter(|&m| !self.members[m as usize].done).collect();
+            let waiting: Vec<u32> =
+                (0..self.members.len() as u32).filter(|&m| !self.members[m as usize].done).collect();
             self.queue_unicast(segment, waiting.into_iter());
         }
     }
@@ -529,8 +530,7 @@ impl McastReceiver {
             return Some(Feedback { contig: self.segments, done: true, missing: Vec::new() });
         }
         let due_gap = self.gap_since.is_some_and(|t| now >= t + self.cfg.gap_delay);
-        let due_retry =
-            self.contig < self.nacked_upto && self.last_nack.is_some_and(|t| now >= t + self.nack_interval);
+        let due_retry = self.contig < self.nacked_upto && self.last_nack.is_some_and(|t| now >= t + self.nack_interval);
         let due_idle = now >= self.last_activity + self.idle_wait;
         if due_gap || due_retry || due_idle {
             // Silence: the tail may be lost as a whole. Otherwise the holes

@@ -74,12 +74,8 @@ fn foreign_forged_and_stale_segments_are_rejected() {
     let mut member = endpoint(config(true), &JOB_KEY, 1, 11);
     // Another job on the same group address and port: a different key.
     let other_key = *b"some-other-job!!";
-    let mut stranger = endpoint(
-        Config { auth: Some(AuthKey::from_job_key(&other_key)), ..Config::default() },
-        &other_key,
-        0,
-        10,
-    );
+    let mut stranger =
+        endpoint(Config { auth: Some(AuthKey::from_job_key(&other_key)), ..Config::default() }, &other_key, 0, 10);
     let foreign = encode(&mut stranger, None, b"not yours");
     assert_eq!(member.accept_mcast(&foreign).unwrap_err(), DropReason::WrongJob);
     // Same job id but no key (a rank that does not authenticate).

@@ -343,7 +343,9 @@ pub fn run_mcast(s: &McastScenario) -> McastReport {
                                 break 'run;
                             }
                             if d.offset != offset || d.data.len() != len {
-                                report.errors.push(format!("member {m}: segment {} has the wrong place {d}", seg.index));
+                                report
+                                    .errors
+                                    .push(format!("member {m}: segment {} has the wrong place {d}", seg.index));
                                 break 'run;
                             }
                             match receivers[m].handle_segment(now, seg.index, seg.to_group) {

@@ -230,8 +230,7 @@ impl<'ep> Team<'ep> {
                 let members: Vec<u32> = self.ranks[1..].to_vec();
                 self.ep.mcast_send(id, probe, members, 0, self.mem, 0, true);
                 let tx = ActiveTx { ep: self.ep, team: id, finished: false };
-                let done =
-                    self.ep.wait_for_until(|state| state.mcast.tx_complete(id, probe).unwrap_or(true), until);
+                let done = self.ep.wait_for_until(|state| state.mcast.tx_complete(id, probe).unwrap_or(true), until);
                 let group_ok = tx.finish().is_some_and(|(_, group_ok)| group_ok);
                 done && group_ok
             } else {

@@ -160,7 +160,9 @@ impl CollTuning {
         ) -> Result<Option<T>> {
             match lookup(name) {
                 None => Ok(None),
-                Some(v) => parse(&v).map(Some).ok_or(Error::InvalidArgument("unknown MW_COLL_* or MW_MCAST algorithm name")),
+                Some(v) => {
+                    parse(&v).map(Some).ok_or(Error::InvalidArgument("unknown MW_COLL_* or MW_MCAST algorithm name"))
+                }
             }
         }
         let mut t = CollTuning::default();
