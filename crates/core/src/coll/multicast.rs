@@ -25,7 +25,9 @@
 //! through, the team uses the tree (`MW_MCAST=1` makes that an error
 //! instead; `MW_MCAST=0` skips all of it).
 //!
-//! Each call then goes:
+//! With `Auto`, a call on such a team goes by IP from 64 KiB or on teams of
+//! 8 ranks or more (measured: below that the tree's few hops win), and
+//! then goes:
 //!
 //! 1. Every member arms its receive (from then on segments of this call are
 //!    written into its region) and tells the root it is ready (step 1, with
@@ -306,7 +308,13 @@ impl<'ep> Team<'ep> {
         if p == 1 {
             return Ok(());
         }
-        if algo == McastAlgo::Tree || !ip {
+        // Every member passes the same length, so every member decides alike.
+        let by_ip = match algo {
+            McastAlgo::Tree => false,
+            McastAlgo::Ip => true,
+            McastAlgo::Auto => ip && super::tuning::pick_mcast_ip(len, p),
+        };
+        if !by_ip {
             return self.tree_multicast(group, root, offset, len, true);
         }
         if root == self.me {

@@ -242,6 +242,14 @@ pub(crate) fn pick_allreduce(bytes: usize, p: usize) -> AllreduceAlgo {
     }
 }
 
+/// Whether a multicast on a team with IP multicast goes by IP. Measured on
+/// loopback (README): the IP path's ready/done exchange with the root costs
+/// more than the tree's few hops for small data on small teams; from 64 KiB,
+/// or from 8 ranks, sending once beats forwarding.
+pub(crate) fn pick_mcast_ip(bytes: usize, p: usize) -> bool {
+    bytes >= 64 << 10 || p >= 8
+}
+
 pub(crate) fn pick_reduce(bytes: usize, slot: usize) -> ReduceAlgo {
     if bytes <= slot {
         ReduceAlgo::Binomial
