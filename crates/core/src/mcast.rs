@@ -101,6 +101,18 @@ pub struct McastStats {
     pub setup_failures: u64,
 }
 
+/// Bytes of segments encoded for one batched send (a GSO send carries at
+/// most 64 KiB anyway).
+const BATCH_BYTES: usize = 256 << 10;
+
+/// Scratch of the batched send: packets back to back and where each goes.
+#[derive(Debug, Default)]
+struct Batch {
+    buf: Vec<u8>,
+    /// (destination, start in `buf`, length).
+    items: Vec<(SocketAddr, usize, usize)>,
+}
+
 /// A transfer this rank receives as a member.
 #[derive(Debug)]
 struct RxTransfer {
@@ -150,6 +162,8 @@ pub(crate) struct McastState {
     rx: Vec<RxTransfer>,
     tx: Vec<TxTransfer>,
     cfg: Option<McastConfig>,
+    /// Segments encoded for one `sendmmsg`.
+    batch: Batch,
     /// Drops datagrams arriving from the group socket (`MW_FAULT_MCAST_DROP`).
     rx_fault: Option<mw_transport::FaultInjector>,
     pub stats: McastStats,
@@ -174,6 +188,7 @@ impl McastState {
             rx: Vec::new(),
             tx: Vec::new(),
             cfg: None,
+            batch: Batch::default(),
             rx_fault: None,
             stats: McastStats::default(),
         }
@@ -423,7 +438,7 @@ impl State {
         }
         let mut worked = false;
         for i in 0..self.mcast.tx.len() {
-            worked |= self.mcast_pump(now, i);
+            worked |= self.mcast_pump(i);
         }
         let mut feedback = Vec::new();
         for t in &mut self.mcast.rx {
@@ -446,36 +461,85 @@ impl State {
         worked
     }
 
-    /// Sends the segments transfer `i` may send now.
-    fn mcast_pump(&mut self, now: ProtoInstant, i: usize) -> bool {
-        let _ = now;
+    /// Sends the segments transfer `i` may send now: encoded back to back
+    /// and handed to the kernel in batches (`sendmmsg`, with UDP GSO for
+    /// runs to the group), or one by one through the fault injector when
+    /// one is configured (every datagram meets its fate).
+    fn mcast_pump(&mut self, i: usize) -> bool {
         let mut worked = false;
         loop {
-            let State { proto, tx_buf, peers, fault, udp, stats, mcast, .. } = self;
-            let t = &mut mcast.tx[i];
-            let Some(send) = t.send.poll_send() else {
+            let State { proto, peers, fault, udp, stats, mcast, .. } = self;
+            let McastState { tx, cfg, batch, stats: mstats, .. } = mcast;
+            let t = &mut tx[i];
+            let cfg = cfg.as_ref().expect("set when the transfer started");
+            let room = proto.config().max_datagram + mw_proto::TRAILER_RESERVE;
+            batch.buf.resize(BATCH_BYTES.max(room), 0);
+            batch.items.clear();
+            let mut used = 0;
+            while batch.items.len() < mw_transport::udp::SEND_CHUNK && used + room <= batch.buf.len() {
+                let Some(send) = t.send.poll_send() else { break };
+                let (offset, len) = cfg.segment_range(t.total, send.segment);
+                let (to, dst) = match send.dest {
+                    McastDest::Group => (None, t.group),
+                    McastDest::Member(m) => {
+                        let rank = t.members[m as usize];
+                        (Some(rank), peers[rank as usize])
+                    }
+                };
+                let out = &mut batch.buf[used..used + room];
+                let built = t.mem.with_slice(t.base + offset as usize, len, |data| {
+                    let seg = McastData { team: t.team, transfer: t.transfer, total: t.total, offset, data };
+                    proto.encode_mcast(to, send.segment, &seg, out)
+                });
+                if let Ok(len) = built {
+                    batch.items.push((dst, used, len));
+                    used += len;
+                } // else a dead member: its waiters fail on their own
+            }
+            if batch.items.is_empty() {
                 return worked;
-            };
+            }
             worked = true;
-            let cfg = mcast.cfg.as_ref().expect("set when the transfer started");
-            let (offset, len) = cfg.segment_range(t.total, send.segment);
-            let (to, dst) = match send.dest {
-                McastDest::Group => (None, t.group),
-                McastDest::Member(m) => {
-                    let rank = t.members[m as usize];
-                    (Some(rank), peers[rank as usize])
+            let group = t.group;
+            let buf = &batch.buf;
+            let mut failed_group = false;
+            match fault.as_mut() {
+                Some(fault) => {
+                    for &(dst, at, len) in &batch.items {
+                        let sent = crate::endpoint::send_datagram(udp, Some(fault), stats, &buf[at..at + len], dst);
+                        failed_group |= sent.is_err() && dst == group;
+                    }
                 }
-            };
-            let built = t.mem.with_slice(t.base + offset as usize, len, |data| {
-                let seg = McastData { team: t.team, transfer: t.transfer, total: t.total, offset, data };
-                proto.encode_mcast(to, send.segment, &seg, tx_buf)
-            });
-            let Ok(len) = built else {
-                continue; // a dead member: its waiters fail on their own
-            };
-            let sent = crate::endpoint::send_datagram(udp, fault.as_mut(), stats, &tx_buf[..len], dst);
-            if sent.is_err() && to.is_none() {
-                mcast.stats.send_errors += 1;
+                None => {
+                    let msgs: Vec<(SocketAddr, &[u8])> =
+                        batch.items.iter().map(|&(dst, at, len)| (dst, &buf[at..at + len])).collect();
+                    let mut done = 0;
+                    let mut full = 0;
+                    while done < msgs.len() {
+                        let refused = match udp.send_batch(&msgs[done..]) {
+                            Ok(n) if n > 0 => {
+                                done += n;
+                                continue;
+                            }
+                            // The socket is full: transient, as in `send_retrying`.
+                            Ok(_) => false,
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+                            Err(_) => true,
+                        };
+                        full += 1;
+                        if refused || full >= 1000 {
+                            // Count it and skip it: a member Nacks what it lacks.
+                            stats.send_errors += 1;
+                            failed_group |= refused && msgs[done].0 == group;
+                            done += 1;
+                        } else {
+                            std::thread::yield_now();
+                        }
+                    }
+                }
+            }
+            if failed_group {
+                mstats.send_errors += 1;
                 t.send.group_failed();
             }
         }

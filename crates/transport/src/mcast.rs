@@ -29,18 +29,16 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::sys;
-use crate::udp::UdpTransport;
+use crate::udp::{UdpConfig, UdpTransport};
 
 /// A nonblocking socket receiving the datagrams of the multicast groups it
-/// joined, on one port and one interface.
+/// joined, on one port and one interface. Receiving is [`UdpTransport`]'s
+/// (single datagrams, batches, GRO when the kernel has it).
 #[derive(Debug)]
 pub struct McastSocket {
-    socket: Socket,
+    udp: UdpTransport,
     port: u16,
     iface: Ipv4Addr,
-    buffers: sys::BufferSizes,
-    truncated: u64,
 }
 
 impl McastSocket {
@@ -54,8 +52,8 @@ impl McastSocket {
         socket.set_multicast_all_v4(false)?;
         socket.set_nonblocking(true)?;
         socket.bind(&SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port)).into())?;
-        let buffers = sys::set_buffer_sizes(socket.as_raw_fd(), buffer_bytes);
-        Ok(McastSocket { socket, port, iface, buffers, truncated: 0 })
+        let cfg = UdpConfig { socket_buffer_bytes: buffer_bytes, ..UdpConfig::default() };
+        Ok(McastSocket { udp: UdpTransport::from_bound(socket, &cfg)?, port, iface })
     }
 
     /// The port every group is received on.
@@ -70,7 +68,7 @@ impl McastSocket {
 
     /// `(SO_RCVBUF, SO_SNDBUF)` as the kernel reports them.
     pub fn socket_buffer_sizes(&self) -> (usize, usize) {
-        (self.buffers.recv, self.buffers.send)
+        self.udp.socket_buffer_sizes()
     }
 
     /// Starts receiving the datagrams sent to `group` (a multicast address).
@@ -78,42 +76,36 @@ impl McastSocket {
         if !group.is_multicast() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{group} is not a multicast address")));
         }
-        self.socket.join_multicast_v4(&group, &self.iface)
+        self.udp.socket_ref().join_multicast_v4(&group, &self.iface)
     }
 
     /// Stops receiving `group`.
     pub fn leave(&self, group: Ipv4Addr) -> io::Result<()> {
-        self.socket.leave_multicast_v4(&group, &self.iface)
+        self.udp.socket_ref().leave_multicast_v4(&group, &self.iface)
     }
 
     /// Datagrams dropped so far because they did not fit the buffer given.
     pub fn truncated_datagrams(&self) -> u64 {
-        self.truncated
+        self.udp.truncated_datagrams()
     }
 
     /// Receives one datagram into `buf` if one is queued: `Some((len, from))`,
-    /// or `None` at once when nothing is. One syscall, no allocation; a
-    /// datagram longer than `buf` is dropped and counted.
+    /// or `None` at once when nothing is; see [`UdpTransport::recv_one`]
+    /// (a coalesced GRO buffer is split and served over the next calls).
     pub fn recv_one(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
-        loop {
-            match sys::recv_from(self.socket.as_raw_fd(), buf)? {
-                Some((len, from)) if len <= buf.len() => return Ok(Some((len, from))),
-                Some(_) => self.truncated += 1,
-                None => return Ok(None),
-            }
-        }
+        self.udp.recv_one(buf)
     }
 }
 
 impl AsRawFd for McastSocket {
     fn as_raw_fd(&self) -> RawFd {
-        self.socket.as_raw_fd()
+        self.udp.as_raw_fd()
     }
 }
 
 impl AsFd for McastSocket {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.socket.as_fd()
+        self.udp.as_fd()
     }
 }
 
