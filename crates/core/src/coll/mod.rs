@@ -2,6 +2,9 @@
 //! byte a collective moves is a `put_signal` into a peer's team scratch
 //! region (or a direct put into a multicast group's regions), every wait is
 //! `wait_for` on a signal word, so waiting yields the CPU like any other wait.
+//! The one exception is multicast by IP multicast, whose segments the
+//! endpoint's multicast engine (`crate::mcast`) moves; this module decides
+//! when to use it and keeps its members in step with signal words.
 //!
 //! Owns: teams (world, split, explicit list), their scratch regions, the
 //! sequence numbers that keep consecutive collectives and concurrent teams
