@@ -3,19 +3,28 @@
 //! back to every member socket), checked byte for byte against the root's
 //! pattern; then the same under injected loss, duplication and reordering,
 //! with same-host members on shared memory, and with multicast off or
-//! unavailable (the tree, same bytes).
+//! unavailable (the tree, same bytes). The base configuration comes from
+//! `MW_*`: `MW_MTU=1472` reruns it with Ethernet-sized segments, `MW_AUTH=1`
+//! with every segment authenticated.
 
 mod common;
 
 use common::{pattern, run_job, run_job_on_hosts, shm};
 use mw_core::{Access, CollTuning, Config, Endpoint, Error, McastAlgo, Team};
 
+/// The base configuration, from `MW_*` (so the suite reruns with, say,
+/// `MW_MTU=1472` or `MW_AUTH=1`).
+fn base() -> Config {
+    Config::from_env().expect("MW_* settings")
+}
+
 fn with_mcast(config: Config, mcast: McastAlgo) -> Config {
     Config { coll: CollTuning { mcast, ..config.coll }, ..config }
 }
 
 fn lossy(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
-    common::lossy(drop, dup, reorder, seed)
+    let faults = common::lossy(drop, dup, reorder, seed);
+    Config { fault: faults.fault, rto_min: faults.rto_min, ..base() }
 }
 
 const MIB4: usize = 4 << 20;
@@ -66,7 +75,7 @@ fn shapes(p: u32) -> Vec<(u32, usize, usize)> {
 fn ip_multicast_on_teams_of_2_to_9_byte_for_byte() {
     for n in 2..=9 {
         eprintln!("{n} ranks");
-        run_job(n, with_mcast(Config::default(), McastAlgo::Ip), move |ep| {
+        run_job(n, with_mcast(base(), McastAlgo::Ip), move |ep| {
             let mut team = ep.team_world().unwrap();
             check_shapes(ep, &mut team, McastAlgo::Ip, &shapes(n));
             assert!(team.uses_ip_multicast());
@@ -80,7 +89,7 @@ fn ip_multicast_on_teams_of_2_to_9_byte_for_byte() {
 
 #[test]
 fn four_mebibytes_by_ip_multicast() {
-    run_job(4, with_mcast(Config::default(), McastAlgo::Ip), |ep| {
+    run_job(4, with_mcast(base(), McastAlgo::Ip), |ep| {
         let mut team = ep.team_world().unwrap();
         check_shapes(ep, &mut team, McastAlgo::Ip, &[(1, 0, MIB4), (3, 7, MIB4 - 7)]);
     });
@@ -122,7 +131,7 @@ fn independent_member_losses_are_repaired_by_unicast() {
 /// multicast, never arrives): Auto takes the tree, forcing IP is an error.
 #[test]
 fn a_group_that_delivers_nothing_at_setup_means_the_tree() {
-    let cfg = Config { mcast_drop: 1.0, ..Config::default() };
+    let cfg = Config { mcast_drop: 1.0, ..base() };
     run_job(4, cfg.clone(), |ep| {
         let mut team = ep.team_world().unwrap();
         check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(4));
@@ -141,7 +150,7 @@ fn a_group_that_delivers_nothing_at_setup_means_the_tree() {
 /// tree, which it then uses; forcing IP still goes over IP (and completes).
 #[test]
 fn a_group_that_goes_silent_falls_back_to_the_tree() {
-    run_job(4, Config::default(), |ep| {
+    run_job(4, base(), |ep| {
         let mut team = ep.team_world().unwrap();
         let region = ep.alloc(200_000, Access::READ_WRITE).unwrap();
         let group = team.multicast_group(&region).unwrap();
@@ -174,7 +183,7 @@ fn a_group_that_goes_silent_falls_back_to_the_tree() {
 
 #[test]
 fn auto_uses_ip_multicast_and_tree_is_forced_on_request() {
-    run_job(4, Config::default(), |ep| {
+    run_job(4, base(), |ep| {
         let mut team = ep.team_world().unwrap();
         check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(4));
         assert!(team.uses_ip_multicast(), "loopback allows IP multicast");
@@ -189,7 +198,7 @@ fn auto_uses_ip_multicast_and_tree_is_forced_on_request() {
 #[test]
 fn multicast_off_is_the_tree() {
     for n in [1, 3, 6] {
-        run_job(n, with_mcast(Config::default(), McastAlgo::Tree), move |ep| {
+        run_job(n, with_mcast(base(), McastAlgo::Tree), move |ep| {
             let mut team = ep.team_world().unwrap();
             check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(n));
             assert!(!team.uses_ip_multicast());
@@ -211,7 +220,7 @@ fn multicast_off_is_the_tree() {
 fn unavailable_multicast_falls_back_to_the_tree() {
     let blocker = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
     let port = blocker.local_addr().unwrap().port();
-    let cfg = Config { mcast_port: Some(port), ..Config::default() };
+    let cfg = Config { mcast_port: Some(port), ..base() };
     run_job(3, cfg.clone(), |ep| {
         let mut team = ep.team_world().unwrap();
         check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(3));
@@ -235,14 +244,14 @@ fn unavailable_multicast_falls_back_to_the_tree() {
 #[test]
 fn mixed_shared_memory_and_multicast() {
     let hosts: Vec<String> = ["a", "a", "b", "b", "b"].iter().map(|h| h.to_string()).collect();
-    run_job_on_hosts(5, shm(Config::default()), hosts, |ep| {
+    run_job_on_hosts(5, shm(base()), hosts, |ep| {
         let mut team = ep.team_world().unwrap();
         check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(5));
         assert!(team.uses_ip_multicast());
         let stats = ep.stats().0.mcast;
         assert!(stats.received_via_group > 0 || team.rank() == 0, "rank {}: {stats:?}", team.rank());
     });
-    run_job(3, shm(Config::default()), |ep| {
+    run_job(3, shm(base()), |ep| {
         let mut team = ep.team_world().unwrap();
         check_shapes(ep, &mut team, McastAlgo::Auto, &shapes(3));
         assert!(!team.uses_ip_multicast(), "every member shares memory");
@@ -253,7 +262,7 @@ fn mixed_shared_memory_and_multicast() {
 /// each on its own group: nobody sees another team's data.
 #[test]
 fn concurrent_teams_keep_their_groups_apart() {
-    run_job(4, Config::default(), |ep| {
+    run_job(4, base(), |ep| {
         let mut world = ep.team_world().unwrap();
         let me = world.rank();
         let mut half = world.split(Some(me % 2), me).unwrap().unwrap();

@@ -301,7 +301,7 @@ impl<'ep> Team<'ep> {
         }
         let algo = if algo == McastAlgo::Auto { self.tuning.mcast } else { algo };
         let ip = matches!(self.ip, TeamIp::On(_));
-        if algo == McastAlgo::Ip && !ip {
+        if algo == McastAlgo::Ip && !ip && p > 1 {
             return Err(Error::InvalidArgument("IP multicast is not available on this team"));
         }
         self.begin()?;
