@@ -1,6 +1,8 @@
 //! The endpoint: one per process. Owns the protocol instance, the UDP
 //! transport, the peer table, the region table, the outstanding requests and
-//! the progress engine that ties them together.
+//! the progress engine that ties them together (including the IP multicast
+//! engine's state, `crate::mcast`, whose sockets it polls and whose timers
+//! it honours).
 //!
 //! Must not: implement reliability (crate proto does, sans-IO) or touch raw
 //! memory outside `region::raw`. Same-host peers are reached through
