@@ -91,8 +91,18 @@ pub struct Config {
     /// UDP ports to bind within, inclusive (`MW_PORT_RANGE`), so a firewall
     /// can let exactly those through; `None`: any port the kernel picks.
     pub port_range: Option<(u16, u16)>,
-    /// Fault injection on the send path (`MW_FAULT_*`), for tests.
+    /// Fault injection on the send path (`MW_FAULT_*`), for tests. It
+    /// applies to multicast segments too (to the group: a loss every member
+    /// sees; repairs: one member's).
     pub fault: Option<mw_transport::fault::FaultConfig>,
+    /// Probability that a member drops a datagram arriving from a multicast
+    /// group (`MW_FAULT_MCAST_DROP`), for tests: losses independent per
+    /// member (the send-path faults hit every member alike); 1 makes the
+    /// group deliver nothing at all.
+    pub mcast_drop: f64,
+    /// UDP port of the job's IP multicast groups (`MW_MCAST_PORT`); `None`:
+    /// derived from the job id, in 61000-64999. Every rank must agree.
+    pub mcast_port: Option<u16>,
     /// Default collective algorithms of new teams (`MW_COLL_*`).
     pub coll: crate::coll::CollTuning,
     /// Packet authentication (a 16-byte keyed-BLAKE3 MAC on every packet,
@@ -133,6 +143,8 @@ impl Default for Config {
             bind_addr: None,
             port_range: None,
             fault: None,
+            mcast_port: None,
+            mcast_drop: 0.0,
             coll: crate::coll::CollTuning::default(),
             auth: None,
             transport: TransportChoice::Auto,
@@ -178,12 +190,21 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED",
         "fault injection on the UDP send path (tests); makes UDP the default transport unless MW_TRANSPORT is set",
     ),
+    (
+        "MW_FAULT_MCAST_DROP",
+        "probability that a member drops a datagram arriving from a multicast group (tests; 1: the group delivers nothing)",
+    ),
     ("MW_COLL_BARRIER", "barrier method: auto, a|all_to_all, b|tree, c|counters, d|multicast, e|dissemination"),
     ("MW_COLL_BCAST", "broadcast: auto, binomial, scatter_allgather"),
     ("MW_COLL_ALLGATHER", "allgather: auto, ring, recursive_doubling, bruck"),
     ("MW_COLL_ALLTOALL", "alltoall: auto, pairwise, bruck"),
     ("MW_COLL_ALLREDUCE", "allreduce: auto, recursive_doubling, reduce_scatter_allgather, ring"),
     ("MW_COLL_REDUCE", "reduce: auto, binomial, reduce_scatter_gather"),
+    (
+        "MW_MCAST",
+        "team multicast: auto (IP multicast where the network allows it, else the tree), 0|tree, 1|ip (required: creating a group fails without it)",
+    ),
+    ("MW_MCAST_PORT", "UDP port of the IP multicast groups, the same on every rank (default: from the job id, 61000-64999)"),
 ];
 
 fn parse_num(name: &'static str, value: &str) -> Result<u64> {
@@ -278,6 +299,17 @@ impl Config {
         }
         if let Some(v) = lookup("MW_PORT_RANGE") {
             cfg.port_range = Some(parse_port_range(&v)?);
+        }
+        if let Some(v) = lookup("MW_FAULT_MCAST_DROP") {
+            let p = v.trim().trim_end_matches('%').trim().parse::<f64>().ok();
+            let p = p.map(|p| if v.trim().ends_with('%') { p / 100.0 } else { p });
+            cfg.mcast_drop = p
+                .filter(|p| (0.0..=1.0).contains(p))
+                .ok_or(Error::InvalidArgument("MW_FAULT_MCAST_DROP must be a probability (0..1 or N%)"))?;
+        }
+        if let Some(v) = lookup("MW_MCAST_PORT") {
+            let port = v.trim().parse::<u16>().ok().filter(|&p| p != 0);
+            cfg.mcast_port = Some(port.ok_or(Error::InvalidArgument("MW_MCAST_PORT must be a port, 1-65535"))?);
         }
         cfg.coll = crate::coll::CollTuning::from_lookup(&lookup)?;
         if let Some(v) = lookup("MW_AUTH") {
@@ -382,6 +414,18 @@ mod tests {
         assert_eq!(with(&[("MW_PORT_RANGE", " 5000 ")]).unwrap().port_range, Some((5000, 5000)));
         assert_eq!(with(&[]).unwrap().port_range, None);
         assert!(matches!(with(&[("MW_AUTH", "maybe")]), Err(Error::InvalidArgument(_))));
+        assert_eq!(with(&[("MW_MCAST_PORT", "62000")]).unwrap().mcast_port, Some(62000));
+        assert_eq!(with(&[("MW_FAULT_MCAST_DROP", "5%")]).unwrap().mcast_drop, 0.05);
+        assert_eq!(with(&[("MW_FAULT_MCAST_DROP", "1")]).unwrap().mcast_drop, 1.0);
+        assert!(with(&[("MW_FAULT_MCAST_DROP", "2")]).is_err());
+        for bad in ["0", "70000", "x"] {
+            assert!(matches!(with(&[("MW_MCAST_PORT", bad)]), Err(Error::InvalidArgument(_))), "{bad}");
+        }
+        let tuning = with(&[("MW_MCAST", "0")]).unwrap().coll;
+        assert_eq!(tuning.mcast, crate::McastAlgo::Tree);
+        assert_eq!(with(&[("MW_MCAST", "1")]).unwrap().coll.mcast, crate::McastAlgo::Ip);
+        assert_eq!(with(&[]).unwrap().coll.mcast, crate::McastAlgo::Auto);
+        assert!(with(&[("MW_MCAST", "sometimes")]).is_err());
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The endpoint: one per process. Owns the protocol instance, the UDP
 //! transport, the peer table, the region table, the outstanding requests and
-//! the progress engine that ties them together.
+//! the progress engine that ties them together (including the IP multicast
+//! engine's state, `crate::mcast`, whose sockets it polls and whose timers
+//! it honours).
 //!
 //! Must not: implement reliability (crate proto does, sans-IO) or touch raw
 //! memory outside `region::raw`. Same-host peers are reached through
@@ -11,7 +13,7 @@
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -50,8 +52,10 @@ pub(crate) struct State {
     pub internal: Internal,
     /// Tagged messages, active messages, FIFOs, raw datagrams (crate::msg).
     pub msg: crate::msg::MsgState,
-    rx_buf: Vec<u8>,
-    tx_buf: Vec<u8>,
+    /// IP multicast: the group socket and the transfers in progress (crate::mcast).
+    pub mcast: crate::mcast::McastState,
+    pub(crate) rx_buf: Vec<u8>,
+    pub(crate) tx_buf: Vec<u8>,
     /// Scratch for operation headers (`MAX_HEADER_LEN`: a 256-segment iov header).
     pub hdr_buf: Vec<u8>,
     /// The shared-memory ring engine, when some peers share this host.
@@ -65,6 +69,9 @@ pub(crate) struct Shared {
     /// `Config::chunk_bytes`, readable without the lock.
     pub chunk_bytes: usize,
     fd: std::os::fd::RawFd,
+    /// The multicast group socket's descriptor once opened (-1 before):
+    /// waiters poll it next to `fd`.
+    mcast_fd: AtomicI32,
     stop: AtomicBool,
     /// Bumped on every application call into the endpoint; the watchdog
     /// (`ProgressMode::Auto`) steps in only when it stops moving.
@@ -197,6 +204,10 @@ impl Endpoint {
         let progress = config.progress;
         let chunk_bytes = config.chunk_bytes;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&udp);
+        let mut mcast = crate::mcast::McastState::new(job_id, udp.local_addr().ip(), config.mcast_port);
+        let fault_seed = config.fault.map_or(0, |f| f.seed);
+        mcast
+            .set_receive_drop(config.mcast_drop, fault_seed ^ u64::from(info.rank).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let state = State {
             rank,
             size,
@@ -214,6 +225,7 @@ impl Endpoint {
             peer_events: VecDeque::new(),
             stats: CoreStats::default(),
             msg: crate::msg::MsgState::new(rank, size, &config),
+            mcast,
             config,
             internal: Internal::new(rank, size),
             rx_buf: vec![0u8; 65_536],
@@ -227,6 +239,7 @@ impl Endpoint {
             rank,
             size,
             fd,
+            mcast_fd: AtomicI32::new(-1),
             stop: AtomicBool::new(false),
             app_calls: AtomicU64::new(0),
             app_waiting: AtomicU64::new(0),
@@ -306,7 +319,7 @@ impl Endpoint {
                         let mut state = shared.lock();
                         let now = shared.now();
                         state.progress(now);
-                        state.proto.poll_timeout()
+                        state.next_timeout()
                     };
                     // Block in the kernel: the thread serves passive-target
                     // traffic without burning the CPU the application computes on.
@@ -318,7 +331,8 @@ impl Endpoint {
                         continue;
                     }
                     let mut blocker = mw_transport::wait::Waiter::new(mw_transport::wait::WaitPolicy::block_at_once());
-                    let _ = blocker.idle(&[shared.fd], Some(std::time::Instant::now() + timeout));
+                    let fds = shared.fds();
+                    let _ = blocker.idle(fds.as_slice(), Some(std::time::Instant::now() + timeout));
                 }
             })
             .expect("spawning the progress thread failed");
@@ -352,10 +366,23 @@ impl Endpoint {
 
     /// Makes progress until `done` says so, busy-polling, then yielding, then
     /// blocking (seed 004: PM/UDP hands the CPU over when polling finds nothing).
-    pub(crate) fn wait_for(&self, mut done: impl FnMut(&mut State) -> bool) {
+    pub(crate) fn wait_for(&self, done: impl FnMut(&mut State) -> bool) {
+        self.wait_for_until(done, None);
+    }
+
+    /// [`wait_for`](Self::wait_for), giving up at `until`: returns whether
+    /// `done` said so.
+    pub(crate) fn wait_for_until(
+        &self,
+        mut done: impl FnMut(&mut State) -> bool,
+        until: Option<std::time::Instant>,
+    ) -> bool {
         let mut waiter = mw_transport::wait::Waiter::new(self.shared.wait_policy);
         let _waiting = WaitingMark::new(&self.shared.app_waiting);
         loop {
+            if until.is_some_and(|t| std::time::Instant::now() >= t) {
+                return false;
+            }
             let deadline = {
                 let mut state = self.shared.lock();
                 let now = self.shared.now();
@@ -364,15 +391,18 @@ impl Endpoint {
                 // receive syscall that would only report an empty socket.
                 let worked = state.progress_with(now, 1);
                 if done(&mut state) {
-                    return;
+                    return true;
                 }
                 if worked {
                     waiter.reset();
                     continue;
                 }
-                state.proto.poll_timeout()
+                state.next_timeout()
             };
             let mut deadline = deadline.map(|t| self.shared.to_std(t));
+            if let Some(until) = until {
+                deadline = Some(deadline.map_or(until, |d| d.min(until)));
+            }
             if self.shared.threaded.load(Ordering::Relaxed) || self.shared.app_waiting.load(Ordering::Relaxed) > 1 {
                 // Another thread (the progress thread, or a second
                 // application thread waiting too) may receive what we wait
@@ -393,14 +423,15 @@ impl Endpoint {
                 let mut state = self.shared.lock();
                 let worked = state.progress(self.shared.now());
                 if done(&mut state) {
-                    return;
+                    return true;
                 }
                 if worked {
                     waiter.reset();
                     continue;
                 }
             }
-            let _ = waiter.idle(&[self.shared.fd], deadline);
+            let fds = self.shared.fds();
+            let _ = waiter.idle(fds.as_slice(), deadline);
         }
     }
 
@@ -476,6 +507,7 @@ impl Endpoint {
     pub fn stats(&self) -> (CoreStats, mw_proto::Stats) {
         let state = self.lock();
         let mut core = state.stats;
+        core.mcast = state.mcast.stats;
         if let Some(shm) = &self.shared.shm {
             core.shm_direct_ops = shm.direct_ops.load(Ordering::Relaxed);
         }
@@ -602,7 +634,30 @@ impl Drop for WaitingMark<'_> {
     }
 }
 
+/// The descriptors a waiter polls: the data path's socket and, once open,
+/// the multicast group socket.
+struct Fds {
+    fds: [std::os::fd::RawFd; 2],
+    len: usize,
+}
+
+impl Fds {
+    fn as_slice(&self) -> &[std::os::fd::RawFd] {
+        &self.fds[..self.len]
+    }
+}
+
 impl Shared {
+    fn fds(&self) -> Fds {
+        let mcast = self.mcast_fd.load(Ordering::Acquire);
+        Fds { fds: [self.fd, mcast], len: if mcast >= 0 { 2 } else { 1 } }
+    }
+
+    /// Records the multicast group socket's descriptor for waiters.
+    pub(crate) fn set_mcast_fd(&self, fd: std::os::fd::RawFd) {
+        self.mcast_fd.store(fd, Ordering::Release);
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock (a bug) must not wedge every later call.
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -640,12 +695,17 @@ impl State {
                     if self.rx_buf[..len] == crate::shm::DOORBELL[..] {
                         continue; // a same-host peer woke us; the rings are polled below
                     }
+                    if mw_wire::peek_packet_type(&self.rx_buf[..len]) == Some(mw_wire::PacketType::Mcast) {
+                        self.mcast_datagram(now, len); // a repair, by unicast
+                        continue;
+                    }
                     self.handle_datagram(now, len);
                 }
                 Ok(None) => break,
                 Err(_) => break,
             }
         }
+        worked |= self.mcast_receive(now, max_datagrams);
         worked |= self.poll_shm(now);
         if self.proto.poll_timeout().is_some_and(|t| t <= now) {
             self.proto.handle_timeout(now);
@@ -654,13 +714,23 @@ impl State {
         worked |= self.drain_events(now);
         self.internal_progress(now);
         worked |= self.msg_progress(now);
+        worked |= self.mcast_progress(now);
         worked |= self.transmit(now);
         worked
     }
 
+    /// When the progress engine must run again even if nothing arrives:
+    /// the protocol's timers and the multicast members'.
+    pub(crate) fn next_timeout(&self) -> Option<ProtoInstant> {
+        match (self.proto.poll_timeout(), self.mcast.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     fn handle_datagram(&mut self, now: ProtoInstant, len: usize) {
-        let State { proto, regions, requests, replies, completions, stats, rx_buf, internal, msg, .. } = self;
-        let mut target = Target { regions, requests, replies, completions, stats, internal, msg };
+        let State { proto, regions, requests, replies, completions, stats, rx_buf, internal, msg, mcast, .. } = self;
+        let mut target = Target { regions, requests, replies, completions, stats, internal, msg, mcast };
         // Rejected packets are counted by the protocol; nothing else to do.
         let _ = proto.handle_datagram(now, &rx_buf[..len], &mut |peer, msg| target.on_message(peer, msg));
         self.after_delivery(now);
@@ -671,8 +741,8 @@ impl State {
         while let Some((msg, waiter)) = self.loopback.pop_front() {
             worked = true;
             let me = self.rank;
-            let State { regions, requests, replies, completions, stats, internal, msg: m, .. } = self;
-            Target { regions, requests, replies, completions, stats, internal, msg: m }.on_message(me, &msg);
+            let State { regions, requests, replies, completions, stats, internal, msg: m, mcast, .. } = self;
+            Target { regions, requests, replies, completions, stats, internal, msg: m, mcast }.on_message(me, &msg);
             if let Some(id) = waiter {
                 // A put to ourselves completes on delivery (there is no ack),
                 // so a rejection must fail it now: its status reply, queued
@@ -698,8 +768,8 @@ impl State {
     /// (a shared-memory ring). The caller then sends the replies it queued
     /// ([`State::after_delivery`]).
     pub(crate) fn deliver(&mut self, peer: u32, msg: &[u8]) {
-        let State { regions, requests, replies, completions, stats, internal, msg: m, .. } = self;
-        Target { regions, requests, replies, completions, stats, internal, msg: m }.on_message(peer, msg);
+        let State { regions, requests, replies, completions, stats, internal, msg: m, mcast, .. } = self;
+        Target { regions, requests, replies, completions, stats, internal, msg: m, mcast }.on_message(peer, msg);
     }
 
     /// Submits the replies the delivered operations asked for, then applies
@@ -904,10 +974,12 @@ impl State {
             let dst = peers[tx.peer as usize];
             let packet = &tx_buf[..tx.len];
             match fault {
-                None => send_retrying(udp, stats, packet, dst),
+                None => {
+                    let _ = send_retrying(udp, stats, packet, dst);
+                }
                 Some(fault) => {
                     let _ = fault.send(packet, dst, |bytes, to| {
-                        send_retrying(udp, stats, bytes, to);
+                        let _ = send_retrying(udp, stats, bytes, to);
                         Ok(())
                     });
                 }
@@ -917,7 +989,7 @@ impl State {
             // A datagram held back for reordering must not wait forever.
             if !worked {
                 let _ = fault.flush(|bytes, to| {
-                    send_retrying(udp, stats, bytes, to);
+                    let _ = send_retrying(udp, stats, bytes, to);
                     Ok(())
                 });
             }
@@ -928,21 +1000,41 @@ impl State {
 
 /// Sends one datagram. A full socket buffer is transient: retry briefly
 /// rather than lose the packet (the protocol would recover, but only after a
-/// retransmission timeout).
+/// retransmission timeout). Other errors are counted and returned.
 pub(crate) fn send_retrying(
     udp: &mut mw_transport::udp::UdpTransport,
     stats: &mut CoreStats,
     packet: &[u8],
     dst: SocketAddr,
-) {
-    for attempt in 0..1000 {
+) -> std::io::Result<()> {
+    let mut attempt = 0;
+    loop {
         match udp.send_to(packet, dst) {
-            Ok(()) => return,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && attempt < 999 => std::thread::yield_now(),
-            Err(_) => {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && attempt < 999 => {
+                attempt += 1;
+                std::thread::yield_now();
+            }
+            Err(e) => {
                 stats.send_errors += 1;
-                return;
+                return Err(e);
             }
         }
+    }
+}
+
+/// Sends one datagram outside the protocol (a multicast segment) through the
+/// fault injector when one is configured, like every other datagram. An
+/// error is the kernel's refusal of this datagram itself.
+pub(crate) fn send_datagram(
+    udp: &mut mw_transport::udp::UdpTransport,
+    fault: Option<&mut mw_transport::fault::FaultInjector>,
+    stats: &mut CoreStats,
+    packet: &[u8],
+    dst: SocketAddr,
+) -> std::io::Result<()> {
+    match fault {
+        None => send_retrying(udp, stats, packet, dst),
+        Some(fault) => fault.send(packet, dst, |bytes, to| send_retrying(udp, stats, bytes, to)),
     }
 }

@@ -45,6 +45,17 @@ pub const KEY_WRITE: u64 = 0x3333;
 pub const KEY_NONE: u64 = 0x4444;
 /// An address register pointing at `KEY_ALL[64..128]`.
 pub const REGISTER: u16 = 5;
+/// The multicast transfer the harness has armed: team, transfer number,
+/// root rank, length, and where in `KEY_ALL` it lands.
+pub const MCAST_TEAM: u64 = 0x7465_616d;
+/// See [`MCAST_TEAM`].
+pub const MCAST_TRANSFER: u64 = 3;
+/// See [`MCAST_TEAM`].
+pub const MCAST_ROOT: u32 = 1;
+/// See [`MCAST_TEAM`].
+pub const MCAST_LEN: u64 = 200;
+/// See [`MCAST_TEAM`].
+pub const MCAST_AT: usize = 16;
 /// Guard bytes before, between and after the regions.
 const GUARD: usize = 64;
 const GUARD_BYTE: u8 = 0xA5;
@@ -75,6 +86,8 @@ pub struct Harness {
     internal: Internal,
     /// Messaging state: tagged messages, AMs and FIFOs reach it too.
     msg: crate::msg::MsgState,
+    /// A multicast receive armed into `KEY_ALL`, so segments reach memory.
+    mcast: crate::mcast::McastState,
     /// Requests the harness has outstanding (so responses have something to land in).
     pending: Vec<RequestId>,
     now: Instant,
@@ -109,7 +122,12 @@ impl Harness {
         mem.read(0, &mut initial);
         let auth = auth.then(|| mw_proto::AuthKey::from_job_key(&JOB_KEY));
         let config = mw_proto::Config { auth: auth.clone(), ..mw_proto::Config::default() };
-        let proto = mw_proto::Endpoint::new(config, mw_proto::job_id_from_key(&JOB_KEY), ME, MY_EPOCH, RANKS);
+        let job = mw_proto::job_id_from_key(&JOB_KEY);
+        let proto = mw_proto::Endpoint::new(config, job, ME, MY_EPOCH, RANKS);
+        let now = Instant::from_nanos(1_000_000);
+        let mut mcast = crate::mcast::McastState::new(job, std::net::Ipv4Addr::LOCALHOST.into(), None);
+        let all = regions.get(RegionKey(KEY_ALL)).expect("registered").mem;
+        mcast.arm_rx(&proto, now, MCAST_TEAM, MCAST_TRANSFER, MCAST_ROOT, MCAST_LEN, all, MCAST_AT);
         let mut requests = Requests::default();
         let get = requests.alloc(1, 1).expect("slab has room");
         requests.set_output(get, Output::Data(Vec::with_capacity(64)));
@@ -129,8 +147,9 @@ impl Harness {
             stats: CoreStats::default(),
             internal: Internal::new(ME, RANKS),
             msg: crate::msg::MsgState::new(ME, RANKS, &crate::Config::default()),
+            mcast,
             pending: vec![get, atomic, put],
-            now: Instant::from_nanos(1_000_000),
+            now,
             tx: vec![0u8; 2048],
             hdr: vec![0u8; op::MAX_HEADER_LEN],
         }
@@ -155,8 +174,14 @@ impl Harness {
     /// Feeds one datagram as the endpoint's progress engine would, then
     /// checks that no byte outside writable regions changed.
     pub fn handle_datagram(&mut self, datagram: &[u8]) {
-        let Harness { proto, regions, requests, replies, completions, stats, internal, msg, now, .. } = self;
-        let mut target = Target { regions, requests, replies, completions, stats, internal, msg };
+        let Harness { proto, regions, requests, replies, completions, stats, internal, msg, mcast, now, .. } = self;
+        if mw_wire::peek_packet_type(datagram) == Some(mw_wire::PacketType::Mcast) {
+            // Routed as the endpoint routes it: to the multicast engine.
+            mcast.on_datagram(proto, *now, datagram);
+            self.check_memory();
+            return;
+        }
+        let mut target = Target { regions, requests, replies, completions, stats, internal, msg, mcast };
         let _ = proto.handle_datagram(*now, datagram, &mut |peer, msg| target.on_message(peer, msg));
         self.flush();
         self.check_memory();
@@ -491,8 +516,39 @@ pub fn seeds() -> Vec<Vec<u8>> {
         let len = big.emit(&mut buf);
         // Longer than the region: a multi-datagram message rejected at the end.
         out.push(capture(auth, &[(1, buf[..len].to_vec())]));
+        out.push(mcast_seed(auth));
     }
     out
+}
+
+/// Multicast segments from the armed transfer's root: the right one, one in
+/// the wrong place, one past the end, one of another transfer, and a
+/// feedback operation (the harness roots nothing: it is dropped).
+fn mcast_seed(auth: bool) -> Vec<u8> {
+    let key = auth.then(|| mw_proto::AuthKey::from_job_key(&JOB_KEY));
+    let config = mw_proto::Config { auth: key, ..mw_proto::Config::default() };
+    let mut root =
+        mw_proto::Endpoint::new(config.clone(), mw_proto::job_id_from_key(&JOB_KEY), MCAST_ROOT, 0xe1, RANKS);
+    let data = [0x3c; MCAST_LEN as usize];
+    let seg = |transfer, offset: u64, len: usize| mw_wire::mcast::McastData {
+        team: MCAST_TEAM,
+        transfer,
+        total: MCAST_LEN,
+        offset,
+        data: &data[..len],
+    };
+    let mut input = vec![u8::from(auth)];
+    let mut buf = vec![0u8; config.max_datagram];
+    for (to, index, segment) in [
+        (None, 0, seg(MCAST_TRANSFER, 0, MCAST_LEN as usize)),
+        (Some(ME), 0, seg(MCAST_TRANSFER, 8, 100)),
+        (None, 1, seg(MCAST_TRANSFER, MCAST_LEN, 0)),
+        (None, 0, seg(MCAST_TRANSFER + 1, 0, MCAST_LEN as usize)),
+    ] {
+        let len = root.encode_mcast(to, index, &segment, &mut buf).expect("a segment fits");
+        push_record(&mut input, &buf[..len]);
+    }
+    input
 }
 
 #[cfg(test)]
@@ -532,6 +588,31 @@ mod tests {
             assert_eq!(changed, access.contains(Access::WRITE), "region {key:#x}");
         }
         assert_eq!(h.requests.is_done(RequestId(h.request_ids()[1])), Some(true), "atomic reply consumed");
+    }
+
+    #[test]
+    fn multicast_segments_land_in_the_armed_range_only() {
+        for auth in [false, true] {
+            let seed = mcast_seed(auth);
+            let mut h = Harness::new(auth);
+            let mut rest = &seed[1..];
+            while let [_, lo, hi, tail @ ..] = rest {
+                let len = usize::from(u16::from_le_bytes([*lo, *hi]));
+                h.handle_datagram(&tail[..len]);
+                rest = &tail[len..];
+            }
+            let all = h.regions.get(RegionKey(KEY_ALL)).expect("registered").mem;
+            let mut got = vec![0u8; 256];
+            all.read(0, &mut got);
+            let start = h.offsets[0];
+            let initial = &h.initial[start..start + 256];
+            let armed = MCAST_AT..MCAST_AT + MCAST_LEN as usize;
+            assert!(got[armed.clone()].iter().all(|&b| b == 0x3c), "auth {auth}: the segment landed");
+            assert_eq!(got[..armed.start], initial[..armed.start]);
+            assert_eq!(got[armed.end..], initial[armed.end..]);
+            assert_eq!(h.mcast.stats.stray, 3, "wrong place, past the end, another transfer");
+            assert_eq!(h.proto.stats().mcast_received, 4);
+        }
     }
 
     #[test]

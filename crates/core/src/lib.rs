@@ -85,6 +85,7 @@ mod error;
 pub mod fuzzing;
 mod handle;
 mod internal;
+mod mcast;
 mod memory;
 mod msg;
 pub mod region;
@@ -95,14 +96,15 @@ mod stats;
 mod target;
 
 pub use coll::{
-    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastGroup,
-    ReduceAlgo, ReduceOp, Team,
+    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastAlgo,
+    McastGroup, ReduceAlgo, ReduceOp, Team,
 };
 pub use config::{Config, ProgressMode, ShmCopy, TransportChoice};
 pub use endpoint::{Endpoint, PeerEvent};
 pub use error::{Error, Result};
 pub use handle::{wait_all, Handle};
 pub use internal::RESERVED_HANDLER_BASE;
+pub use mcast::McastStats;
 pub use memory::Region;
 pub use msg::{
     AmContext, AmHandle, AmMessage, AmReplyData, Fifo, FifoKey, MsgStats, RecvHandle, RecvStatus, ANY_SOURCE, ANY_TAG,

@@ -30,4 +30,6 @@ pub struct CoreStats {
     pub shm_ring_sent: u64,
     /// Messages this rank took from its inbound rings and executed.
     pub shm_ring_received: u64,
+    /// IP multicast: transfers, segments, repairs, fallbacks.
+    pub mcast: crate::McastStats,
 }

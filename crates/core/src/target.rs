@@ -42,6 +42,7 @@ pub(crate) struct Target<'a> {
     pub stats: &'a mut CoreStats,
     pub internal: &'a mut crate::internal::Internal,
     pub msg: &'a mut crate::msg::MsgState,
+    pub mcast: &'a mut crate::mcast::McastState,
 }
 
 pub(crate) fn fail_status(status: Status) -> Error {
@@ -112,6 +113,7 @@ impl Target<'_> {
                 }
             }
             OpRepr::GetResponse(resp) => self.on_get_response(&resp),
+            OpRepr::McastFeedback(fb) => self.mcast.on_feedback(peer, &fb),
             OpRepr::AtomicResponse(resp) => {
                 let id = RequestId(resp.req);
                 if resp.status == Status::Ok {

@@ -13,7 +13,8 @@ use crate::auth;
 use crate::peer::{Ids, Peer};
 use crate::time::Instant;
 use crate::timer::{TimerKind, TimerQueue};
-use crate::{Config, DropReason, Event, MsgId, PeerStats, Stats, SubmitError, Transmit};
+use crate::{Config, DropReason, Event, McastSegment, MsgId, PeerStats, Stats, SubmitError, Transmit};
+use mw_wire::mcast::{McastData, GROUP_RANK};
 use mw_wire::{Flags, HeaderRepr, PacketType, HEADER_LEN};
 use std::collections::VecDeque;
 
@@ -209,6 +210,11 @@ impl Endpoint {
             return Err(DropReason::WrongJob);
         }
         auth::verify(self.config.auth.as_ref(), datagram, &repr)?;
+        if repr.packet_type == PacketType::Mcast {
+            // Outside any connection: `accept_mcast` takes these; here one
+            // is misrouted and must not touch connection state.
+            return Err(DropReason::WrongTarget);
+        }
         if repr.dst_rank != self.ids.rank {
             return Err(DropReason::WrongTarget);
         }
@@ -269,6 +275,7 @@ impl Endpoint {
                 self.events.push_back(Event::Raw { peer: src, data: payload.to_vec() });
             }
             PacketType::Reset => {} // the epoch check above did its work
+            PacketType::Mcast => {} // returned above: never reaches a connection
         }
         let p = &mut self.peers[index];
         if let Some(upto) = p.send.release(p.recv.rcv_nxt()) {
@@ -417,6 +424,104 @@ impl Endpoint {
         repr.emit_into(buf);
         buf[HEADER_LEN..len].copy_from_slice(data);
         Ok(auth::seal(self.config.auth.as_ref(), buf, len))
+    }
+
+    /// Payload bytes one multicast segment can carry in a packet of at most
+    /// `Config::max_datagram` bytes (MAC trailer included when authenticating).
+    pub fn mcast_segment_size(&self) -> usize {
+        self.config.max_datagram - HEADER_LEN - McastData::HEADER_LEN - auth::trailer_len(self.config.auth.as_ref())
+    }
+
+    /// Builds the `Mcast` packet carrying segment `index` (`segment`) in
+    /// `buf`, sealed like every packet of the job (job id, our rank and
+    /// epoch, MAC when authenticating), addressed to the whole group
+    /// (`to: None`) or to one member as a repair. Returns its length.
+    /// Segments travel outside every connection: nothing is sequenced,
+    /// acknowledged or retransmitted here (see [`crate::mcast`]).
+    pub fn encode_mcast(
+        &mut self,
+        to: Option<u32>,
+        index: u32,
+        segment: &McastData<'_>,
+        buf: &mut [u8],
+    ) -> Result<usize, SubmitError> {
+        let dst_epoch = match to {
+            None => 0,
+            Some(peer) => {
+                let p = &self.peers[self.peer_index(peer).ok_or(SubmitError::BadRank)?];
+                if p.dead {
+                    return Err(SubmitError::PeerDead);
+                }
+                p.epoch
+            }
+        };
+        let payload = segment.buffer_len();
+        if payload > self.config.max_datagram - HEADER_LEN - auth::trailer_len(self.config.auth.as_ref()) {
+            return Err(SubmitError::TooLarge);
+        }
+        let len = HEADER_LEN + payload;
+        if buf.len() < len + auth::trailer_len(self.config.auth.as_ref()) {
+            return Err(SubmitError::BufferTooSmall);
+        }
+        let repr = HeaderRepr {
+            packet_type: PacketType::Mcast,
+            flags: Flags::empty(),
+            payload_len: payload as u16,
+            job_id: self.ids.job,
+            src_rank: self.ids.rank,
+            dst_rank: to.unwrap_or(GROUP_RANK),
+            src_epoch: self.ids.epoch,
+            dst_epoch,
+            seq: index,
+            ack: 0,
+            sack: 0,
+        };
+        repr.emit_into(buf);
+        segment.emit(&mut buf[HEADER_LEN..len]);
+        let len = auth::seal(self.config.auth.as_ref(), buf, len);
+        self.stats.mcast_sent += 1;
+        Ok(len)
+    }
+
+    /// Checks a datagram that claims to be a multicast segment exactly as
+    /// every packet is checked (well-formed, this job, valid MAC, addressed
+    /// to the group or to us, from another rank of the job in the
+    /// incarnation we know, not declared dead) and returns it. Rejections
+    /// are counted in [`Stats::drops`]. Touches no connection state.
+    pub fn accept_mcast<'a>(&mut self, datagram: &'a [u8]) -> Result<McastSegment<'a>, DropReason> {
+        let result = self.check_mcast(datagram);
+        match &result {
+            Ok(_) => self.stats.mcast_received += 1,
+            Err(reason) => self.stats.drops.count(reason),
+        }
+        result
+    }
+
+    fn check_mcast<'a>(&self, datagram: &'a [u8]) -> Result<McastSegment<'a>, DropReason> {
+        let (repr, payload) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
+        if repr.job_id != self.ids.job {
+            return Err(DropReason::WrongJob);
+        }
+        auth::verify(self.config.auth.as_ref(), datagram, &repr)?;
+        if repr.packet_type != PacketType::Mcast {
+            return Err(DropReason::Malformed(mw_wire::Error::UnknownType));
+        }
+        if repr.dst_rank != GROUP_RANK && repr.dst_rank != self.ids.rank {
+            return Err(DropReason::WrongTarget);
+        }
+        let index = self.peer_index(repr.src_rank).ok_or(DropReason::UnknownPeer)?;
+        if repr.dst_epoch != 0 && repr.dst_epoch != self.ids.epoch {
+            return Err(DropReason::StaleEpoch);
+        }
+        let p = &self.peers[index];
+        if p.is_retired(repr.src_epoch) || (p.epoch != 0 && p.epoch != repr.src_epoch) {
+            return Err(DropReason::StaleEpoch);
+        }
+        if p.dead {
+            return Err(DropReason::DeadPeer);
+        }
+        let data = McastData::parse(payload).map_err(DropReason::Malformed)?;
+        Ok(McastSegment { from: repr.src_rank, index: repr.seq, to_group: repr.dst_rank == GROUP_RANK, data })
     }
 
     /// Endpoint-wide counters.

@@ -1,7 +1,8 @@
 //! memwire's reliability protocol as a deterministic, sans-IO state machine.
 //!
 //! Owns: everything between "a message to rank P" and "datagrams on the
-//! wire": per-peer sequence numbers, cumulative acks with a SACK bitmap,
+//! wire" (and, in [`mcast`], between "these bytes to every member of a
+//! group" and segments multicast or repaired): per-peer sequence numbers, cumulative acks with a SACK bitmap,
 //! delayed and piggybacked acks, Nacks, fast and timeout retransmission, RTT
 //! estimation, the congestion window, segmentation and reassembly,
 //! exactly-once in-order delivery, connection epochs, peer-dead detection,
@@ -34,6 +35,7 @@
 mod auth;
 mod config;
 mod endpoint;
+pub mod mcast;
 mod peer;
 mod stats;
 pub mod time;
@@ -57,6 +59,19 @@ pub struct Transmit {
     pub peer: u32,
     /// Bytes written at the start of the caller's buffer.
     pub len: usize,
+}
+
+/// A multicast segment accepted by [`Endpoint::accept_mcast`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McastSegment<'a> {
+    /// The root that sent it.
+    pub from: u32,
+    /// The segment's index within its transfer.
+    pub index: u32,
+    /// Sent to the whole group (else to this endpoint alone, as a repair).
+    pub to_group: bool,
+    /// The segment.
+    pub data: mw_wire::mcast::McastData<'a>,
 }
 
 /// Something the layer above must know, from [`Endpoint::poll_event`].

@@ -101,7 +101,11 @@ pub struct Stats {
     /// Times this endpoint noticed it had not been running for a while
     /// (stopped or starved) and restarted its peers' silence clocks.
     pub stalls_forgiven: u64,
-    /// Rejected datagrams by reason.
+    /// Multicast segments built by `encode_mcast` (to the group or as repairs).
+    pub mcast_sent: u64,
+    /// Multicast segments accepted by `accept_mcast`.
+    pub mcast_received: u64,
+    /// Rejected datagrams by reason (multicast segments included).
     pub drops: DropCounts,
 }
 

@@ -13,7 +13,8 @@
 //! 24      4   src epoch    random per endpoint incarnation, never 0
 //! 28      4   dst epoch    the sender's idea of the target's epoch, 0 = unknown yet
 //! 32      4   seq          Data: this packet's sequence number; Ack/Nack/Probe:
-//!                          the sender's next unused sequence number (its watermark)
+//!                          the sender's next unused sequence number (its watermark);
+//!                          Mcast: the segment's index within its transfer
 //! 36      4   ack          next sequence number expected from the peer (valid with ACK)
 //! 40      8   sack         bit i set: seq ack+1+i was received (valid with ACK)
 //! 48    ...   payload      payload_len bytes
@@ -69,6 +70,11 @@ pub enum PacketType {
     /// "I do not know you in this epoch": tells a peer its connection state is
     /// stale (the sender restarted or never met it).
     Reset = 6,
+    /// One segment of a one-to-many transfer, outside any connection: sent
+    /// to a team's IP multicast group (`dst_rank` [`GROUP_RANK`](crate::mcast::GROUP_RANK))
+    /// or, as a repair, to one member. The payload is a
+    /// [`McastData`](crate::mcast::McastData); no ack fields, no segment flags.
+    Mcast = 7,
 }
 
 impl PacketType {
@@ -81,9 +87,21 @@ impl PacketType {
             4 => PacketType::Raw,
             5 => PacketType::Probe,
             6 => PacketType::Reset,
+            7 => PacketType::Mcast,
             _ => return Err(Error::UnknownType),
         })
     }
+}
+
+/// The packet type of `bytes` if they start like a memwire packet of this
+/// version (magic, version, known type), without checking anything else: a
+/// cheap routing decision before the full [`HeaderRepr::parse_packet`].
+pub fn peek_packet_type(bytes: &[u8]) -> Option<PacketType> {
+    let head = bytes.get(..HEADER_LEN)?;
+    if le16(&head[field::MAGIC]) != MAGIC || head[field::VERSION] != VERSION {
+        return None;
+    }
+    PacketType::from_u8(head[field::PTYPE]).ok()
 }
 
 /// Header flag bits.
@@ -356,6 +374,12 @@ impl HeaderRepr {
                     return Err(Error::Malformed);
                 }
             }
+            PacketType::Mcast => {
+                let ack_bits = flags.contains(Flags::ACK) || flags.contains(Flags::ACK_NOW);
+                if segment_bits || ack_bits || header.ack() != 0 || header.sack() != 0 {
+                    return Err(Error::Malformed);
+                }
+            }
         }
         if header.src_epoch() == 0 {
             return Err(Error::Malformed);
@@ -518,6 +542,43 @@ mod tests {
         let view = Header::new_checked(&buf[..]).unwrap();
         assert_eq!(view.mac(), Some(&[0xab; MAC_LEN][..]));
         assert_eq!(view.authenticated_bytes().len(), HEADER_LEN + 5);
+    }
+
+    #[test]
+    fn mcast_packets_carry_no_ack_or_segment_fields() {
+        let mut repr = sample();
+        repr.packet_type = PacketType::Mcast;
+        repr.flags = Flags::empty();
+        repr.ack = 0;
+        repr.sack = 0;
+        repr.dst_rank = crate::mcast::GROUP_RANK;
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit_into(&mut buf);
+        assert_eq!(HeaderRepr::parse_packet(&buf).unwrap().0, repr);
+        for bad in [
+            HeaderRepr { flags: Flags::FIRST, ..repr },
+            HeaderRepr { flags: Flags::ACK, ..repr },
+            HeaderRepr { flags: Flags::ACK_NOW, ..repr },
+            HeaderRepr { ack: 1, ..repr },
+            HeaderRepr { sack: 1, ..repr },
+        ] {
+            bad.emit_into(&mut buf);
+            assert_eq!(HeaderRepr::parse_packet(&buf).unwrap_err(), Error::Malformed, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn peeking_at_the_type() {
+        let repr = sample();
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit_into(&mut buf);
+        assert_eq!(peek_packet_type(&buf), Some(PacketType::Data));
+        assert_eq!(peek_packet_type(&buf[..HEADER_LEN - 1]), None);
+        buf[3] = 7;
+        assert_eq!(peek_packet_type(&buf), Some(PacketType::Mcast));
+        buf[0] = 0;
+        assert_eq!(peek_packet_type(&buf), None);
+        assert_eq!(peek_packet_type(b"MWDB"), None);
     }
 
     #[test]

@@ -142,13 +142,32 @@ fn op() -> impl Strategy<Value = OpRepr<'static>> {
             body
         })),
         (any::<u8>(), any::<u32>()).prop_map(|(class, amount)| OpRepr::Credit(Credit { class, amount })),
+        mcast_feedback().prop_map(OpRepr::McastFeedback),
     ]
+}
+
+/// Valid feedback: ascending, non-touching ranges at or above `contig`.
+fn mcast_feedback() -> impl Strategy<Value = McastFeedback<'static>> {
+    (any::<u64>(), any::<u64>(), 0u32..1000, any::<bool>(), prop::collection::vec((1u32..50, 1u32..50), 0..20))
+        .prop_map(|(team, transfer, contig, done, gaps)| {
+            let mut pairs = Vec::new();
+            if !done {
+                let mut at = contig;
+                for (skip, len) in gaps.into_iter().take(MCAST_RANGES_MAX) {
+                    let start = at + skip;
+                    pairs.push((start, start + len));
+                    at = start + len;
+                }
+            }
+            let pairs: &'static [(u32, u32)] = Box::leak(pairs.into_boxed_slice());
+            McastFeedback { team, transfer, contig, done, missing: McastRanges::from_pairs(pairs) }
+        })
 }
 
 /// Valid headers of every packet type (payload_len is set by `packet`).
 fn header() -> impl Strategy<Value = HeaderRepr> {
     (
-        1u8..=6,
+        1u8..=7,
         0u16..0x20,
         any::<u64>(),
         any::<u32>(),
@@ -159,7 +178,7 @@ fn header() -> impl Strategy<Value = HeaderRepr> {
         any::<u64>(),
     )
         .prop_map(|(ptype, bits, job_id, src_rank, dst_rank, src_epoch, dst_epoch, [seq, ack], sack)| {
-            let packet_type = PacketType::from_u8(ptype).expect("1..=6 are packet types");
+            let packet_type = PacketType::from_u8(ptype).expect("1..=7 are packet types");
             let mut flags = Flags::from_bits(bits).expect("known bits");
             if packet_type != PacketType::Data {
                 flags.set(Flags::FIRST | Flags::LAST, false);
@@ -167,6 +186,12 @@ fn header() -> impl Strategy<Value = HeaderRepr> {
             if matches!(packet_type, PacketType::Ack | PacketType::Nack) {
                 flags.set(Flags::ACK, true);
             }
+            let (ack, sack) = if packet_type == PacketType::Mcast {
+                flags.set(Flags::ACK | Flags::ACK_NOW, false);
+                (0, 0)
+            } else {
+                (ack, sack)
+            };
             HeaderRepr {
                 packet_type,
                 flags,

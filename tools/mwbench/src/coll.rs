@@ -1,4 +1,4 @@
-//! Collective benchmarks (`--bench barrier|bcast|allgather|alltoall|allreduce`)
+//! Collective benchmarks (`--bench barrier|bcast|allgather|alltoall|allreduce|multicast`)
 //! and their MPI baselines (ops `mpich`, `openmpi`: `mpi/coll_bench.c`
 //! compiled with each MPI's `mpicc` and run in the same invocation).
 //!
@@ -6,17 +6,21 @@
 //! untimed, precedes each data collective; barriers run back to back); per
 //! iteration the slowest rank's time counts; the median and p99 of those
 //! are reported. Sizes: bcast bytes broadcast, allgather bytes per rank,
-//! alltoall bytes per destination, allreduce bytes of f64 summed.
+//! alltoall bytes per destination, allreduce bytes of f64 summed, multicast
+//! bytes put by rank 0 into every member's registered group region
+//! (methods `tree` and `ip`; no MPI baseline, whose analogue is bcast).
 
 use std::process::Command;
 use std::time::Instant;
 
-use mw_core::{AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, DType, ReduceOp, Team};
+use mw_core::{
+    Access, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, DType, McastAlgo, ReduceOp, Team,
+};
 
 use crate::harness::n_ranks;
 
 /// Collective benchmark names (DESIGN §6).
-pub const BENCHES: &[&str] = &["barrier", "bcast", "allgather", "alltoall", "allreduce"];
+pub const BENCHES: &[&str] = &["barrier", "bcast", "allgather", "alltoall", "allreduce", "multicast"];
 
 /// One measured collective point.
 #[derive(Debug, Clone)]
@@ -57,6 +61,7 @@ pub fn algos(bench: &str) -> Vec<&'static str> {
         "allgather" => names(AllgatherAlgo::ALL, AllgatherAlgo::name),
         "alltoall" => names(AlltoallAlgo::ALL, AlltoallAlgo::name),
         "allreduce" => names(AllreduceAlgo::ALL, AllreduceAlgo::name),
+        "multicast" => names(McastAlgo::ALL, McastAlgo::name),
         _ => Vec::new(),
     }
 }
@@ -96,13 +101,19 @@ pub fn measure(bench: &str, algo: &str, ranks: u32, size: usize, iters: usize) -
         };
         let send = vec![1u8; send_len];
         let mut recv = vec![0u8; recv_len];
+        let region = (b == "multicast").then(|| ep.alloc(size.max(1), Access::READ_WRITE).expect("region"));
+        let group = region.as_ref().map(|r| team.multicast_group(r).expect("multicast group"));
+        let mcast = McastAlgo::parse(&a).unwrap_or_default();
         let mut samples = Vec::with_capacity(iters);
         for i in 0..warmup + iters {
             if b != "barrier" {
                 team.barrier().expect("barrier");
             }
             let t0 = Instant::now();
-            run_once(&mut team, &b, &a, &send, &mut recv);
+            match &group {
+                Some(group) => team.multicast_with(mcast, group, 0, 0, size).expect("multicast"),
+                None => run_once(&mut team, &b, &a, &send, &mut recv),
+            }
             if i >= warmup {
                 samples.push(t0.elapsed().as_secs_f64() * 1e6);
             }
@@ -165,6 +176,10 @@ pub fn measure_mpi(benches: &[&str], ranks: u32, sizes: &[usize], iters: usize) 
     let dir = std::env::temp_dir().join("mwbench-mpi");
     let _ = std::fs::create_dir_all(&dir);
     let mut rows = Vec::new();
+    let benches: Vec<&str> = benches.iter().copied().filter(|&b| b != "multicast").collect();
+    if benches.is_empty() {
+        return rows;
+    }
     for MpiVariant { label, cc, launcher_opts: opts, transport, env } in mpi_variants() {
         let exe = dir.join(format!("coll_bench_{label}"));
         if !exe.exists() {

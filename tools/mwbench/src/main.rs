@@ -24,7 +24,7 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Which benchmarks, comma-separated: pingpong, bandwidth, overlap, barrier,
-    /// bcast, allgather, alltoall, allreduce (default: all).
+    /// bcast, allgather, alltoall, allreduce, multicast (default: all).
     #[arg(long)]
     bench: Option<String>,
     /// Comma-separated ops (put_signal, put_signal_auth, fetch_add, get, put,

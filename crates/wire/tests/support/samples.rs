@@ -14,6 +14,7 @@ static DATA: [u8; 256] = {
     a
 };
 static PAIRS: [(u64, u32); 2] = [(8, 3), (64, 5)];
+static RANGES: [(u32, u32); 2] = [(1, 3), (7, 8)];
 
 /// One operation of every opcode.
 pub fn ops() -> Vec<OpRepr<'static>> {
@@ -84,6 +85,13 @@ pub fn ops() -> Vec<OpRepr<'static>> {
         OpRepr::RndvDone(RndvDone { sender_req: 3, status: Status::Ok }),
         OpRepr::FifoPush(FifoPush { req: 1, key: 2, body: &DATA[..16] }),
         OpRepr::Credit(Credit { class: 1, amount: 64 }),
+        OpRepr::McastFeedback(McastFeedback {
+            team: 9,
+            transfer: 4,
+            contig: 1,
+            done: false,
+            missing: McastRanges::from_pairs(&RANGES),
+        }),
     ]
 }
 
@@ -139,5 +147,17 @@ pub fn seeds() -> Vec<Vec<u8>> {
     seeds.push(packet(header(PacketType::Raw, Flags::empty(), 0), b"raw user bytes", false));
     seeds.push(packet(header(PacketType::Probe, Flags::ACK_NOW, 0), &[], false));
     seeds.push(packet(header(PacketType::Reset, Flags::empty(), 0), &[], false));
+    let mcast = HeaderRepr {
+        ack: 0,
+        sack: 0,
+        dst_rank: mw_wire::mcast::GROUP_RANK,
+        seq: 1,
+        ..header(PacketType::Mcast, Flags::empty(), 0)
+    };
+    let segment = mw_wire::mcast::McastData { team: 5, transfer: 6, total: 40, offset: 24, data: &DATA[..16] };
+    let mut payload = vec![0u8; segment.buffer_len()];
+    segment.emit(&mut payload);
+    seeds.push(packet(mcast, &payload, false));
+    seeds.push(packet(mcast, &payload, true));
     seeds
 }
