@@ -110,6 +110,9 @@ struct Args {
     /// Comma-separated injected loss percentages of the loss bench (default 0,0.1,1,5).
     #[arg(long, value_delimiter = ',')]
     loss: Vec<f64>,
+    /// Skip the MPI baselines (mpich, openmpi) even when installed.
+    #[arg(long)]
+    no_mpi: bool,
     /// A step (point or MPI launch) running longer than this many seconds
     /// ends the run with status 3.
     #[arg(long, default_value_t = 300)]
@@ -197,9 +200,9 @@ fn main() {
         rate_window: args.rate_window,
         loss: args.loss,
         process: job.process_size().zip(job.process_transport()),
-        mpi_installed: mpi::LABELS.iter().copied().filter(|l| mpi::installed(l)).collect(),
+        mpi_installed: mpi::LABELS.iter().copied().filter(|l| !args.no_mpi && mpi::installed(l)).collect(),
     };
-    for label in mpi::LABELS.iter().filter(|l| !options.mpi_installed.contains(l)) {
+    for label in mpi::LABELS.iter().filter(|l| !args.no_mpi && !options.mpi_installed.contains(l)) {
         out::note(&format!("mwbench: {label} is not installed (no mpicc/launcher on PATH): no {label} baseline"));
     }
     let steps = match plan::build(&options) {
@@ -208,7 +211,10 @@ fn main() {
     };
     match run::run(job, &steps, Duration::from_secs(args.step_timeout)) {
         Ok((_, problems)) if !problems.is_empty() => {
-            out::note(&format!("mwbench: {} step(s) had problems (their points are missing):", problems.len()));
+            out::note(&format!(
+                "mwbench: {} step(s) had problems (points they did not print are missing):",
+                problems.len()
+            ));
             for p in problems {
                 out::note(&format!("  {p}"));
             }

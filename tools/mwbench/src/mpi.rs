@@ -14,19 +14,21 @@
 //! --oversubscribe --bind-to none`. The C sources are built into this
 //! binary and compiled on first use into a cache directory under the
 //! temporary directory, keyed by their content. A launch that does not end
-//! within its time limit is stopped (its whole process group) and reported.
+//! within its time limit, or does not exit soon after printing its last
+//! point, is stopped (the launcher, then its descendants) and reported; the
+//! points it printed are kept.
 //!
 //! Owns: compiling, launching and reading back the programs. Must not:
 //! print points (the runner emits the rows).
-// `unsafe` only to signal the process group of a launch that overran.
+// `unsafe` only to signal the processes of a launch that overran.
 #![allow(unsafe_code)]
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::row::Row;
@@ -63,6 +65,8 @@ pub struct Launch {
     pub args: Vec<String>,
     /// Rewrite collective alltoall rows as N-to-N rows (`order: alltoall`).
     pub as_nton: bool,
+    /// How many points the launch prints when all goes well.
+    pub expect: usize,
 }
 
 fn compiler(label: &str) -> &'static str {
@@ -133,44 +137,83 @@ fn command(launch: &Launch, exe: &PathBuf) -> Command {
     cmd
 }
 
-/// Stops the launch's whole process group (the launcher and the ranks it
-/// started): SIGTERM, then SIGKILL after two seconds.
-fn stop_group(child: &mut std::process::Child) {
-    let group = child.id() as libc::pid_t;
-    // SAFETY: kill(2) with a negative pid signals the process group our own
-    // child leads (it was started with `process_group(0)`); no memory is involved.
-    unsafe { libc::kill(-group, libc::SIGTERM) };
-    let deadline = Instant::now() + Duration::from_secs(2);
+/// Every descendant of `root`, from the parent links in `/proc` (Hydra
+/// starts its proxies and ranks in sessions of their own, so a process
+/// group does not reach them).
+fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // The fields after the parenthesized command name: state, ppid, …
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) on a process this launch started (the launcher or one
+    // of its descendants, listed just before); no memory is involved.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+/// Stops a launch: SIGTERM to the launcher (Hydra and ORTE then end their
+/// ranks), and after five seconds SIGKILL to whatever of it is left.
+fn stop(child: &mut Child) {
+    let family = descendants(child.id());
+    signal(child.id(), libc::SIGTERM);
+    let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
-        if matches!(child.try_wait(), Ok(Some(_))) {
+        if matches!(child.try_wait(), Ok(Some(_))) && family.iter().all(|&p| !Path::new(&format!("/proc/{p}")).exists())
+        {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    // SAFETY: as above.
-    unsafe { libc::kill(-group, libc::SIGKILL) };
+    for &pid in family.iter().chain(std::iter::once(&child.id())) {
+        signal(pid, libc::SIGKILL);
+    }
     let _ = child.wait();
 }
 
-/// Runs one launch; its rows, or why there are none. Rows already printed
-/// by a launch that then fails are kept.
+/// How long a launch that has printed every point it was asked for may
+/// take to exit (MPICH over TCP with 4 ranks was seen to hang in
+/// `MPI_Finalize` after its last point).
+const EXIT_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs one launch; its rows, or why there are none. Rows a launch printed
+/// before it failed or had to be stopped are kept.
 pub fn run(launch: &Launch, limit: Duration) -> (Vec<Row>, Option<String>) {
     let exe = match executable(launch.label, launch.program) {
         Ok(exe) => exe,
         Err(e) => return (Vec::new(), Some(e)),
     };
     let mut cmd = command(launch, &exe);
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).process_group(0);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(e) => return (Vec::new(), Some(format!("{}: {e}", launcher(launch.label)))),
     };
-    let mut stdout = child.stdout.take().expect("piped stdout");
+    let stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");
-    let out_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
+    let (lines_tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
     });
     let err_reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -178,26 +221,43 @@ pub fn run(launch: &Launch, limit: Duration) -> (Vec<Row>, Option<String>) {
         text
     });
     let start = Instant::now();
+    let mut rows = Vec::new();
+    let mut all_since: Option<Instant> = None;
     let status = loop {
+        while let Ok(line) = lines.try_recv() {
+            rows.extend(parse_line(launch, &line));
+        }
+        if rows.len() >= launch.expect && all_since.is_none() {
+            all_since = Some(Instant::now());
+        }
         match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) if all_since.is_some_and(|t| t.elapsed() > EXIT_GRACE) => {
+                stop(&mut child);
+                break Err(format!("printed every point but did not exit within {} s; stopped", EXIT_GRACE.as_secs()));
+            }
             Ok(None) if start.elapsed() > limit => {
-                stop_group(&mut child);
-                break None;
+                stop(&mut child);
+                break Err(format!("stopped after {} s without finishing", limit.as_secs()));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(_) => break None,
+            Err(e) => break Err(format!("waiting for the launcher: {e}")),
         }
     };
-    let text = out_reader.join().unwrap_or_default();
-    let errors = err_reader.join().unwrap_or_default();
-    let rows: Vec<Row> = text.lines().filter_map(|line| parse_line(launch, line)).collect();
+    // The reader ends with the pipe; take what it still had.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while let Ok(line) = lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        rows.extend(parse_line(launch, &line));
+    }
+    let errors = if err_reader.is_finished() { err_reader.join().unwrap_or_default() } else { String::new() };
     let problem = match status {
-        Some(s) if s.success() => None,
-        Some(s) => Some(format!("exited with {s}: {}", errors.trim())),
-        None => Some(format!("stopped after {} s without finishing", limit.as_secs())),
+        Ok(s) if s.success() => None,
+        Ok(s) => Some(format!("exited with {s}: {}", errors.trim())),
+        Err(e) => Some(e),
     };
-    (rows, problem.map(|p| format!("{} over {} ({}): {p}", launch.label, launch.transport, launcher(launch.label))))
+    let problem =
+        problem.map(|p| format!("{} over {} ({}): {p}", launch.label, launch.transport, launcher(launch.label)));
+    (rows, problem)
 }
 
 /// One line of the program's output as a row of this launch.
@@ -229,7 +289,7 @@ mod tests {
     use super::*;
 
     fn launch(program: Program, as_nton: bool) -> Launch {
-        Launch { label: "openmpi", transport: "udp", program, ranks: 4, args: Vec::new(), as_nton }
+        Launch { label: "openmpi", transport: "udp", program, ranks: 4, args: Vec::new(), as_nton, expect: 1 }
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub fn baselines(bench: &str, transport: &str) -> &'static [&'static str] {
     }
 }
 
+/// Atomics work on one 8-byte word: measured once, at 8 B, whatever the sizes.
+const ATOMICS: &[&str] = &["fetch_add", "swap", "compare_swap"];
+
 /// Benches that only run over UDP (fault injection and the progress thread
 /// act on the UDP send path; shared-memory puts never reach it).
 fn udp_only(bench: &str) -> bool {
@@ -301,25 +304,24 @@ fn pt2pt_steps(o: &Options, bench: &'static str, transport: &'static str, steps:
         steps.push(Step::Point(Point { window, ..point(bench, op, transport, size, count) }));
     };
     // Size-independent points once: the cache-line floor and the atomics.
-    if bench == "pingpong" {
-        if transport == "shm" {
-            push("shm_floor", 8);
-        }
-        for op in ["fetch_add", "swap", "compare_swap"] {
-            push(op, 8);
-        }
+    if bench == "pingpong" && transport == "shm" {
+        push("shm_floor", 8);
+    }
+    for &op in memwire_ops(bench).iter().filter(|op| ATOMICS.contains(op)) {
+        push(op, 8);
     }
     for &size in &sizes {
         for &op in baselines(bench, transport).iter().filter(|b| !mpi::LABELS.contains(b) && **b != "shm_floor") {
-            push(op, size);
-        }
-        for &op in memwire_ops(bench) {
-            if !["fetch_add", "swap", "compare_swap"].contains(&op) || bench != "pingpong" {
-                if op == "put_signal_auth" && transport != "udp" {
-                    continue;
-                }
+            // A raw datagram carries at most 65,000 bytes: no raw message rate above.
+            if !(bench == "rate" && op == "udp_raw" && size > 65_000) {
                 push(op, size);
             }
+        }
+        for &op in memwire_ops(bench).iter().filter(|op| !ATOMICS.contains(op)) {
+            if op == "put_signal_auth" && transport != "udp" {
+                continue;
+            }
+            push(op, size);
         }
     }
 }
@@ -361,6 +363,7 @@ fn mpi_pt2pt_steps(o: &Options, benches: &[&'static str], transport: &'static st
                     o.rate_window.to_string(),
                 ],
                 as_nton: false,
+                expect: points.len(),
             }));
         }
     }
@@ -418,6 +421,7 @@ fn nton_steps(o: &Options, transport: &'static str, steps: &mut Vec<Step>) -> Re
                     iters.to_string(),
                 ],
                 as_nton: true,
+                expect: sizes.len(),
             }));
         }
     }
@@ -475,6 +479,7 @@ fn coll_steps(
                     iters.to_string(),
                 ],
                 as_nton: false,
+                expect: benches.iter().map(|b| if *b == "barrier" { 1 } else { sizes.len() }).sum(),
             }));
         }
     }

@@ -26,16 +26,26 @@ fn bind_udp() -> UdpTransport {
     UdpTransport::bind("127.0.0.1:0".parse().expect("addr"), &UdpConfig::default()).expect("bind UDP")
 }
 
-fn send_all_udp(sock: &mut UdpTransport, data: &[u8], dst: SocketAddr) {
-    for piece in data.chunks(DATAGRAM) {
-        while sock.send_to(piece, dst).is_err() {
-            std::thread::yield_now();
+/// Sends one datagram, retrying while the socket is full; any other error
+/// (e.g. a datagram too large) is fatal for the measurement.
+fn send_udp(sock: &mut UdpTransport, datagram: &[u8], dst: SocketAddr) {
+    loop {
+        match sock.send_to(datagram, dst) {
+            Ok(()) => return,
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                std::thread::yield_now()
+            }
+            Err(e) => panic!("udp_raw: sending a {}-byte datagram: {e}", datagram.len()),
         }
     }
+}
+
+fn send_all_udp(sock: &mut UdpTransport, data: &[u8], dst: SocketAddr) {
+    for piece in data.chunks(DATAGRAM) {
+        send_udp(sock, piece, dst);
+    }
     if data.is_empty() {
-        while sock.send_to(&[], dst).is_err() {
-            std::thread::yield_now();
-        }
+        send_udp(sock, &[], dst);
     }
 }
 
@@ -95,9 +105,7 @@ pub fn udp_pingpong(size: usize, iters: usize) -> Result<Row, String> {
 fn blast(mut tx: UdpTransport, dst: SocketAddr, datagram: usize, count: usize) {
     let payload = vec![1u8; datagram];
     for _ in 0..count {
-        while tx.send_to(&payload, dst).is_err() {
-            std::thread::yield_now();
-        }
+        send_udp(&mut tx, &payload, dst);
     }
 }
 
@@ -151,7 +159,10 @@ pub fn udp_blast(bench: &str, size: usize, count: usize, both: bool) -> Row {
 
 /// Raw UDP message rate: `count` datagrams of `size` bytes; datagrams
 /// received per second (first to last arrival).
-pub fn udp_rate(size: usize, count: usize) -> Row {
+pub fn udp_rate(size: usize, count: usize) -> Result<Row, String> {
+    if size > DATAGRAM {
+        return Err(format!("udp_raw message rate is per datagram, at most {DATAGRAM} B"));
+    }
     let (tx, rx) = (bind_udp(), bind_udp());
     let dst = rx.local_addr();
     let receiver = std::thread::spawn(move || absorb(rx, count * size.max(1)));
@@ -159,7 +170,7 @@ pub fn udp_rate(size: usize, count: usize) -> Row {
     let (_, datagrams, elapsed) = receiver.join().expect("receiver");
     let mut row = Row::rate("udp_raw", "udp", size, datagrams, elapsed.as_secs_f64());
     row.extra.insert("sent".into(), serde_json::json!(count));
-    row
+    Ok(row)
 }
 
 /// Raw UDP initiator overhead: how long the `sendto` calls of a `size`-byte

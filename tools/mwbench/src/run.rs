@@ -17,7 +17,8 @@ use crate::plan::{Point, Step};
 use crate::row::Row;
 use crate::{coll, floor, mpi, nton, out, pingpong, raw, stream};
 
-/// When the current step started (ms since the run began) and its text.
+/// When the current step started and its text (MPI launches, which stop
+/// themselves at the limit, are not watched).
 static CURRENT: Mutex<Option<(Instant, String)>> = Mutex::new(None);
 static LIMIT_SECS: AtomicU64 = AtomicU64::new(300);
 
@@ -52,7 +53,7 @@ fn measure(job: &Job, p: &Point) -> Result<Vec<Row>, String> {
         ("bandwidth" | "bibw", "memcpy") => vec![floor::memcpy_bandwidth(p.bench, size, n)],
         ("bandwidth" | "loss", _) => stream::bandwidth(job, p),
         ("bibw", op) => stream::bibw(job, op, t, size, n, p.window),
-        ("rate", "udp_raw") => vec![raw::udp_rate(size, n)],
+        ("rate", "udp_raw") => vec![raw::udp_rate(size, n)?],
         ("rate", op) => stream::rate(job, op, t, size, n, p.window),
         ("overhead", "udp_raw") => vec![raw::udp_overhead(size, n)],
         ("overhead", "memcpy") => vec![floor::memcpy_overhead(size, n)],
@@ -68,11 +69,15 @@ fn measure(job: &Job, p: &Point) -> Result<Vec<Row>, String> {
 fn run_step(job: &Job, step: &Step) -> (Vec<Row>, Option<String>) {
     let what = step.describe();
     out::step(what.clone());
-    *CURRENT.lock().expect("watchdog lock") = Some((Instant::now(), what.clone()));
+    if let Step::Point(_) = step {
+        *CURRENT.lock().expect("watchdog lock") = Some((Instant::now(), what.clone()));
+    }
     let (rows, problem) = match step {
-        Step::Point(p) => match measure(job, p) {
-            Ok(rows) => (rows, None),
-            Err(e) => (Vec::new(), Some(format!("{what}: {e}"))),
+        // A failed baseline (e.g. a socket error) is reported, not fatal.
+        Step::Point(p) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| measure(job, p))) {
+            Ok(Ok(rows)) => (rows, None),
+            Ok(Err(e)) => (Vec::new(), Some(format!("{what}: {e}"))),
+            Err(_) => (Vec::new(), Some(format!("{what}: failed (panicked, see above)"))),
         },
         Step::Mpi(launch) => mpi::run(launch, Duration::from_secs(LIMIT_SECS.load(Ordering::Relaxed))),
     };

@@ -16,7 +16,7 @@ use mw_transport::fault::FaultConfig;
 
 use crate::harness::{Adjust, Job};
 use crate::plan::Point;
-use crate::row::{median, Row};
+use crate::row::{median, median_p99, Row};
 
 /// Keeps at most `window` handles outstanding: waits for the oldest first.
 fn push_windowed<'a>(window: &mut VecDeque<Handle<'a>>, limit: usize, h: Handle<'a>) {
@@ -347,13 +347,15 @@ pub fn overlap(job: &Job, size: usize, reps: usize) -> Vec<Row> {
             }
         }
         ep.barrier().expect("barrier");
-        (median(comm), median(comp), median(both))
+        (median(comm), median(comp), both)
     });
-    let Some((comm, comp, both)) = times else { return Vec::new() };
+    let Some((comm, comp, both_samples)) = times else { return Vec::new() };
+    let (both, both_p99) = median_p99(both_samples);
     let pct = 100.0 * (comm + comp - both) / comm.min(comp).max(1e-9);
     let mut row = Row::new("overlap", "send_recv", "udp", size);
     row.iters = reps;
     row.median_us = Some(both);
+    row.p99_us = Some(both_p99);
     for (k, v) in [("comm_us", comm), ("comp_us", comp), ("both_us", both), ("overlap_pct", pct)] {
         row.extra.insert(k.into(), serde_json::json!(v.round()));
     }
