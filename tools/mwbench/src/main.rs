@@ -113,10 +113,11 @@ struct Args {
     /// Skip the MPI baselines (mpich, openmpi) even when installed.
     #[arg(long)]
     no_mpi: bool,
-    /// A step (point or MPI launch) running longer than this many seconds
-    /// ends the run with status 3.
-    #[arg(long, default_value_t = 300)]
-    step_timeout: u64,
+    /// Seconds a step may take (default 300, 30 with --quick): a point that
+    /// takes longer is reported and abandoned (under mwrun it ends the run
+    /// with status 3); an MPI launch is stopped.
+    #[arg(long)]
+    step_timeout: Option<u64>,
     /// Internal: the second process of the shared-memory cache-line ping-pong.
     #[arg(long, num_args = 3, hide = true, value_names = ["PID", "FD", "ITERS"])]
     shm_floor_child: Vec<u64>,
@@ -209,7 +210,7 @@ fn main() {
         Ok(steps) => steps,
         Err(e) => fail(&e),
     };
-    match run::run(job, &steps, Duration::from_secs(args.step_timeout)) {
+    match run::run(job, &steps, Duration::from_secs(args.step_timeout.unwrap_or(if args.quick { 30 } else { 300 }))) {
         Ok((_, problems)) if !problems.is_empty() => {
             out::note(&format!(
                 "mwbench: {} step(s) had problems (points they did not print are missing):",

@@ -1,5 +1,6 @@
 //! Executes a plan: each step measured, its rows emitted as they come, a
-//! watchdog that ends the run when a step hangs, and the table at the end.
+//! step that hangs reported and left behind (threads) or ending the run
+//! (under mwrun, status 3), and the table at the end.
 //!
 //! With threads the steps run in plan order (each baseline next to the
 //! points it is compared with). Under mwrun every rank runs the memwire
@@ -17,13 +18,13 @@ use crate::plan::{Point, Step};
 use crate::row::Row;
 use crate::{coll, floor, mpi, nton, out, pingpong, raw, stream};
 
-/// When the current step started and its text (MPI launches, which stop
-/// themselves at the limit, are not watched).
+/// When the current step started and its text: under mwrun, where a hung
+/// point cannot be abandoned (every rank is in it), the watchdog ends the run.
 static CURRENT: Mutex<Option<(Instant, String)>> = Mutex::new(None);
 static LIMIT_SECS: AtomicU64 = AtomicU64::new(300);
 
-/// Starts the watchdog: a step running longer than `limit` ends the process
-/// with status 3 (the rows already printed stay valid).
+/// Starts the watchdog: under mwrun, a point running longer than `limit`
+/// ends the process with status 3 (the rows already printed stay valid).
 fn start_watchdog(limit: Duration) {
     LIMIT_SECS.store(limit.as_secs().max(1), Ordering::Relaxed);
     std::thread::spawn(|| loop {
@@ -65,23 +66,45 @@ fn measure(job: &Job, p: &Point) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// Measures a point with threads as ranks, giving up after `limit`: a
+/// point that hangs (e.g. a transport bug) is reported and its threads are
+/// left waiting, and the run goes on with the next point.
+fn measure_threads(p: &Point, limit: Duration) -> Result<Vec<Row>, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let point = p.clone();
+    std::thread::spawn(move || {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| measure(&Job::Threads, &point)));
+        let _ = tx.send(result);
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err("failed (panicked, see above)".into()),
+        Err(_) => Err(format!("did not finish within {} s (hung?); abandoned, the run goes on", limit.as_secs())),
+    }
+}
+
 /// Runs `step`; emits and returns its rows.
 fn run_step(job: &Job, step: &Step) -> (Vec<Row>, Option<String>) {
     let what = step.describe();
     out::step(what.clone());
-    if let Step::Point(_) = step {
-        *CURRENT.lock().expect("watchdog lock") = Some((Instant::now(), what.clone()));
-    }
+    let limit = Duration::from_secs(LIMIT_SECS.load(Ordering::Relaxed));
     let (rows, problem) = match step {
-        // A failed baseline (e.g. a socket error) is reported, not fatal.
-        Step::Point(p) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| measure(job, p))) {
-            Ok(Ok(rows)) => (rows, None),
-            Ok(Err(e)) => (Vec::new(), Some(format!("{what}: {e}"))),
-            Err(_) => (Vec::new(), Some(format!("{what}: failed (panicked, see above)"))),
+        Step::Point(p) if matches!(job, Job::Threads) => match measure_threads(p, limit) {
+            Ok(rows) => (rows, None),
+            Err(e) => (Vec::new(), Some(format!("{what}: {e}"))),
         },
-        Step::Mpi(launch) => mpi::run(launch, Duration::from_secs(LIMIT_SECS.load(Ordering::Relaxed))),
+        // Under mwrun every rank is in the point: a hang ends the run (watchdog).
+        Step::Point(p) => {
+            *CURRENT.lock().expect("watchdog lock") = Some((Instant::now(), what.clone()));
+            let result = measure(job, p);
+            *CURRENT.lock().expect("watchdog lock") = None;
+            match result {
+                Ok(rows) => (rows, None),
+                Err(e) => (Vec::new(), Some(format!("{what}: {e}"))),
+            }
+        }
+        Step::Mpi(launch) => mpi::run(launch, limit),
     };
-    *CURRENT.lock().expect("watchdog lock") = None;
     for row in &rows {
         out::emit(row);
     }
