@@ -501,7 +501,7 @@ fn udp_only_steps(o: &Options, bench: &'static str, steps: &mut Vec<Step>) {
                 continue;
             }
             for &loss in &levels {
-                let count = o.stream_count("udp", size, 128);
+                let count = o.stream_count("udp", size, 512);
                 steps.push(Step::Point(Point {
                     loss: Some(loss),
                     window: o.window,

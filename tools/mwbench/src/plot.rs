@@ -76,54 +76,88 @@ fn bounds(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
     (lo / 1.6, hi * 1.6)
 }
 
-/// Draws `series` into a PNG at `path`: x message size, y `y_desc`, both log.
+/// Draws `series` into a PNG at `path`: x the message size (log2 axis,
+/// labelled in B/KiB/MiB), y `y_desc` (log axis); the legend to the right.
 pub fn draw(path: &Path, title: &str, y_desc: &str, series: &[Series]) -> Result<(), String> {
     load_font()?;
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    let log2 = |x: f64| x.max(1.0).log2();
+    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| log2(p.0)));
+    let (x0, x1) = (xs.clone().fold(f64::INFINITY, f64::min), xs.fold(f64::NEG_INFINITY, f64::max));
+    let (x0, x1) = if x0.is_finite() { (x0.floor() - 0.4, x1.ceil() + 0.4) } else { (0.0, 10.0) };
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
-    let (x0, x1) = bounds(xs);
     let (y0, y1) = bounds(ys);
-    let root = BitMapBackend::new(path, (1000, 620)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1100, 620)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 24))
+    let (plot_area, legend_area) = root.split_horizontally(860);
+    let mut chart = ChartBuilder::on(&plot_area)
+        .caption(title, ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(72)
-        .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+        .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
         .map_err(|e| err(&e))?;
-    let x_fmt = |v: &f64| size_label(*v);
-    let y_fmt = |v: &f64| if *v >= 100.0 { format!("{v:.0}") } else { format!("{v:.2}") };
+    // Every power of two on narrow ranges, every other one (from the
+    // smallest size) on wide ones, and always the largest.
+    let every = if x1 - x0 > 13.0 { 2 } else { 1 };
+    let x_fmt = move |v: &f64| {
+        let integral = (v - v.round()).abs() < 1e-6;
+        let k = v.round() as i64;
+        if integral && ((k - x0.ceil() as i64).rem_euclid(every) == 0 || k == x1.floor() as i64) {
+            size_label(v.round().exp2())
+        } else {
+            String::new()
+        }
+    };
+    let y_fmt = |v: &f64| {
+        if *v >= 10.0 {
+            format!("{v:.0}")
+        } else if *v >= 1.0 {
+            format!("{v:.1}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
     chart
         .configure_mesh()
         .x_desc("message size")
         .y_desc(y_desc)
+        .x_labels(((x1 - x0) as usize + 1).max(2))
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
         .draw()
         .map_err(|e| err(&e))?;
+    let font = ("sans-serif", 15).into_font().color(&BLACK);
     for (i, s) in series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         let style = color.stroke_width(if s.baseline { 2 } else { 3 });
-        let anno = if s.baseline {
-            chart.draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style)).map_err(|e| err(&e))?
+        let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (log2(x), y)).collect();
+        if s.baseline {
+            chart.draw_series(DashedLineSeries::new(pts.iter().copied(), 8, 5, style)).map_err(|e| err(&e))?;
         } else {
-            chart.draw_series(LineSeries::new(s.points.iter().copied(), style)).map_err(|e| err(&e))?
+            chart.draw_series(LineSeries::new(pts.iter().copied(), style)).map_err(|e| err(&e))?;
+        }
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled()))).map_err(|e| err(&e))?;
+        let y = 60 + 24 * i as i32;
+        let line = if s.baseline {
+            PathElement::new(vec![(10, y), (18, y)], color.stroke_width(3))
+        } else {
+            PathElement::new(vec![(10, y), (36, y)], color.stroke_width(3))
         };
-        anno.label(s.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
-        chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled()))).map_err(|e| err(&e))?;
+        legend_area.draw(&line).map_err(|e| err(&e))?;
+        if s.baseline {
+            legend_area.draw(&PathElement::new(vec![(26, y), (36, y)], color.stroke_width(3))).map_err(|e| err(&e))?;
+        }
+        legend_area.draw(&Text::new(s.label.clone(), (44, y - 8), font.clone())).map_err(|e| err(&e))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
+    legend_area
+        .draw(&Text::new(
+            "dashed: baselines",
+            (10, 60 + 24 * series.len() as i32 + 8),
+            ("sans-serif", 13).into_font().color(&BLACK),
+        ))
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())

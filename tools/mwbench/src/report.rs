@@ -82,6 +82,13 @@ pub fn load_runs(dir: &Path) -> Result<Vec<Run>, String> {
     if runs.iter().all(|r| r.rows.is_empty()) {
         return Err(format!("no points in {}/*.jsonl", dir.display()));
     }
+    // In the order the runs were made, when commands.txt says it.
+    let commands = std::fs::read_to_string(dir.join("commands.txt")).unwrap_or_default();
+    let position = |name: &str| {
+        let target = format!("/{name}.jsonl");
+        commands.lines().position(|l| l.trim_end().ends_with(&target)).unwrap_or(usize::MAX)
+    };
+    runs.sort_by_key(|r| position(&r.name));
     Ok(runs)
 }
 
@@ -543,6 +550,30 @@ fn machine_line(dir: &Path) -> String {
     line
 }
 
+/// What went wrong during the runs, from their logs (`NAME.log`, the
+/// `mwbench: ` lines): steps that hung, baselines that failed.
+fn problems(runs: &[Run], results: &Path, out: &mut String) {
+    let mut lines = Vec::new();
+    for run in runs {
+        let log = std::fs::read_to_string(results.join(format!("{}.log", run.name))).unwrap_or_default();
+        for line in log.lines().filter_map(|l| l.strip_prefix("mwbench: ")) {
+            if !line.contains("step(s) had problems") {
+                lines.push(format!("- `{}`: {line}", run.name));
+            }
+        }
+    }
+    if !lines.is_empty() {
+        out.push_str(
+            "
+During the runs (from `bench/results/*.log`; their points are missing or partial):
+
+",
+        );
+        out.push_str(&lines.join("\n"));
+        out.push('\n');
+    }
+}
+
 /// The whole generated section (without the markers).
 pub fn section(runs: &[Run], results: &Path, plot_dir: &Path, readme_dir: &Path) -> Result<String, String> {
     let mut out = String::new();
@@ -561,6 +592,7 @@ pub fn section(runs: &[Run], results: &Path, plot_dir: &Path, readme_dir: &Path)
          memory, where MPI uses its own shared-memory transport. Unless a title says otherwise, \
          memwire's ranks are threads of one process, each with its own endpoint.\n",
     );
+    problems(runs, results, &mut out);
     target_sections(runs, &mut out);
     std::fs::create_dir_all(plot_dir).map_err(|e| format!("{}: {e}", plot_dir.display()))?;
     for run in runs {
