@@ -40,7 +40,7 @@ mkdir -p "$OUT" bench/plots
 
 # name | command (mwbench's arguments; MWRUN= prefixes a run under mwrun)
 runs=(
-    "pt2pt|$MWBENCH --bench pingpong,bandwidth,bibw,rate,overhead --step-timeout 90"
+    "pt2pt|$MWBENCH --bench pingpong,bandwidth,bibw,rate,overhead --step-timeout 30"
     "auth|$MWBENCH --bench pingpong --transport udp --sizes 8 --op put_signal_auth"
     "procs-udp|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport udp --sizes 8,1M"
     "procs-shm|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport shm --sizes 8,1M"

@@ -197,7 +197,9 @@ const EXIT_GRACE: Duration = Duration::from_secs(10);
 /// was seen to hang at start-up now and then on the loaded VM).
 const SILENCE: Duration = Duration::from_secs(90);
 
-/// Runs one launch; its rows, or why there are none. Rows a launch printed
+/// Runs one launch; its rows, or why there are none. `limit` is the step
+/// limit of one point: the launch may be silent that long (at most
+/// [`SILENCE`]) and take ten times that in all. Rows a launch printed
 /// before it failed or had to be stopped are kept.
 pub fn run(launch: &Launch, limit: Duration) -> (Vec<Row>, Option<String>) {
     let (rows, problem) = run_once(launch, limit);
@@ -264,9 +266,9 @@ fn run_once(launch: &Launch, limit: Duration) -> (Vec<Row>, Option<String>) {
                 let what = if rows.is_empty() { "no point" } else { "no further point" };
                 break Err(format!("{what} within {} s; stopped", SILENCE.min(limit).as_secs()));
             }
-            Ok(None) if start.elapsed() > limit => {
+            Ok(None) if start.elapsed() > limit * 10 => {
                 stop(&mut child);
-                break Err(format!("stopped after {} s without finishing", limit.as_secs()));
+                break Err(format!("stopped after {} s without finishing", (limit * 10).as_secs()));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => break Err(format!("waiting for the launcher: {e}")),
