@@ -57,7 +57,7 @@ selected() {
 }
 
 if [ -z "${BENCH_ONLY:-}" ]; then
-    rm -f "$OUT"/*.jsonl "$OUT"/*.log
+    rm -f "$OUT"/*.jsonl "$OUT"/*.log bench/plots/*.png
     : >"$OUT/commands.txt"
 fi
 $MWBENCH machine >"$OUT/machine-start.json"
