@@ -587,6 +587,8 @@ pub fn section(runs: &[Run], results: &Path, plot_dir: &Path, readme_dir: &Path)
     out.push_str(&machine_line(results));
     out.push('\n');
     if let Ok(commands) = std::fs::read_to_string(results.join("commands.txt")) {
+        // Every fence names its language: the README is compiled as
+        // doctests (crates/memwire), where a bare fence is Rust.
         out.push_str("\nCommand: `make bench`, which ran:\n\n```sh\n");
         out.push_str(commands.trim_end());
         out.push_str("\n```\n");
