@@ -113,7 +113,7 @@ struct Args {
     /// Skip the MPI baselines (mpich, openmpi) even when installed.
     #[arg(long)]
     no_mpi: bool,
-    /// Seconds a step may take (default 300, 30 with --quick): a point that
+    /// Seconds a step may take (default 300, 20 with --quick): a point that
     /// takes longer is reported and abandoned (under mwrun it ends the run
     /// with status 3); an MPI launch is stopped.
     #[arg(long)]
@@ -210,7 +210,7 @@ fn main() {
         Ok(steps) => steps,
         Err(e) => fail(&e),
     };
-    match run::run(job, &steps, Duration::from_secs(args.step_timeout.unwrap_or(if args.quick { 30 } else { 300 }))) {
+    match run::run(job, &steps, Duration::from_secs(args.step_timeout.unwrap_or(if args.quick { 20 } else { 300 }))) {
         Ok((_, problems)) if !problems.is_empty() => {
             out::note(&format!(
                 "mwbench: {} step(s) had problems (points they did not print are missing):",
