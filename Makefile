@@ -18,9 +18,10 @@ demo: build
 ## deps: install what the tests need on a fresh Debian machine (idempotent)
 # gcc/g++/pkg-config/binutils: the C API tests (ctest); mpich: the PMI-1/PMI-2
 # launcher tests run real mpiexec.hydra, and with Open MPI the NAS kernels'
-# MPI comparison builds; iproute2 and nftables: the netns test
-# cluster (scripts/netns-cluster).
-DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libopenmpi-dev iproute2 nftables
+# MPI comparison builds and mwbench's MPI baselines; iproute2 and nftables:
+# the netns test cluster (scripts/netns-cluster); fonts-dejavu-core: the
+# font mwbench's plots (and their test) draw text with.
+DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libopenmpi-dev iproute2 nftables fonts-dejavu-core
 deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
 
@@ -132,6 +133,12 @@ soak-short:
 soak-netns:
 	$(CARGO) build --release -p mwrun -p mwsoak
 	scripts/soak-netns.sh $${SOAK_SECONDS:-600} $${SOAK_ARGS:-}
+
+## bench: the standard benchmark set (under 15 minutes): installs the baselines when root on Debian
+## (MPICH, Open MPI, a font), writes bench/results/*.jsonl, bench/plots/*.png and regenerates the
+## README's performance section (BENCH_ONLY="pt2pt coll ..." reruns some groups)
+bench:
+	@scripts/bench.sh
 
 clean:
 	$(CARGO) clean
