@@ -13,9 +13,15 @@ use common::{pattern, run_job, run_job_on_hosts, shm};
 use mw_core::{Access, CollTuning, Config, Endpoint, Error, McastAlgo, Team};
 
 /// The base configuration, from `MW_*` (so the suite reruns with, say,
-/// `MW_MTU=1472` or `MW_AUTH=1`).
+/// `MW_MTU=1472` or `MW_AUTH=1`). IP multicast is a UDP matter: ranks of
+/// one process share a host, so UDP is forced unless `MW_TRANSPORT` says
+/// otherwise (the shared-memory cases ask for it explicitly).
 fn base() -> Config {
-    Config::from_env().expect("MW_* settings")
+    let config = Config::from_env().expect("MW_* settings");
+    match std::env::var_os("MW_TRANSPORT") {
+        Some(_) => config,
+        None => common::udp(config),
+    }
 }
 
 fn with_mcast(config: Config, mcast: McastAlgo) -> Config {
