@@ -85,6 +85,9 @@ pub(crate) struct Shared {
     wait_policy: mw_transport::wait::WaitPolicy,
     /// Same-host peers: read without the lock on the direct path.
     pub shm: Option<Arc<crate::shm::ShmShared>>,
+    /// Every peer is reached through shared memory: a waiter may poll the
+    /// rings alone (no receive syscall) between full progress rounds.
+    all_shm: bool,
 }
 
 /// A change in a peer's liveness, from [`Endpoint::poll_peer_event`].
@@ -233,6 +236,7 @@ impl Endpoint {
             hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
             shm: shm_state,
         };
+        let all_shm = size > 1 && (0..size).all(|peer| peer == rank || state.is_shm_peer(peer));
         let shared = Arc::new(Shared {
             chunk_bytes,
             state: Mutex::new(state),
@@ -247,6 +251,7 @@ impl Endpoint {
             clock_base: std::time::Instant::now(),
             wait_policy,
             shm: shm_shared,
+            all_shm,
         });
         // Everyone is reachable before anyone sends: the bootstrap keeps ranks
         // from racing ahead of a peer that has not bound its socket yet.
@@ -379,6 +384,11 @@ impl Endpoint {
     ) -> bool {
         let mut waiter = mw_transport::wait::Waiter::new(self.shared.wait_policy);
         let _waiting = WaitingMark::new(&self.shared.app_waiting);
+        if self.shared.all_shm {
+            if let Some(done_now) = self.spin_on_rings(&mut done, until) {
+                return done_now;
+            }
+        }
         loop {
             if until.is_some_and(|t| std::time::Instant::now() >= t) {
                 return false;
@@ -432,6 +442,61 @@ impl Endpoint {
             }
             let fds = self.shared.fds();
             let _ = waiter.idle(fds.as_slice(), deadline);
+        }
+    }
+
+    /// The first phase of a wait when every peer shares this host: what we
+    /// wait for arrives in a ring or by a direct store, so poll the rings
+    /// and `done` alone (no receive syscall, which costs more than a whole
+    /// shared-memory message), with a full progress round every few µs for
+    /// the socket (raw datagrams, timers). After 20 µs each round also
+    /// yields (a peer sharing our core runs at once, see `wait_until`);
+    /// after `MW_SHM_SPIN_US` the caller's kernel-blocking loop takes over.
+    /// `Some(result)` when the wait ended here.
+    fn spin_on_rings(
+        &self,
+        done: &mut impl FnMut(&mut State) -> bool,
+        until: Option<std::time::Instant>,
+    ) -> Option<bool> {
+        const FULL_EVERY: Duration = Duration::from_micros(10);
+        const YIELD_AFTER: Duration = Duration::from_micros(20);
+        let spin = self.shared.shm.as_ref()?.spin;
+        let mut idle_since = std::time::Instant::now();
+        let mut last_full = idle_since;
+        loop {
+            let clock = std::time::Instant::now();
+            if until.is_some_and(|t| clock >= t) {
+                return Some(false);
+            }
+            let worked = {
+                let mut state = self.shared.lock();
+                let now = self.shared.at(clock);
+                let worked = if clock - last_full >= FULL_EVERY {
+                    last_full = clock;
+                    state.progress_with(now, 1)
+                } else {
+                    state.progress_local(now)
+                };
+                if done(&mut state) {
+                    return Some(true);
+                }
+                worked
+            };
+            if worked {
+                idle_since = clock;
+                continue;
+            }
+            let idle = clock - idle_since;
+            if idle >= spin {
+                return None;
+            }
+            if idle >= YIELD_AFTER {
+                std::thread::yield_now();
+            } else {
+                for _ in 0..16 {
+                    std::hint::spin_loop();
+                }
+            }
         }
     }
 
@@ -667,6 +732,11 @@ impl Shared {
         ProtoInstant::from_nanos(self.clock_base.elapsed().as_nanos() as u64)
     }
 
+    /// The protocol's time at `clock`, a reading the caller already took.
+    fn at(&self, clock: std::time::Instant) -> ProtoInstant {
+        ProtoInstant::from_nanos(clock.saturating_duration_since(self.clock_base).as_nanos() as u64)
+    }
+
     fn to_std(&self, t: ProtoInstant) -> std::time::Instant {
         self.clock_base + Duration::from_nanos(t.as_nanos())
     }
@@ -683,6 +753,18 @@ impl State {
     /// One round of progress. Returns whether anything happened.
     pub(crate) fn progress(&mut self, now: ProtoInstant) -> bool {
         self.progress_with(now, 64)
+    }
+
+    /// A round of progress without the sockets: loopback, the shared-memory
+    /// rings, and what their deliveries set in motion. For waiters whose
+    /// every peer shares this host (a full round now and then still reads
+    /// the socket).
+    pub(crate) fn progress_local(&mut self, now: ProtoInstant) -> bool {
+        let mut worked = self.drain_loopback(now);
+        worked |= self.poll_shm(now);
+        self.internal_progress(now);
+        worked |= self.msg_progress(now);
+        worked
     }
 
     /// One round of progress receiving at most `max_datagrams`.
@@ -722,10 +804,10 @@ impl State {
     /// When the progress engine must run again even if nothing arrives:
     /// the protocol's timers and the multicast members'.
     pub(crate) fn next_timeout(&self) -> Option<ProtoInstant> {
-        match (self.proto.poll_timeout(), self.mcast.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        // Same-host peers have no protocol timers: a blocked waiter wakes
+        // for the liveness check, or a peer that died would never be noticed.
+        let shm = self.shm.as_ref().and_then(|shm| shm.next_liveness_check(&self.dead));
+        [self.proto.poll_timeout(), self.mcast.poll_timeout(), shm].into_iter().flatten().min()
     }
 
     fn handle_datagram(&mut self, now: ProtoInstant, len: usize) {

@@ -110,7 +110,7 @@ fn collectives_across_4_processes() {
 /// multicast (required: `MW_MCAST=1`), each process with its own socket on
 /// the group port; under send-path faults too.
 fn ip_multicast_across_4_processes() {
-    finish(spawn_ranks(4, "multicast", &[("MW_MCAST", "1")]), "multicast");
+    finish(spawn_ranks(4, "multicast", &[("MW_MCAST", "1"), ("MW_TRANSPORT", "udp")]), "multicast");
     let faults =
         [("MW_MCAST", "1"), ("MW_FAULT_DROP", "3%"), ("MW_FAULT_REORDER", "3%"), ("MW_FAULT_MCAST_DROP", "3%")];
     finish(spawn_ranks(4, "multicast", &faults), "multicast");

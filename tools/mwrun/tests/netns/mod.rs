@@ -659,7 +659,9 @@ fn hostile(ep: &Endpoint) {
         core.rejected_out_of_bounds,
         core.rejected_no_permission
     );
-    // The job still works after all that.
+    // The job still works after all that (once every rank has checked its
+    // memory: a neighbour's put must not land before our check above).
+    ep.barrier().expect("barrier");
     ep.put(right, rw.key(), 0, b"still fine").expect("put");
     ep.barrier().expect("barrier");
     let mut head = [0u8; 10];
