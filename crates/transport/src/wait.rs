@@ -208,6 +208,33 @@ impl Waiter {
     }
 }
 
+/// Gives up the CPU to another runnable thread on it, if any
+/// (`sched_yield`); for callers that run their own spin loop.
+pub fn yield_cpu() {
+    sys::yield_cpu();
+}
+
+/// The CPU the calling thread runs on right now (`sched_getcpu`, a load from
+/// the thread's rseq area with current glibc), `None` if unknown. Waiters
+/// compare it with the CPU a peer last ran on: if they match, the peer cannot
+/// be running now, and spinning for it only delays it.
+pub fn current_cpu() -> Option<u32> {
+    sys::current_cpu()
+}
+
+/// Moves the calling thread onto `cpu` once (its affinity mask is set to
+/// that CPU and at once restored, so nothing stays pinned). `Ok(false)` when
+/// the thread's mask does not allow `cpu`. For waiters whose peer keeps
+/// running on their own CPU while another is free for them.
+pub fn nudge_to_cpu(cpu: u32) -> io::Result<bool> {
+    sys::nudge_to_cpu(cpu)
+}
+
+/// The CPUs the calling thread may run on (its affinity mask).
+pub fn allowed_cpus() -> io::Result<Vec<u32>> {
+    sys::allowed_cpus()
+}
+
 impl Default for Waiter {
     fn default() -> Self {
         Self::new(WaitPolicy::default())

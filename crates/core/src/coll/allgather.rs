@@ -61,10 +61,17 @@ impl Team<'_> {
     /// Bruck: blocks kept rotated (`tmp[i]` is rank me+i's block); in round
     /// k send `tmp[0..cnt]` to me-2^k, receive `tmp[2^k..2^k+cnt]` from me+2^k.
     fn allgather_bruck(&mut self, send: &[u8], recv: &mut [u8]) -> Result<()> {
-        let (p, me, n) = (self.p(), self.me, send.len());
+        let (p, n) = (self.p(), send.len());
         let area = self.full_area(n * p)?;
         self.begin()?;
-        let mut tmp = vec![0u8; n * p];
+        let mut tmp = self.take_work(0, n * p);
+        let result = self.bruck_rounds(&area, send, recv, &mut tmp[..n * p]);
+        self.put_work(0, tmp);
+        result
+    }
+
+    fn bruck_rounds(&mut self, area: &super::Area, send: &[u8], recv: &mut [u8], tmp: &mut [u8]) -> Result<()> {
+        let (p, me, n) = (self.p(), self.me, send.len());
         tmp[..n].copy_from_slice(send);
         let mut dist = 1;
         let mut round = 1;
@@ -72,9 +79,9 @@ impl Team<'_> {
             let cnt = dist.min(p - dist);
             let to = (me + p - dist) % p;
             let from = (me + dist) % p;
-            self.put_area(&area, to, dist * n, &tmp[..cnt * n], round)?;
+            self.put_area(area, to, dist * n, &tmp[..cnt * n], round)?;
             self.wait_from(from, round)?;
-            self.read_area(&area, dist * n, &mut tmp[dist * n..(dist + cnt) * n]);
+            self.read_area(area, dist * n, &mut tmp[dist * n..(dist + cnt) * n]);
             dist <<= 1;
             round += 1;
         }

@@ -51,30 +51,49 @@ impl Team<'_> {
     /// every block whose index has bit k set to me+2^k (packed), receive
     /// the same positions from me-2^k; at the end `tmp[i]` came from me-i.
     fn alltoall_bruck(&mut self, n: usize, send: &[u8], recv: &mut [u8]) -> Result<()> {
-        let (p, me) = (self.p(), self.me);
-        let rounds: Vec<usize> = (0..).map(|k| 1usize << k).take_while(|&d| d < p).collect();
-        let counts: Vec<usize> = rounds.iter().map(|&d| (0..p).filter(|i| i & d != 0).count()).collect();
-        let offsets: Vec<usize> = counts.iter().scan(0, |acc, &c| Some(std::mem::replace(acc, *acc + c * n))).collect();
-        let area = self.full_area(counts.iter().sum::<usize>() * n)?;
+        let p = self.p();
+        let with_bit = |d: usize| (0..p).filter(move |i| i & d != 0);
+        let total: usize = (0..usize::BITS).map(|k| 1usize << k).take_while(|&d| d < p).map(|d| with_bit(d).count()).sum();
+        let area = self.full_area(total * n)?;
         self.begin()?;
-        let mut tmp = vec![0u8; n * p];
+        let mut tmp = self.take_work(0, n * p);
+        let mut packed = self.take_work(1, 0);
+        let result = self.alltoall_bruck_rounds(&area, n, send, recv, &mut tmp[..n * p], &mut packed);
+        self.put_work(0, tmp);
+        self.put_work(1, packed);
+        result
+    }
+
+    fn alltoall_bruck_rounds(
+        &mut self,
+        area: &super::Area,
+        n: usize,
+        send: &[u8],
+        recv: &mut [u8],
+        tmp: &mut [u8],
+        packed: &mut Vec<u8>,
+    ) -> Result<()> {
+        let (p, me) = (self.p(), self.me);
+        let with_bit = |d: usize| (0..p).filter(move |i| i & d != 0);
         for i in 0..p {
             let j = (me + i) % p;
             tmp[i * n..(i + 1) * n].copy_from_slice(&send[j * n..(j + 1) * n]);
         }
-        let mut packed = Vec::new();
-        for (k, &d) in rounds.iter().enumerate() {
+        let (mut d, mut round, mut offset) = (1, 1, 0);
+        while d < p {
             packed.clear();
-            for i in (0..p).filter(|i| i & d != 0) {
+            for i in with_bit(d) {
                 packed.extend_from_slice(&tmp[i * n..(i + 1) * n]);
             }
-            let round = k as u32 + 1;
-            self.put_area(&area, (me + d) % p, offsets[k], &packed, round)?;
+            self.put_area(area, (me + d) % p, offset, packed, round)?;
             self.wait_from((me + p - d) % p, round)?;
-            self.read_area(&area, offsets[k], &mut packed);
-            for (slot, i) in (0..p).filter(|i| i & d != 0).enumerate() {
+            self.read_area(area, offset, packed);
+            for (slot, i) in with_bit(d).enumerate() {
                 tmp[i * n..(i + 1) * n].copy_from_slice(&packed[slot * n..(slot + 1) * n]);
             }
+            offset += packed.len();
+            d <<= 1;
+            round += 1;
         }
         for i in 1..p {
             let from = (me + p - i) % p;

@@ -3,10 +3,10 @@
 
 use mw_wire::op::{AtomicOp, AtomicWidth};
 
-use super::tree::{binary_children, binary_parent, binomial_children};
+use super::tree::{binary_children, binary_parent, binomial_children, binomial_parent};
 use super::tuning::{pick_barrier, BarrierAlgo};
 use super::Team;
-use crate::{Error, Result};
+use crate::Result;
 
 impl Team<'_> {
     /// Collective: returns when every member has called it.
@@ -21,12 +21,13 @@ impl Team<'_> {
         if p == 1 {
             return Ok(());
         }
-        match if algo == BarrierAlgo::Auto { pick_barrier(p) } else { algo } {
+        match if algo == BarrierAlgo::Auto { pick_barrier(p, self.wait.local) } else { algo } {
             BarrierAlgo::AllToAll | BarrierAlgo::Auto => self.barrier_all_to_all(),
-            BarrierAlgo::Tree => self.barrier_tree(),
+                        BarrierAlgo::Tree => self.barrier_tree(),
             BarrierAlgo::Counters => self.barrier_counters(),
             BarrierAlgo::Multicast => self.barrier_multicast(),
             BarrierAlgo::Dissemination => self.barrier_dissemination(),
+            BarrierAlgo::Binomial => self.barrier_binomial(),
         }
     }
 
@@ -99,7 +100,7 @@ impl Team<'_> {
         let mut left = p - 1;
         loop {
             for origin in pending.drain(..) {
-                for child in binomial_children(me, origin, p) {
+                for &child in &binomial_children(me, origin, p) {
                     self.put_arrival(child, origin, value)?;
                 }
             }
@@ -136,6 +137,26 @@ impl Team<'_> {
         Ok(())
     }
 
+    /// Binomial tree rooted at team rank 0: arrivals gathered up, the
+    /// release sent back down. Its subtrees are blocks of consecutive
+    /// ranks, which `spread` places on one CPU each, so on an oversubscribed
+    /// host only the few links between blocks cross CPUs.
+    fn barrier_binomial(&mut self) -> Result<()> {
+        let (p, me) = (self.p(), self.me);
+        let children = binomial_children(me, 0, p);
+        for &c in children.iter().rev() {
+            self.wait_from(c, 1)?;
+        }
+        if let Some(parent) = binomial_parent(me, 0, p) {
+            self.notify(parent, 1)?;
+            self.wait_from(parent, 2)?;
+        }
+        for &c in &children {
+            self.notify(c, 2)?;
+        }
+        Ok(())
+    }
+
     /// E: dissemination, ceil(log2 N) rounds; in round k rank r signals
     /// r + 2^k and waits for r - 2^k.
     fn barrier_dissemination(&mut self) -> Result<()> {
@@ -149,24 +170,5 @@ impl Team<'_> {
             round += 1;
         }
         Ok(())
-    }
-
-    /// Waits until `done` holds; fails if any member is dead meanwhile.
-    fn wait_any_dead(&self, mut done: impl FnMut(&Team<'_>) -> bool) -> Result<()> {
-        if done(self) {
-            return Ok(());
-        }
-        let mut dead = None;
-        self.ep.wait_for(|state| {
-            if done(self) {
-                return true;
-            }
-            dead = self.ranks.iter().copied().find(|&r| state.dead[r as usize]);
-            dead.is_some()
-        });
-        match dead {
-            Some(rank) => Err(Error::PeerUnreachable { rank }),
-            None => Ok(()),
-        }
     }
 }

@@ -56,6 +56,7 @@ mod reduce;
 mod rooted;
 mod tree;
 mod tuning;
+mod wait;
 
 use mw_wire::op::SignalOp;
 
@@ -95,7 +96,7 @@ pub(crate) struct Layout {
 
 impl Layout {
     fn new(p: usize) -> Layout {
-        let ctrl = (8 * (4 * p + 1)).div_ceil(64) * 64;
+        let ctrl = (8 * (5 * p + 1)).div_ceil(64) * 64;
         let slot = (ROOTED_PHASE_TARGET / p.max(1)).clamp(ROOTED_SLOT_MIN, ROOTED_SLOT_MAX) / 64 * 64;
         Layout { p, ctrl, full: FULL_PHASE_BYTES, slot }
     }
@@ -119,6 +120,12 @@ impl Layout {
     /// The atomic counter of barrier C.
     fn counter(&self) -> u64 {
         (8 * 4 * self.p) as u64
+    }
+    /// Word written only by team rank `writer`: the CPU it last ran on,
+    /// plus one (0: not known), so a waiter can tell whether spinning for
+    /// it makes sense (see `wait.rs`).
+    fn cpu(&self, writer: usize) -> u64 {
+        (8 * (4 * self.p + 1 + writer)) as u64
     }
     fn full_base(&self, phase: u64) -> u64 {
         (self.ctrl + (phase as usize % 2) * self.full) as u64
@@ -177,6 +184,13 @@ pub struct Team<'ep> {
     tuning: CollTuning,
     /// IP multicast on this team (decided with its first multicast group).
     ip: multicast::TeamIp,
+    /// How this team's waits spin, yield and block.
+    wait: wait::WaitPolicy,
+    /// The CPU last announced to the other members (`Layout::cpu`).
+    announced_cpu: Option<u32>,
+    /// Scratch buffers kept between calls (no allocation per call once
+    /// they have grown): see [`Team::take_work`].
+    work: [Vec<u8>; 2],
 }
 
 impl Endpoint {
@@ -224,6 +238,9 @@ impl<'ep> Team<'ep> {
             owed_credits: Vec::new(),
             tuning,
             ip: multicast::TeamIp::Unchecked,
+            wait: wait::WaitPolicy::new(ep, &ranks),
+            announced_cpu: None,
+            work: [Vec::new(), Vec::new()],
             ranks,
         }
     }
@@ -322,9 +339,15 @@ impl<'ep> Team<'ep> {
 
     /// Starts a collective: pays the credits owed, takes the next sequence number.
     fn begin(&mut self) -> Result<()> {
-        for (writer, phase) in std::mem::take(&mut self.owed_credits) {
+        // Taken and put back, so the vector keeps its capacity (no
+        // allocation per call).
+        let mut owed = std::mem::take(&mut self.owed_credits);
+        for &(writer, phase) in &owed {
             self.send_credit(phase, writer)?;
         }
+        owed.clear();
+        self.owed_credits = owed;
+        self.announce_cpu()?;
         self.seq += 1;
         if self.seq >= 1 << (64 - STEP_BITS) {
             return Err(Error::InvalidArgument("team sequence numbers exhausted"));
@@ -406,29 +429,6 @@ impl<'ep> Team<'ep> {
         self.wait_word(self.lay.flag(from), self.sig(step), from)
     }
 
-    /// Waits until the word at `offset` of the scratch region is at least
-    /// `want`, failing if team rank `peer` (who would write it) is dead.
-    fn wait_word(&self, offset: u64, want: u64, peer: usize) -> Result<()> {
-        let mem = self.mem;
-        let at = offset as usize;
-        if mem.load_u64(at) >= want {
-            return Ok(());
-        }
-        let world = self.ranks[peer] as usize;
-        let mut dead = false;
-        self.ep.wait_for(|state| {
-            if mem.load_u64(at) >= want {
-                return true;
-            }
-            dead = state.dead[world];
-            dead
-        });
-        if dead && mem.load_u64(at) < want {
-            return Err(Error::PeerUnreachable { rank: world as u32 });
-        }
-        Ok(())
-    }
-
     /// Copies `out.len()` bytes at `offset` of `area` (this rank's) into `out`.
     fn read_area(&self, area: &Area, offset: usize, out: &mut [u8]) {
         let _guard = self.ep.lock();
@@ -480,6 +480,24 @@ impl<'ep> Team<'ep> {
             Signal { key: self.keys[writer], offset: self.lay.credit(self.me), op: SignalOp::Set, value: phase };
         drop(self.ep.put_signal_nb(self.ranks[writer], self.keys[writer], 0, &[], signal)?);
         Ok(())
+    }
+
+    /// Scratch buffer `which` (0 or 1) of at least `len` bytes, contents
+    /// unspecified; hand it back with [`Team::put_work`].
+    fn take_work(&mut self, which: usize, len: usize) -> Vec<u8> {
+        let mut buf = std::mem::take(&mut self.work[which]);
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        buf
+    }
+
+    fn put_work(&mut self, which: usize, buf: Vec<u8>) {
+        // Kept only up to a phase's size: one large call should not pin
+        // megabytes for the team's lifetime.
+        if buf.capacity() <= self.lay.full {
+            self.work[which] = buf;
+        }
     }
 
     /// Allgather of small equal-sized records (control data), through the

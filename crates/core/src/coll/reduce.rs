@@ -234,19 +234,26 @@ impl Team<'_> {
         if root >= p {
             return Err(Error::InvalidArgument("reduce root outside the team"));
         }
-        let mut scratch;
-        let acc: &mut [u8] = if me == root {
-            recv
-        } else {
-            scratch = vec![0u8; send.len()];
-            &mut scratch
-        };
-        acc.copy_from_slice(send);
+        let red = Red { dtype, op, es: dtype.size(), count };
+        if me == root {
+            recv.copy_from_slice(send);
+            return self.reduce_acc(algo, root, red, recv);
+        }
+        // Non-roots accumulate in a team scratch buffer (no allocation per call).
+        let mut acc = self.take_work(0, send.len());
+        acc[..send.len()].copy_from_slice(send);
+        let result = self.reduce_acc(algo, root, red, &mut acc[..send.len()]);
+        self.put_work(0, acc);
+        result
+    }
+
+    /// Reduce with this rank's contribution in `acc` (at the root: `recv`).
+    fn reduce_acc(&mut self, algo: ReduceAlgo, root: usize, red: Red, acc: &mut [u8]) -> Result<()> {
+        let (p, me, count) = (self.p(), self.me, red.count);
         if p == 1 {
             return self.begin();
         }
-        let red = Red { dtype, op, es: dtype.size(), count };
-        match if algo == ReduceAlgo::Auto { pick_reduce(send.len(), self.lay.slot) } else { algo } {
+        match if algo == ReduceAlgo::Auto { pick_reduce(acc.len(), self.lay.slot) } else { algo } {
             ReduceAlgo::Binomial | ReduceAlgo::Auto => self.reduce_binomial(red, root, acc),
             ReduceAlgo::ReduceScatterGather => {
                 let maxb = count.div_ceil(p) * red.es;

@@ -14,18 +14,42 @@ pub(crate) fn binomial_parent(rank: usize, root: usize, p: usize) -> Option<usiz
 
 /// Children of `rank` in the binomial tree rooted at `root`, largest subtree
 /// first (the order a sender should serve them in).
-pub(crate) fn binomial_children(rank: usize, root: usize, p: usize) -> Vec<usize> {
+pub(crate) fn binomial_children(rank: usize, root: usize, p: usize) -> Children {
     let v = (rank + p - root) % p;
     let limit = if v == 0 { p.next_power_of_two() } else { v & v.wrapping_neg() };
-    let mut out = Vec::new();
+    let mut out = Children { ranks: [0; usize::BITS as usize], len: 0 };
     let mut mask = limit >> 1;
     while mask > 0 {
         if v + mask < p {
-            out.push((v + mask + root) % p);
+            out.ranks[out.len] = (v + mask + root) % p;
+            out.len += 1;
         }
         mask >>= 1;
     }
     out
+}
+
+/// A node's children in a tree (at most one per bit of a rank), without
+/// allocating: collectives compute them on every call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Children {
+    ranks: [usize; usize::BITS as usize],
+    len: usize,
+}
+
+impl std::ops::Deref for Children {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        &self.ranks[..self.len]
+    }
+}
+
+impl<'a> IntoIterator for &'a Children {
+    type Item = &'a usize;
+    type IntoIter = std::slice::Iter<'a, usize>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.ranks[..self.len].iter()
+    }
 }
 
 /// Binary tree (rank 0 at the top): parent of `rank`.

@@ -58,6 +58,10 @@ algo_enum! {
         /// E: dissemination (Cenju-4's E was a hardware sync packet; this is
         /// the log2(N)-round software equivalent).
         Dissemination = "e" | "dissemination",
+        /// Binomial tree rooted at rank 0, gather then release (not one of
+        /// Cenju-4's; the default on shared memory, where its subtrees are
+        /// the blocks of ranks that share a CPU).
+        Binomial = "binomial",
     }
 }
 
@@ -193,11 +197,16 @@ impl CollTuning {
 
 // ------------------------------------------------------- automatic choices
 
-pub(crate) fn pick_barrier(p: usize) -> BarrierAlgo {
-    // Measured (README): the binary tree's 2(N-1) messages beat
+pub(crate) fn pick_barrier(p: usize, local: bool) -> BarrierAlgo {
+    // Measured (README): over UDP the binary tree's 2(N-1) messages beat
     // dissemination's N·log2 N at 3-4 ranks on 2 cores; at 2 ranks one
-    // concurrent exchange wins, at 8 the log2 N rounds do.
-    if (3..=4).contains(&p) {
+    // concurrent exchange wins, at 8 the log2 N rounds do. Over shared
+    // memory a message is a store, and what costs is handing a CPU to
+    // another rank: the binomial tree, whose subtrees share a CPU
+    // (`wait.rs`), hands over least.
+    if local && p >= 3 {
+        BarrierAlgo::Binomial
+    } else if (3..=4).contains(&p) {
         BarrierAlgo::Tree
     } else {
         BarrierAlgo::Dissemination

@@ -144,34 +144,41 @@ impl Link {
         keys: [u64; N],
         f: impl FnOnce([&CachedWindow; N], [u32; N]) -> Option<R>,
     ) -> Option<R> {
-        for key in keys {
-            self.resolve(key)?;
-        }
-        let mut stale = None;
-        let result = {
-            let map = self.windows.read().unwrap_or_else(|p| p.into_inner());
-            let mut found: [Option<&CachedWindow>; N] = [None; N];
-            let mut flags = [0u32; N];
-            for (i, key) in keys.iter().enumerate() {
-                let Some(w) = map.get(key) else { break };
-                let (live, live_flags) = self.peer.dir_key_flags(w.slot);
-                if live != *key {
-                    stale = Some(*key);
-                    break;
+        // The hot path takes the cache's read lock once; keys not cached
+        // yet are resolved (with their own locking) and the lookup repeated.
+        let mut f = Some(f);
+        for attempt in 0..2 {
+            let mut stale = None;
+            {
+                let map = self.windows.read().unwrap_or_else(|p| p.into_inner());
+                let mut found: [Option<&CachedWindow>; N] = [None; N];
+                let mut flags = [0u32; N];
+                for (i, key) in keys.iter().enumerate() {
+                    let Some(w) = map.get(key) else { break };
+                    let (live, live_flags) = self.peer.dir_key_flags(w.slot);
+                    if live != *key {
+                        stale = Some(*key);
+                        break;
+                    }
+                    flags[i] = live_flags;
+                    found[i] = Some(w);
                 }
-                flags[i] = live_flags;
-                found[i] = Some(w);
+                if found.iter().all(Option::is_some) {
+                    let f = f.take().expect("runs once: it returns");
+                    return f(found.map(|w| w.expect("all found")), flags);
+                }
             }
-            if found.iter().all(Option::is_some) {
-                f(found.map(|w| w.expect("all found")), flags)
-            } else {
-                None
+            if let Some(key) = stale {
+                self.windows.write().unwrap_or_else(|p| p.into_inner()).remove(&key);
+                return None;
             }
-        };
-        if let Some(key) = stale {
-            self.windows.write().unwrap_or_else(|p| p.into_inner()).remove(&key);
+            if attempt == 0 {
+                for key in keys {
+                    self.resolve(key)?;
+                }
+            }
         }
-        result
+        None
     }
 }
 

@@ -46,3 +46,54 @@ pub(crate) fn yield_cpu() {
         libc::sched_yield();
     }
 }
+
+/// `sched_getcpu(3)`: the CPU this thread runs on right now (glibc reads it
+/// from the thread's rseq area, no system call), or `None` if unknown.
+pub(crate) fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu takes no arguments and touches no memory.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u32::try_from(cpu).ok()
+}
+
+/// Moves the calling thread onto `cpu` now, then gives it back its own
+/// affinity mask (so the scheduler may move it again later): a one-time
+/// nudge, not a binding. `Ok(false)` when `cpu` is not in the thread's
+/// mask (the user pinned it elsewhere) or out of range.
+pub(crate) fn nudge_to_cpu(cpu: u32) -> io::Result<bool> {
+    let cpu = cpu as usize;
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut original: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    if cpu >= 8 * size {
+        return Ok(false);
+    }
+    // SAFETY: `original` is a live cpu_set_t of `size` bytes the kernel fills;
+    // pid 0 is the calling thread.
+    super::check(unsafe { libc::sched_getaffinity(0, size, &mut original) } as libc::ssize_t)?;
+    // SAFETY: `cpu` is below the set's capacity (checked above).
+    if !unsafe { libc::CPU_ISSET(cpu, &original) } {
+        return Ok(false);
+    }
+    // SAFETY: as above, an empty set, then one CPU in range added.
+    let mut only: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below the set's capacity.
+    unsafe { libc::CPU_SET(cpu, &mut only) };
+    // SAFETY: both sets are live cpu_set_t values of `size` bytes; pid 0 is
+    // the calling thread. The kernel migrates us before the first call returns.
+    super::check(unsafe { libc::sched_setaffinity(0, size, &only) } as libc::ssize_t)?;
+    // SAFETY: as above.
+    super::check(unsafe { libc::sched_setaffinity(0, size, &original) } as libc::ssize_t)?;
+    Ok(true)
+}
+
+/// The CPUs in the calling thread's affinity mask.
+pub(crate) fn allowed_cpus() -> io::Result<Vec<u32>> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `set` is a live cpu_set_t of `size` bytes the kernel fills;
+    // pid 0 is the calling thread.
+    super::check(unsafe { libc::sched_getaffinity(0, size, &mut set) } as libc::ssize_t)?;
+    // SAFETY: every index is below the set's capacity (8 bits per byte).
+    Ok((0..8 * size).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) }).map(|cpu| cpu as u32).collect())
+}
