@@ -198,7 +198,7 @@ fn four_mebibytes_over_shared_memory_and_a_mix() {
         let mut team = ep.team_world().unwrap();
         let me = team.rank();
         let p = team.size();
-        for algo in [BcastAlgo::Binomial, BcastAlgo::ScatterAllgather] {
+        for &algo in BcastAlgo::ALL {
             let want = block(1, 5, MIB4);
             let mut buf = if me == 1 { want.clone() } else { vec![0; MIB4] };
             team.broadcast_with(algo, 1, &mut buf).unwrap();
@@ -436,5 +436,32 @@ fn mismatched_large_sizes_are_refused() {
         let result = team.broadcast_with(BcastAlgo::Binomial, 0, &mut buf);
         assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
         team.barrier().unwrap();
+    });
+}
+
+/// The single-copy algorithms (teams all in shared memory) read the owner's
+/// buffer in place: a reader whose buffer is longer than the owner's gets
+/// an error instead of bytes from beyond it, and the team goes on.
+#[test]
+fn single_copy_refuses_mismatched_sizes() {
+    run_job(2, shm(base()), |ep| {
+        let mut team = ep.team_world().unwrap();
+        let me = team.rank();
+        let n = if me == 0 { 32 << 10 } else { 48 << 10 };
+        let mut buf = vec![7u8; n];
+        let result = team.broadcast_with(BcastAlgo::Direct, 0, &mut buf);
+        if me == 1 {
+            assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
+        }
+        let mut all = vec![0u8; 2 * n];
+        let result = team.allgather_with(AllgatherAlgo::Direct, &buf, &mut all);
+        if me == 1 {
+            assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
+        }
+        team.barrier().unwrap();
+        // Same sizes again: the team still works, single copy included.
+        let mut buf = vec![me as u8; 40 << 10];
+        team.broadcast_with(BcastAlgo::Direct, 0, &mut buf).unwrap();
+        assert!(buf.iter().all(|&b| b == 0));
     });
 }

@@ -22,11 +22,14 @@ impl Team<'_> {
         if p == 1 {
             return self.begin();
         }
-        let algo = match if algo == AllgatherAlgo::Auto { pick_allgather(n, p) } else { algo } {
+        let direct = self.can_read_directly();
+        let algo = match if algo == AllgatherAlgo::Auto { pick_allgather(n, p, direct) } else { algo } {
             AllgatherAlgo::RecursiveDoubling if !p.is_power_of_two() => AllgatherAlgo::Bruck,
+            AllgatherAlgo::Direct if !direct => AllgatherAlgo::Ring,
             a => a,
         };
         match algo {
+            AllgatherAlgo::Direct => self.allgather_direct(send, recv),
             AllgatherAlgo::Ring | AllgatherAlgo::Auto => {
                 let area = self.full_area(n * p)?;
                 self.begin()?;

@@ -23,8 +23,10 @@ impl Team<'_> {
         if p == 1 {
             return self.begin();
         }
-        match if algo == AlltoallAlgo::Auto { pick_alltoall(n, p) } else { algo } {
-            AlltoallAlgo::Pairwise | AlltoallAlgo::Auto => self.alltoall_pairwise(n, send, recv),
+        let direct = self.can_read_directly();
+        match if algo == AlltoallAlgo::Auto { pick_alltoall(n, p, direct) } else { algo } {
+            AlltoallAlgo::Direct if direct => self.alltoall_direct(n, send, recv),
+            AlltoallAlgo::Pairwise | AlltoallAlgo::Direct | AlltoallAlgo::Auto => self.alltoall_pairwise(n, send, recv),
             AlltoallAlgo::Bruck => self.alltoall_bruck(n, send, recv),
         }
     }
@@ -53,7 +55,8 @@ impl Team<'_> {
     fn alltoall_bruck(&mut self, n: usize, send: &[u8], recv: &mut [u8]) -> Result<()> {
         let p = self.p();
         let with_bit = |d: usize| (0..p).filter(move |i| i & d != 0);
-        let total: usize = (0..usize::BITS).map(|k| 1usize << k).take_while(|&d| d < p).map(|d| with_bit(d).count()).sum();
+        let total: usize =
+            (0..usize::BITS).map(|k| 1usize << k).take_while(|&d| d < p).map(|d| with_bit(d).count()).sum();
         let area = self.full_area(total * n)?;
         self.begin()?;
         let mut tmp = self.take_work(0, n * p);

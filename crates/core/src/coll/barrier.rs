@@ -23,7 +23,7 @@ impl Team<'_> {
         }
         match if algo == BarrierAlgo::Auto { pick_barrier(p, self.wait.local) } else { algo } {
             BarrierAlgo::AllToAll | BarrierAlgo::Auto => self.barrier_all_to_all(),
-                        BarrierAlgo::Tree => self.barrier_tree(),
+            BarrierAlgo::Tree => self.barrier_tree(),
             BarrierAlgo::Counters => self.barrier_counters(),
             BarrierAlgo::Multicast => self.barrier_multicast(),
             BarrierAlgo::Dissemination => self.barrier_dissemination(),

@@ -23,9 +23,11 @@ impl Team<'_> {
         if p == 1 {
             return self.begin();
         }
-        let algo = if algo == BcastAlgo::Auto { pick_bcast(buf.len(), p, self.lay.slot) } else { algo };
+        let direct = self.can_read_directly();
+        let algo = if algo == BcastAlgo::Auto { pick_bcast(buf.len(), p, self.lay.slot, direct) } else { algo };
         match algo {
-            BcastAlgo::Binomial | BcastAlgo::Auto => self.bcast_binomial(root, buf),
+            BcastAlgo::Direct if direct => self.bcast_direct(root, buf),
+            BcastAlgo::Binomial | BcastAlgo::Direct | BcastAlgo::Auto => self.bcast_binomial(root, buf),
             BcastAlgo::ScatterAllgather => self.bcast_scatter_allgather(root, buf),
         }
     }

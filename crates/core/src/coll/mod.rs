@@ -2,9 +2,13 @@
 //! byte a collective moves is a `put_signal` into a peer's team scratch
 //! region (or a direct put into a multicast group's regions), every wait is
 //! `wait_for` on a signal word, so waiting yields the CPU like any other wait.
-//! The one exception is multicast by IP multicast, whose segments the
-//! endpoint's multicast engine (`crate::mcast`) moves; this module decides
-//! when to use it and keeps its members in step with signal words.
+//! Two exceptions: multicast by IP multicast, whose segments the
+//! endpoint's multicast engine (`crate::mcast`) moves (this module decides
+//! when to use it and keeps its members in step with signal words), and the
+//! single-copy algorithms of teams all on one host (`direct.rs`), where a
+//! reader copies straight out of the owner's lent buffer with
+//! `process_vm_readv` (the transport's `shm::vm_read`), coordinated by the
+//! same signal words.
 //!
 //! Owns: teams (world, split, explicit list), their scratch regions, the
 //! sequence numbers that keep consecutive collectives and concurrent teams
@@ -49,6 +53,7 @@ mod allgather;
 mod alltoall;
 mod barrier;
 mod bcast;
+mod direct;
 mod kernel;
 mod multicast;
 mod quiesce;
@@ -96,7 +101,7 @@ pub(crate) struct Layout {
 
 impl Layout {
     fn new(p: usize) -> Layout {
-        let ctrl = (8 * (5 * p + 1)).div_ceil(64) * 64;
+        let ctrl = (8 * (7 * p + 1)).div_ceil(64) * 64;
         let slot = (ROOTED_PHASE_TARGET / p.max(1)).clamp(ROOTED_SLOT_MIN, ROOTED_SLOT_MAX) / 64 * 64;
         Layout { p, ctrl, full: FULL_PHASE_BYTES, slot }
     }
@@ -126,6 +131,12 @@ impl Layout {
     /// it makes sense (see `wait.rs`).
     fn cpu(&self, writer: usize) -> u64 {
         (8 * (4 * self.p + 1 + writer)) as u64
+    }
+    /// Two words written only by team rank `writer`: the address and the
+    /// length of the buffer it exposes to this rank in a single-copy
+    /// collective (`direct.rs`).
+    fn exposed(&self, writer: usize) -> u64 {
+        (8 * (5 * self.p + 1 + 2 * writer)) as u64
     }
     fn full_base(&self, phase: u64) -> u64 {
         (self.ctrl + (phase as usize % 2) * self.full) as u64
@@ -186,6 +197,9 @@ pub struct Team<'ep> {
     ip: multicast::TeamIp,
     /// How this team's waits spin, yield and block.
     wait: wait::WaitPolicy,
+    /// Every member may read every member's memory directly
+    /// (`process_vm_readv`); `None` on teams not all in shared memory.
+    single_copy: Option<bool>,
     /// The CPU last announced to the other members (`Layout::cpu`).
     announced_cpu: Option<u32>,
     /// Scratch buffers kept between calls (no allocation per call once
@@ -199,34 +213,75 @@ impl Endpoint {
         let n = self.size() as usize;
         let lay = Layout::new(n);
         let scratch = self.alloc(lay.total(), Access::ALL)?;
+        let ranks: Vec<u32> = (0..n as u32).collect();
         // Registered before it is announced, so no put can arrive first.
-        let all = self.allgather_bytes(&scratch.key().0.to_le_bytes())?;
-        let keys = decode_keys(&all)?;
-        Ok(Team::assemble(self, (0..n as u32).collect(), self.rank() as usize, scratch, keys))
+        let mine = MemberRecord::of(self, &scratch, &ranks).encode();
+        let all = self.allgather_bytes(&mine)?;
+        let records = all.iter().map(|b| MemberRecord::decode(b)).collect::<Result<Vec<_>>>()?;
+        Team::assemble(self, ranks, self.rank() as usize, scratch, &records)
     }
 }
 
-fn decode_keys(blobs: &[Vec<u8>]) -> Result<Vec<RegionKey>> {
-    blobs
-        .iter()
-        .map(|b| {
-            <[u8; 8]>::try_from(b.as_slice())
-                .map(|b| RegionKey(u64::from_le_bytes(b)))
-                .map_err(|_| Error::InvalidArgument("team key exchange returned a malformed key"))
-        })
-        .collect()
+/// What each member tells the others when a team forms.
+#[derive(Debug, Clone, Copy)]
+struct MemberRecord {
+    /// Its scratch region's key.
+    key: RegionKey,
+    /// Where that region is in its address space (the single-copy probe reads it).
+    base: u64,
+    /// It reaches every member through shared memory.
+    shm: bool,
+}
+
+impl MemberRecord {
+    const LEN: usize = 17;
+
+    fn of(ep: &Endpoint, scratch: &Region<'_>, ranks: &[u32]) -> MemberRecord {
+        let me = ep.rank();
+        let shm = ranks.len() > 1 && ranks.iter().all(|&r| r == me || ep.shares_memory_with(r));
+        MemberRecord { key: scratch.key(), base: scratch.as_ptr() as u64, shm }
+    }
+
+    fn encode(&self) -> [u8; Self::LEN] {
+        let mut out = [0u8; Self::LEN];
+        out[..8].copy_from_slice(&self.key.0.to_le_bytes());
+        out[8..16].copy_from_slice(&self.base.to_le_bytes());
+        out[16] = u8::from(self.shm);
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Result<MemberRecord> {
+        let bad = Error::InvalidArgument("team exchange returned a malformed record");
+        if bytes.len() != Self::LEN {
+            return Err(bad);
+        }
+        let word = |i: usize| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("length checked"));
+        Ok(MemberRecord { key: RegionKey(word(0)), base: word(1), shm: bytes[16] == 1 })
+    }
 }
 
 impl<'ep> Team<'ep> {
-    fn assemble(ep: &'ep Endpoint, ranks: Vec<u32>, me: usize, scratch: Region<'ep>, keys: Vec<RegionKey>) -> Self {
+    /// Builds the team from every member's record, then (on teams whose
+    /// members all share memory) checks collectively whether each member
+    /// can read the others' memory with `process_vm_readv` (single-copy
+    /// algorithms, `direct.rs`).
+    fn assemble(
+        ep: &'ep Endpoint,
+        ranks: Vec<u32>,
+        me: usize,
+        scratch: Region<'ep>,
+        records: &[MemberRecord],
+    ) -> Result<Self> {
         let p = ranks.len();
         let tuning = ep.lock().config.coll;
-        Team {
+        // Every member computes the same: all said they share memory with all.
+        let shm = p > 1 && records.iter().all(|r| r.shm);
+        let mut team = Team {
             ep,
             me,
             mem: scratch.raw(),
             scratch,
-            keys,
+            keys: records.iter().map(|r| r.key).collect(),
             lay: Layout::new(p),
             large: None,
             large_keys: Vec::new(),
@@ -238,11 +293,17 @@ impl<'ep> Team<'ep> {
             owed_credits: Vec::new(),
             tuning,
             ip: multicast::TeamIp::Unchecked,
-            wait: wait::WaitPolicy::new(ep, &ranks),
+            wait: wait::WaitPolicy::new(ep, &ranks, shm),
+            single_copy: None,
             announced_cpu: None,
             work: [Vec::new(), Vec::new()],
             ranks,
+        };
+        if shm {
+            let bases: Vec<u64> = records.iter().map(|r| r.base).collect();
+            team.single_copy = Some(team.probe_single_copy(&bases)?);
         }
+        Ok(team)
     }
 
     /// This rank's position in the team.
@@ -304,19 +365,19 @@ impl<'ep> Team<'ep> {
             Some(_) => Some(self.ep.alloc(Layout::new(new_p).total(), Access::ALL)?),
             None => None,
         };
-        // Second round: every member's new key (0 for those not joining).
-        let key_bytes = scratch.as_ref().map_or(0, |r| r.key().0).to_le_bytes();
-        let keys_all = self.allgather_small(&key_bytes)?;
+        // Second round: every member's record (zeros for those not joining).
+        let ranks: Vec<u32> = members.iter().map(|&(_, r)| self.ranks[r]).collect();
+        let mine = scratch.as_ref().map_or([0u8; MemberRecord::LEN], |s| MemberRecord::of(self.ep, s, &ranks).encode());
+        let all = self.allgather_small(&mine)?;
         let Some(scratch) = scratch else {
             return Ok(None);
         };
-        let keys: Vec<RegionKey> = members
+        let records = members
             .iter()
-            .map(|&(_, r)| RegionKey(u64::from_le_bytes(keys_all[8 * r..8 * r + 8].try_into().expect("8 bytes"))))
-            .collect();
-        let ranks: Vec<u32> = members.iter().map(|&(_, r)| self.ranks[r]).collect();
+            .map(|&(_, r)| MemberRecord::decode(&all[MemberRecord::LEN * r..MemberRecord::LEN * (r + 1)]))
+            .collect::<Result<Vec<_>>>()?;
         let me = members.iter().position(|&(_, r)| r == self.me).expect("a member finds itself");
-        Ok(Some(Team::assemble(self.ep, ranks, me, scratch, keys)))
+        Team::assemble(self.ep, ranks, me, scratch, &records).map(Some)
     }
 
     /// Collective over this team: the members listed (team ranks, in the

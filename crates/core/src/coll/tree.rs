@@ -84,7 +84,7 @@ mod tests {
             for root in 0..p {
                 let mut reached = vec![0usize; p];
                 for r in 0..p {
-                    for c in binomial_children(r, root, p) {
+                    for &c in &binomial_children(r, root, p) {
                         assert_eq!(binomial_parent(c, root, p), Some(r), "p {p} root {root} child {c}");
                         reached[c] += 1;
                     }

@@ -72,6 +72,9 @@ algo_enum! {
         Binomial = "binomial",
         /// Scatter, then ring allgather (large messages).
         ScatterAllgather = "scatter_allgather",
+        /// Binomial tree, each member reading its parent's buffer in one
+        /// copy (teams all in shared memory; elsewhere `binomial`).
+        Direct = "direct",
     }
 }
 
@@ -85,6 +88,9 @@ algo_enum! {
         RecursiveDoubling = "recursive_doubling" | "rd",
         /// Bruck: ceil(log2 N) rounds, any team size.
         Bruck = "bruck",
+        /// Every member reads every other member's block in one copy (teams
+        /// all in shared memory; elsewhere `ring`).
+        Direct = "direct",
     }
 }
 
@@ -95,6 +101,9 @@ algo_enum! {
         Pairwise = "pairwise",
         /// Bruck: ceil(log2 N) rounds of packed blocks (small blocks).
         Bruck = "bruck",
+        /// Every member reads its block of every other member's buffer in
+        /// one copy (teams all in shared memory; elsewhere `pairwise`).
+        Direct = "direct",
     }
 }
 
@@ -197,6 +206,10 @@ impl CollTuning {
 
 // ------------------------------------------------------- automatic choices
 
+/// Bytes per block from which single-copy algorithms win on teams that can
+/// run them: below, the system call costs more than the second copy.
+const DIRECT_FROM: usize = 16 << 10;
+
 pub(crate) fn pick_barrier(p: usize, local: bool) -> BarrierAlgo {
     // Measured (README): over UDP the binary tree's 2(N-1) messages beat
     // dissemination's N·log2 N at 3-4 ranks on 2 cores; at 2 ranks one
@@ -213,16 +226,20 @@ pub(crate) fn pick_barrier(p: usize, local: bool) -> BarrierAlgo {
     }
 }
 
-pub(crate) fn pick_bcast(bytes: usize, p: usize, slot: usize) -> BcastAlgo {
-    if p <= 2 || bytes <= slot {
+pub(crate) fn pick_bcast(bytes: usize, p: usize, slot: usize, direct: bool) -> BcastAlgo {
+    if direct && bytes >= DIRECT_FROM {
+        BcastAlgo::Direct
+    } else if p <= 2 || bytes <= slot {
         BcastAlgo::Binomial
     } else {
         BcastAlgo::ScatterAllgather
     }
 }
 
-pub(crate) fn pick_allgather(block: usize, p: usize) -> AllgatherAlgo {
-    if block * p <= 64 << 10 {
+pub(crate) fn pick_allgather(block: usize, p: usize, direct: bool) -> AllgatherAlgo {
+    if direct && block >= DIRECT_FROM {
+        AllgatherAlgo::Direct
+    } else if block * p <= 64 << 10 {
         if p.is_power_of_two() {
             AllgatherAlgo::RecursiveDoubling
         } else {
@@ -233,8 +250,10 @@ pub(crate) fn pick_allgather(block: usize, p: usize) -> AllgatherAlgo {
     }
 }
 
-pub(crate) fn pick_alltoall(block: usize, p: usize) -> AlltoallAlgo {
-    if p >= 8 && block <= 256 {
+pub(crate) fn pick_alltoall(block: usize, p: usize, direct: bool) -> AlltoallAlgo {
+    if direct && block >= DIRECT_FROM {
+        AlltoallAlgo::Direct
+    } else if p >= 8 && block <= 256 {
         AlltoallAlgo::Bruck
     } else {
         AlltoallAlgo::Pairwise

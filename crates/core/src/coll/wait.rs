@@ -50,9 +50,10 @@ pub(crate) struct WaitPolicy {
 }
 
 impl WaitPolicy {
-    pub(crate) fn new(ep: &Endpoint, ranks: &[u32]) -> WaitPolicy {
+    /// `local`: every member reaches every member through shared memory
+    /// (agreed when the team formed).
+    pub(crate) fn new(ep: &Endpoint, ranks: &[u32], local: bool) -> WaitPolicy {
         let me = ep.rank();
-        let local = ranks.len() > 1 && ranks.iter().all(|&r| r == me || ep.shares_memory_with(r));
         let budget = ep.shared.shm.as_ref().map_or(Duration::ZERO, |shm| shm.spin);
         let on_host = 1 + (0..ep.size()).filter(|&r| r != me && ep.shares_memory_with(r)).count();
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
@@ -137,7 +138,9 @@ impl Team<'_> {
             }
         }
         if let Some(target) = home[self.me / block] {
-            if std::env::var_os("MWX_DBG").is_some() { eprintln!("seq {} rank {} on {} home {}", self.seq, self.me, mine, target); }
+            if std::env::var_os("MWX_DBG").is_some() {
+                eprintln!("seq {} rank {} on {} home {}", self.seq, self.me, mine, target);
+            }
             if target != mine {
                 let _ = mw_transport::wait::nudge_to_cpu(target);
             }
@@ -278,4 +281,3 @@ impl Team<'_> {
         }
     }
 }
-
