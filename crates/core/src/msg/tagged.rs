@@ -446,15 +446,20 @@ impl Endpoint {
     /// their own so their traffic never mixes with the application's).
     pub fn send_in(&self, context: u32, dest: u32, tag: u64, data: &[u8]) -> Result<()> {
         self.check_send(dest, tag)?;
-        let eager_limit = self.lock().msg.eager_limit;
-        if data.len() <= eager_limit {
+        let mut state = self.lock();
+        if data.len() <= state.msg.eager_limit {
             let charge = data.len() as u64 + OVERHEAD;
             let queued = {
-                let mut state = self.lock();
                 if state.msg.tagged.take_credit(dest, charge) {
                     state.msg.stats.eager_sent += 1;
-                    let now = self.shared.now();
                     let repr = OpRepr::Eager(op::Eager { context, tag, body: &[] });
+                    if state.is_shm_peer(dest) {
+                        // Into the peer's ring: no clock, no socket.
+                        let mut header = [0u8; 32]; // an Eager header is 16 bytes
+                        let len = repr.emit_header(&mut header);
+                        return state.shm_send(dest, &[&header[..len], data], None, true);
+                    }
+                    let now = self.shared.now();
                     state.send_op(now, dest, &repr, data, None)?;
                     // On the wire now, not at the next call into the library.
                     state.transmit(now);
@@ -467,8 +472,10 @@ impl Endpoint {
                 state.msg.tagged.queued_total += 1;
                 id
             };
+            drop(state);
             return Handle::new(self, queued, Landing::Nothing).wait();
         }
+        drop(state);
         // Rendezvous, zero copy: the receiver pulls straight from `data`.
         let mem = crate::memory::readonly_mem(data);
         let token = self.lock().requests.alloc(dest, 1)?;

@@ -78,7 +78,11 @@ impl Control {
         head[16..24].copy_from_slice(&(ring_cap as u64).to_le_bytes());
         // SAFETY: the fresh mapping is at least one page; nobody else has it yet.
         unsafe { std::ptr::copy_nonoverlapping(head.as_ptr(), seg.as_ptr(), head.len()) };
-        Ok(Control { seg, ring_count, ring_cap, pid })
+        let control = Control { seg, ring_count, ring_cap, pid };
+        for i in 0..ring_count {
+            control.ring(i).expect("ring inside the new segment").init_salt();
+        }
+        Ok(control)
     }
 
     /// Maps the control segment process `pid` created (`fd`, `len` bytes,
