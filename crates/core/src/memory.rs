@@ -222,6 +222,17 @@ pub(crate) fn readonly_mem(memory: &[u8]) -> RawMem {
     unsafe { RawMem::new(memory.as_ptr().cast_mut(), memory.len()) }
 }
 
+/// A raw view of a buffer handed over by `isend_owned`, exposed read-only to
+/// one rendezvous pull while the exposure owns the `Vec`.
+#[allow(unsafe_code)]
+pub(crate) fn owned_mem(memory: &[u8]) -> RawMem {
+    // SAFETY: registered with `Access::READ` only (no write path accepts
+    // it); the caller moves the `Vec` that owns these bytes into the
+    // exposure (moving a `Vec` does not move its heap buffer) and neither
+    // mutates nor drops it until the exposure is withdrawn from every table.
+    unsafe { RawMem::new(memory.as_ptr().cast_mut(), memory.len()) }
+}
+
 impl Region<'_> {
     /// The key remote ranks name this region by.
     pub fn key(&self) -> RegionKey {
