@@ -578,3 +578,190 @@ impl SendState {
         (self.cwnd, self.ssthresh, self.inflight, self.inflight_bytes)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: Instant = Instant::ZERO;
+
+    fn at(us: u64) -> Instant {
+        Instant::ZERO + Duration::from_micros(us)
+    }
+
+    fn config(initial_window: u32) -> Config {
+        Config { initial_window, min_window: 2, max_window: 64, ..Config::default() }
+    }
+
+    /// A sender with `messages` one-segment messages queued.
+    fn sender(config: &Config, messages: usize) -> (SendState, RttEstimator) {
+        let mut s = SendState::new(config, 0);
+        for _ in 0..messages {
+            s.submit(&[&[0xab; 100]]);
+        }
+        (s, RttEstimator::new(config))
+    }
+
+    /// Sends everything the windows allow at `now`; returns the packets.
+    fn send_all(s: &mut SendState, now: Instant, rtt: &RttEstimator) -> Vec<DataPacket> {
+        std::iter::from_fn(|| s.next_packet(now, rtt.rto())).collect()
+    }
+
+    fn cwnd(s: &SendState) -> u32 {
+        s.window_stats().0
+    }
+
+    fn ssthresh(s: &SendState) -> u32 {
+        s.window_stats().1
+    }
+
+    fn inflight(s: &SendState) -> u32 {
+        s.window_stats().2
+    }
+
+    #[test]
+    fn the_congestion_window_limits_packets_in_flight_and_slow_start_grows_it() {
+        let cfg = config(4);
+        let (mut s, mut rtt) = sender(&cfg, 100);
+        let first = send_all(&mut s, T0, &rtt);
+        assert_eq!(first.len(), 4);
+        assert_eq!((cwnd(&s), inflight(&s)), (4, 4));
+        assert!(first[3].flags.contains(Flags::ACK_NOW), "the packet that fills the window asks for an ack");
+        assert!(!first[2].flags.contains(Flags::ACK_NOW));
+        // One ack for all four: +1 per acked packet below ssthresh.
+        assert!(s.on_ack(at(50), 4, 0, false, 0, &mut rtt));
+        assert_eq!((cwnd(&s), inflight(&s)), (8, 0));
+        assert_eq!(send_all(&mut s, at(50), &rtt).len(), 8);
+        assert!(s.on_ack(at(100), 12, 0, false, 0, &mut rtt));
+        assert_eq!(cwnd(&s), 16);
+    }
+
+    #[test]
+    fn a_nack_halves_the_window_once_per_window_and_acks_grow_it_back_additively() {
+        let cfg = config(16);
+        let (mut s, mut rtt) = sender(&cfg, 1000);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 16);
+        // The receiver lost seq 0 and says so: a Nack with SACK for 1..=15.
+        let sack = (1u64 << 15) - 1;
+        assert!(s.on_ack(at(50), 0, sack, true, 0, &mut rtt));
+        // SACKs grew the window in slow start (16 + 15), then the loss halved it.
+        assert_eq!(cwnd(&s), 31 / 2);
+        assert_eq!(ssthresh(&s), cwnd(&s));
+        assert_eq!(inflight(&s), 0);
+        // The hole goes out first, as a fast retransmission asking for an ack.
+        let rtx = s.next_packet(at(50), rtt.rto()).unwrap();
+        assert_eq!((rtx.seq, rtx.retransmit), (0, Some(false)));
+        assert!(rtx.flags.contains(Flags::ACK_NOW));
+        let after_loss = cwnd(&s);
+        // A second loss from the same window (seq 16 is new, so send some):
+        // no second decrease for one congestion event.
+        let more = send_all(&mut s, at(50), &rtt);
+        assert_eq!(more.len() as u32, after_loss - 1, "the retransmission takes one slot");
+        assert!(s.on_ack(at(100), 16, 0, false, 0, &mut rtt), "the retransmission filled the hole");
+        let grown_by_acks = cwnd(&s);
+        assert!(grown_by_acks >= after_loss, "acks of post-loss packets never shrink it");
+        // Congestion avoidance: it takes a whole window of acks (less the
+        // one the retransmission already counted) to add one packet.
+        let start = cwnd(&s);
+        let (mut now, mut acked) = (100, 0);
+        while cwnd(&s) == start {
+            assert!(!send_all(&mut s, at(now), &rtt).is_empty() || inflight(&s) > 0);
+            now += 50;
+            let upto = s.snd_nxt();
+            acked += upto.wrapping_sub(s.snd_una);
+            assert!(s.on_ack(at(now), upto, 0, false, 0, &mut rtt));
+        }
+        assert_eq!(cwnd(&s), start + 1, "additive increase: +1 per window");
+        assert!(acked >= start - 1, "grew after only {acked} acks with a window of {start}");
+        assert!(acked <= 2 * start, "took {acked} acks with a window of {start}");
+    }
+
+    #[test]
+    fn sack_evidence_without_a_nack_needs_three_later_packets() {
+        let cfg = config(8);
+        let (mut s, mut rtt) = sender(&cfg, 100);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 8);
+        // Only seq 1 and 2 arrived after the hole at 0: not yet a loss.
+        assert!(s.on_ack(at(50), 0, 0b11, false, 0, &mut rtt));
+        assert_eq!(ssthresh(&s), cfg.max_window, "no decrease yet");
+        assert!(s.lost.is_empty());
+        // A third later packet: seq 0 is lost, the window halves.
+        let before = cwnd(&s);
+        assert!(s.on_ack(at(60), 0, 0b111, false, 0, &mut rtt));
+        assert_eq!(s.lost.front(), Some(&0));
+        assert_eq!(cwnd(&s), (before + 1) / 2);
+    }
+
+    #[test]
+    fn a_timeout_collapses_the_window_and_still_retransmits_the_oldest_packet() {
+        let cfg = config(8);
+        let (mut s, mut rtt) = sender(&cfg, 100);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 8);
+        let deadline = s.rto_deadline().expect("armed when the first packet left");
+        assert!(s.on_rto(deadline, &mut rtt));
+        assert_eq!((cwnd(&s), ssthresh(&s)), (cfg.min_window, 4));
+        // 7 packets still count as in flight, above the collapsed window, yet
+        // the oldest goes out once (seed 004, PM/UDP S4)…
+        let rtx = s.next_packet(deadline, rtt.rto()).unwrap();
+        assert_eq!((rtx.seq, rtx.retransmit), (0, Some(true)));
+        // …and nothing more until acks make room.
+        assert!(s.next_packet(deadline, rtt.rto()).is_none());
+        assert!(s.rto_deadline().unwrap() > deadline, "backed off");
+        // Acks of everything: slow start again from min_window.
+        assert!(s.on_ack(deadline + Duration::from_micros(10), 8, 0, false, 0, &mut rtt));
+        assert_eq!(inflight(&s), 0);
+        assert!(cwnd(&s) > cfg.min_window);
+        assert!(s.rto_deadline().is_none(), "nothing outstanding, no timer");
+    }
+
+    #[test]
+    fn unacknowledged_bytes_are_capped_whatever_the_packet_window() {
+        let cfg = Config { max_datagram: 9000, max_window_bytes: 20_000, ..config(32) };
+        let seg = cfg.segment_size();
+        let mut s = SendState::new(&cfg, 0);
+        s.submit(&[&vec![1u8; 10 * seg]]);
+        let rtt = RttEstimator::new(&cfg);
+        let sent = send_all(&mut s, T0, &rtt);
+        assert_eq!(sent.len(), 20_000 / seg, "bytes, not the 32-packet window, limit");
+        let (cwnd, _, inflight, bytes) = s.window_stats();
+        assert_eq!((cwnd, inflight), (32, 2));
+        assert!(bytes <= cfg.max_window_bytes);
+        assert!(sent.last().unwrap().flags.contains(Flags::ACK_NOW), "the window is full: ask for an ack");
+        // A datagram larger than the byte window still goes out alone.
+        let tiny = Config { max_window_bytes: 100, ..cfg.clone() };
+        let mut s = SendState::new(&tiny, 0);
+        s.submit(&[&vec![1u8; 3 * seg]]);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 1);
+    }
+
+    #[test]
+    fn the_receive_window_bounds_how_far_past_the_oldest_unacked_packet_we_run() {
+        let cfg = Config { recv_window: 4, ..config(32) };
+        let (mut s, mut rtt) = sender(&cfg, 100);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 4);
+        // Seq 0 missing, 1..=3 SACKed: still no room past 0 + recv_window.
+        s.on_ack(at(50), 0, 0b111, false, 0, &mut rtt);
+        let next: Vec<u32> = send_all(&mut s, at(50), &rtt).iter().map(|p| p.seq).collect();
+        assert_eq!(next, vec![0], "only the retransmission of the hole");
+    }
+
+    #[test]
+    fn acks_complete_messages_only_once_causally_released() {
+        let cfg = config(8);
+        let mut s = SendState::new(&cfg, 0);
+        let mut rtt = RttEstimator::new(&cfg);
+        let seg = cfg.segment_size();
+        s.submit(&[&vec![0u8; 2 * seg]]); // seq 0, 1
+        s.submit(&[b"x"]); // seq 2
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 3);
+        // Seq 0 alone completes no message.
+        s.on_ack(at(10), 1, 0, false, 7, &mut rtt);
+        assert_eq!(s.release(100), None);
+        // Both messages acked, generated when the peer's watermark was 7:
+        // reported once we have received everything before it.
+        s.on_ack(at(20), 3, 0, false, 7, &mut rtt);
+        assert_eq!(s.release(6), None);
+        assert_eq!(s.release(7), Some(MsgId(1)));
+        assert!(s.is_quiescent());
+    }
+}
