@@ -185,6 +185,39 @@ pub struct Stats {
     pub drops: DropCounts,
 }
 
+impl core::fmt::Display for Stats {
+    /// A few labelled lines (no trailing newline), for `MW_STATS` output and logs.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        writeln!(
+            f,
+            "packets    sent {} ({} B), received {} ({} B)",
+            self.packets_sent, self.bytes_sent, self.packets_received, self.bytes_received
+        )?;
+        writeln!(
+            f,
+            "data       {} sent once, {} retransmitted on timeout, {} fast",
+            self.data_sent, self.retransmits_timeout, self.retransmits_fast
+        )?;
+        writeln!(
+            f,
+            "control    acks {} sent, nacks {} sent / {} received, probes {}, resets {}",
+            self.acks_sent, self.nacks_sent, self.nacks_received, self.probes_sent, self.resets_sent
+        )?;
+        writeln!(
+            f,
+            "messages   {} submitted, {} delivered, {} raw received",
+            self.messages_submitted, self.messages_delivered, self.raw_received
+        )?;
+        writeln!(
+            f,
+            "peers      {} declared dead, {} restarts noticed, {} stalls forgiven",
+            self.peers_dead, self.peers_restarted, self.stalls_forgiven
+        )?;
+        writeln!(f, "multicast  {} segments sent, {} accepted", self.mcast_sent, self.mcast_received)?;
+        write!(f, "drops      {}", self.drops)
+    }
+}
+
 /// A snapshot of one peer's connection, for diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerStats {
@@ -215,4 +248,52 @@ pub struct PeerStats {
     /// Bytes of the peer's message in progress held for reassembly (at most
     /// `Config::max_message`).
     pub reassembly_bytes: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_has_its_own_counter_and_prints_by_name() {
+        let mut d = DropCounts::default();
+        let reasons = [
+            DropReason::Malformed(mw_wire::Error::Truncated),
+            DropReason::Malformed(mw_wire::Error::BadMagic),
+            DropReason::Malformed(mw_wire::Error::BadVersion),
+            DropReason::Malformed(mw_wire::Error::UnknownType),
+            DropReason::Malformed(mw_wire::Error::BadLength),
+            DropReason::Malformed(mw_wire::Error::Malformed),
+            DropReason::Oversized,
+            DropReason::OversizedMessage,
+            DropReason::BadChecksum,
+            DropReason::WrongJob,
+            DropReason::WrongTarget,
+            DropReason::UnknownPeer,
+            DropReason::StaleEpoch,
+            DropReason::Duplicate,
+            DropReason::OutOfWindow,
+            DropReason::BadMac,
+            DropReason::DeadPeer,
+        ];
+        for (i, reason) in reasons.iter().enumerate() {
+            for _ in 0..=i {
+                d.count(reason);
+            }
+        }
+        // Reason i was counted i + 1 times, into counter i and no other.
+        for (i, (name, n)) in d.by_reason().into_iter().enumerate() {
+            assert_eq!(n, i as u64 + 1, "{name}");
+        }
+        assert_eq!(d.total(), (1..=17).sum::<u64>());
+        assert_eq!(d.not_well_formed(), (1..=9).sum::<u64>());
+        let text = d.to_string();
+        assert!(text.starts_with("total 153 truncated=1 bad_magic=2 bad_version=3"), "{text}");
+        assert!(text.ends_with("dead_peer=17"), "{text}");
+        assert_eq!(DropCounts::default().to_string(), "total 0");
+        let stats = Stats { packets_sent: 5, drops: d, ..Stats::default() };
+        let shown = stats.to_string();
+        assert_eq!(shown.lines().count(), 7, "{shown}");
+        assert!(shown.starts_with("packets    sent 5 (0 B)"), "{shown}");
+    }
 }

@@ -96,5 +96,14 @@ fn no_false_dead() {
 #[test]
 fn garbage() {
     let reports = run_family("garbage", seeds(300));
-    assert!(reports.iter().any(|r| r.stats.iter().any(|s| s.drops.wrong_job > 0)));
+    // Each kind of garbage was injected somewhere and landed in its own
+    // counter (the driver checks the exact counts of every run).
+    let seen = |count: fn(&mw_proto::DropCounts) -> u64| reports.iter().any(|r| r.stats.iter().any(|s| count(&s.drops) > 0));
+    assert!(seen(|d| d.wrong_job));
+    assert!(seen(|d| d.bad_version));
+    assert!(seen(|d| d.truncated));
+    assert!(seen(|d| d.bad_magic));
+    assert!(seen(|d| d.bad_length));
+    assert!(seen(|d| d.oversized));
+    assert!(seen(|d| d.bad_checksum), "corrupted packets of checksumming runs");
 }

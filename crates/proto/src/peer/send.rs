@@ -96,6 +96,9 @@ pub(crate) struct SendState {
     recovery_tx: u64,
     /// Send the next lost packet even if the window is full (RTO).
     force_one: bool,
+    /// Acks that acknowledged nothing new while naming `snd_una` as missing,
+    /// counted once that packet's latest transmission has had time to arrive.
+    dup_acks: u64,
     rto_deadline: Option<Instant>,
     /// The packet with this sequence number carries `ACK_NOW` (request_ack).
     ack_request: Option<u32>,
@@ -136,6 +139,7 @@ impl SendState {
             cwnd_acc: 0,
             recovery_tx: 0,
             force_one: false,
+            dup_acks: 0,
             rto_deadline: None,
             ack_request: None,
             next_msg: first_msg,
@@ -283,6 +287,9 @@ impl SendState {
             }
             self.lost.pop_front();
             self.force_one = false;
+            if seq == self.snd_una {
+                self.dup_acks = 0;
+            }
             let tx = self.next_tx;
             self.next_tx += 1;
             let p = &mut self.sent[index];
@@ -438,8 +445,10 @@ impl SendState {
             self.grow(tx);
         }
         let Some((tx, sent_at, retransmitted)) = newest else {
+            self.on_duplicate_ack(now, ack, rtt);
             return false;
         };
+        self.dup_acks = 0;
         if tx > self.largest_acked_tx {
             self.largest_acked_tx = tx;
             self.largest_acked_sent_at = sent_at;
@@ -458,6 +467,43 @@ impl SendState {
             self.hold(watermark);
         }
         true
+    }
+
+    /// An ack that acknowledged nothing new. SACK reports only the 64
+    /// packets after the cumulative ack, so when the packet at `snd_una` is
+    /// lost again after its retransmission and everything SACK can report is
+    /// already reported, later arrivals at the receiver show up only as such
+    /// acks (each packet arriving out of order is acked at once). After
+    /// [`PACKET_THRESHOLD`] of them, counted only once the retransmission has
+    /// had a loss delay to arrive (so acks of packets still in flight before
+    /// it do not trigger a second copy), the packet is deemed lost again and
+    /// resent even if the window is full — RFC 5681's duplicate-ack rule,
+    /// instead of waiting for a backed-off RTO.
+    fn on_duplicate_ack(&mut self, now: Instant, ack: u32, rtt: &RttEstimator) {
+        if ack != self.snd_una {
+            return;
+        }
+        let Some(p) = self.sent.front_mut() else {
+            return;
+        };
+        if p.state != PktState::InFlight || now < p.sent_at + rtt.loss_delay() {
+            return;
+        }
+        self.dup_acks += 1;
+        if self.dup_acks < PACKET_THRESHOLD {
+            return;
+        }
+        self.dup_acks = 0;
+        p.state = PktState::Lost { by_timeout: false };
+        let (tx, len) = (p.tx, p.len as usize);
+        self.inflight -= 1;
+        self.inflight_bytes -= len;
+        self.lost.push_front(self.snd_una);
+        self.on_congestion(tx);
+        // The packets still counted in flight are exactly the ones stuck
+        // behind this hole: they cannot make room in the window, so it goes
+        // out regardless, as after an RTO.
+        self.force_one = true;
     }
 
     /// Marks as lost every in-flight packet sent at least `threshold`
@@ -532,11 +578,18 @@ impl SendState {
         }
         rtt.on_timeout();
         let p = &mut self.sent[0];
-        if p.state == PktState::InFlight {
-            p.state = PktState::Lost { by_timeout: true };
-            self.inflight -= 1;
-            self.inflight_bytes -= p.len as usize;
-            self.lost.push_front(self.snd_una);
+        match p.state {
+            PktState::InFlight => {
+                p.state = PktState::Lost { by_timeout: true };
+                self.inflight -= 1;
+                self.inflight_bytes -= p.len as usize;
+                self.lost.push_front(self.snd_una);
+            }
+            // Already deemed lost but queued behind later losses: the RTO
+            // is about the oldest hole, so it goes first (its older queue
+            // entry is skipped once it is in flight again).
+            PktState::Lost { .. } => self.lost.push_front(self.snd_una),
+            PktState::Sacked => {}
         }
         self.force_one = true;
         self.ssthresh = (self.cwnd / 2).max(self.min_window);
@@ -763,5 +816,76 @@ mod tests {
         assert_eq!(s.release(6), None);
         assert_eq!(s.release(7), Some(MsgId(1)));
         assert!(s.is_quiescent());
+    }
+
+    /// The case the 64-bit SACK cannot describe: the retransmission of the
+    /// oldest hole is lost too, and every later packet the receiver gets lies
+    /// beyond what SACK reports, so acks arrive that acknowledge nothing new.
+    /// (The goodput simulation, seed 4 at 1% loss, spent 8.7 s of a 70 ms
+    /// transfer on this before duplicate acks counted.)
+    #[test]
+    fn duplicate_acks_recover_a_lost_retransmission_beyond_sack_reach() {
+        let cfg = config(64);
+        let (mut s, mut rtt) = sender(&cfg, 1000);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 64);
+        let all_sacked = u64::MAX >> 1; // seq 1..=63 arrived, 0 did not
+        s.on_ack(at(100), 0, all_sacked, true, 0, &mut rtt);
+        let rtx = s.next_packet(at(100), rtt.rto()).unwrap();
+        assert_eq!((rtx.seq, rtx.retransmit), (0, Some(false)));
+        let more = send_all(&mut s, at(100), &rtt).len() as u32;
+        assert!(more > 0);
+        // The retransmission is lost. Acks of packets still in flight before
+        // it acknowledge nothing new: too early to call it lost again.
+        for us in [110, 120, 130] {
+            assert!(!s.on_ack(at(us), 0, all_sacked, false, 0, &mut rtt));
+        }
+        assert!(s.lost.is_empty(), "no second copy while the first may still arrive");
+        // A loss delay later, three more such acks: retransmit it again.
+        let later = 100 + rtt.loss_delay().as_micros() as u64 + 1;
+        for us in [later, later + 1] {
+            s.on_ack(at(us), 0, all_sacked, false, 0, &mut rtt);
+            assert!(s.lost.is_empty());
+        }
+        s.on_ack(at(later + 2), 0, all_sacked, false, 0, &mut rtt);
+        let again = s.next_packet(at(later + 2), rtt.rto()).unwrap();
+        assert_eq!((again.seq, again.retransmit), (0, Some(false)));
+        assert!(s.rto_deadline().unwrap() > at(later + 2));
+        // Once the hole is filled everything is acked at once.
+        assert!(s.on_ack(at(later + 100), 64 + more, 0, false, 0, &mut rtt));
+        assert_eq!(inflight(&s), 0);
+    }
+
+    #[test]
+    fn a_timeout_retransmits_the_oldest_hole_before_later_losses() {
+        let cfg = config(16);
+        let (mut s, mut rtt) = sender(&cfg, 100);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 16);
+        // 0 is lost and retransmitted, 1..=15 arrive.
+        s.on_ack(at(50), 0, (1 << 15) - 1, true, 0, &mut rtt);
+        assert_eq!(s.next_packet(at(50), rtt.rto()).unwrap().seq, 0);
+        let late: Vec<u32> = send_all(&mut s, at(50), &rtt).iter().map(|p| p.seq).collect();
+        assert!(!late.is_empty());
+        // The retransmission of 0 and then the later packets are deemed lost
+        // by time; the queue holds them in that order, 0 last.
+        let p = &mut s.sent[0];
+        p.state = PktState::Lost { by_timeout: false };
+        s.inflight -= 1;
+        s.inflight_bytes -= p.len as usize;
+        for &seq in &late {
+            let index = seq.wrapping_sub(s.snd_una) as usize;
+            let q = &mut s.sent[index];
+            q.state = PktState::Lost { by_timeout: false };
+            s.inflight -= 1;
+            s.inflight_bytes -= q.len as usize;
+            s.lost.push_back(seq);
+        }
+        s.lost.push_back(0);
+        s.cwnd = 0; // nothing but the forced RTO retransmission may go
+        let deadline = s.rto_deadline().unwrap();
+        s.on_rto(deadline, &mut rtt);
+        s.cwnd = 0;
+        let first = s.next_packet(deadline, rtt.rto()).unwrap();
+        assert_eq!((first.seq, first.retransmit), (0, Some(false)), "the RTO goes to the oldest hole");
+        assert!(s.next_packet(deadline, rtt.rto()).is_none());
     }
 }
