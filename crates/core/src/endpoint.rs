@@ -986,9 +986,9 @@ impl State {
                 Ok(())
             }
             Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank: peer }),
-            Err(mw_proto::SubmitError::TooLarge) => {
-                Err(Error::InvalidArgument("operation message larger than the protocol's max_message (64 MiB + 64 KiB)"))
-            }
+            Err(mw_proto::SubmitError::TooLarge) => Err(Error::InvalidArgument(
+                "operation message larger than the protocol's max_message (64 MiB + 64 KiB)",
+            )),
             Err(_) => Err(Error::BadRank { rank: peer, size: self.size }),
         }
     }

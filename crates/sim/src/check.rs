@@ -130,14 +130,7 @@ impl Checker {
     /// incarnation had already delivered (and never acknowledged: the sender
     /// heard nothing) are then delivered again, to the new one: exactly once
     /// per incarnation, never twice to one.
-    pub fn on_deliver(
-        &mut self,
-        now: Instant,
-        log: LogKey,
-        dst_inc: u32,
-        sender_knew_none_before: bool,
-        data: &[u8],
-    ) {
+    pub fn on_deliver(&mut self, now: Instant, log: LogKey, dst_inc: u32, sender_knew_none_before: bool, data: &[u8]) {
         let Some(entry) = self.logs.get_mut(&log) else {
             return self.fail(now, format!("log {log:?}: delivery of a message never submitted"));
         };

@@ -285,7 +285,7 @@ impl Scenario {
                 sc.link.jitter = Duration::from_micros(rng.range(0, 20));
             }
             "crash" | "restart" => {
-                sc.nodes = rng.range(2, 6) as u32;
+                sc.nodes = rng.range(2, 5) as u32;
                 sc.link.loss = rng.pick(&[0.0, 0.0, 0.01, 0.05]);
                 sc.config.peer_dead_after = Duration::from_millis(rng.pick(&[50, 200, 2000]));
                 sc.workload.messages = rng.range(20, 60) as u32;
@@ -302,6 +302,7 @@ impl Scenario {
                 });
             }
             "no_false_dead" => {
+                sc.nodes = rng.range(2, 4) as u32; // seconds of keepalives: kept small
                 sc.link.loss = 0.2;
                 sc.config.keepalive = Some(Duration::from_millis(100));
                 sc.config.peer_dead_after = Duration::from_secs(2);
@@ -316,7 +317,9 @@ impl Scenario {
             }
             _ => return None,
         }
-        thin_for(sc.nodes, &mut sc.workload);
+        if family != "all_to_all16" {
+            thin_for(sc.nodes, &mut sc.workload);
+        }
         Some(sc)
     }
 }

@@ -98,7 +98,8 @@ fn garbage() {
     let reports = run_family("garbage", seeds(300));
     // Each kind of garbage was injected somewhere and landed in its own
     // counter (the driver checks the exact counts of every run).
-    let seen = |count: fn(&mw_proto::DropCounts) -> u64| reports.iter().any(|r| r.stats.iter().any(|s| count(&s.drops) > 0));
+    let seen =
+        |count: fn(&mw_proto::DropCounts) -> u64| reports.iter().any(|r| r.stats.iter().any(|s| count(&s.drops) > 0));
     assert!(seen(|d| d.wrong_job));
     assert!(seen(|d| d.bad_version));
     assert!(seen(|d| d.truncated));

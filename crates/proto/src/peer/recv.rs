@@ -488,7 +488,10 @@ mod tests {
         // A single packet over the limit, a continuation without a start, and
         // a new message cutting one short are rejected and counted.
         let big = [3u8; 1001];
-        assert_eq!(send(&mut rs, Flags::FIRST | Flags::LAST, &big, &mut out).rejected, Some(DropReason::OversizedMessage));
+        assert_eq!(
+            send(&mut rs, Flags::FIRST | Flags::LAST, &big, &mut out).rejected,
+            Some(DropReason::OversizedMessage)
+        );
         let malformed = Some(DropReason::Malformed(mw_wire::Error::Malformed));
         assert_eq!(send(&mut rs, Flags::empty(), b"x", &mut out).rejected, malformed);
         assert_eq!(send(&mut rs, Flags::FIRST, b"cut", &mut out).rejected, None);
