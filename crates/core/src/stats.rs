@@ -78,24 +78,26 @@ pub fn report(rank: u32, core: &CoreStats, proto: &mw_proto::Stats) -> String {
         ));
     }
     let m = &core.mcast;
-    lines.push(format!(
-        "ip mcast   {} transfers ({} tree fallbacks), {} group + {} unicast sends ({} repairs), \
+    if *m != crate::McastStats::default() {
+        lines.push(format!(
+            "ip mcast   {} transfers ({} tree fallbacks), {} group + {} unicast sends ({} repairs), \
          received {} via group + {} via unicast, {} duplicates, {} stray, nacks {} sent / {} received, \
          {} send errors, {} setup failures",
-        m.ip_transfers,
-        m.tree_fallbacks,
-        m.group_sends,
-        m.unicast_sends,
-        m.group_repairs,
-        m.received_via_group,
-        m.received_via_unicast,
-        m.duplicates,
-        m.stray,
-        m.nacks_sent,
-        m.nacks_received,
-        m.send_errors,
-        m.setup_failures
-    ));
+            m.ip_transfers,
+            m.tree_fallbacks,
+            m.group_sends,
+            m.unicast_sends,
+            m.group_repairs,
+            m.received_via_group,
+            m.received_via_unicast,
+            m.duplicates,
+            m.stray,
+            m.nacks_sent,
+            m.nacks_received,
+            m.send_errors,
+            m.setup_failures
+        ));
+    }
     lines.extend(proto.to_string().lines().map(str::to_string));
     let mut out = String::new();
     for line in lines {
@@ -125,5 +127,8 @@ mod tests {
         assert!(!text.contains('{'), "no Debug structs: {text}");
         let quiet = report(0, &CoreStats::default(), &mw_proto::Stats::default());
         assert!(!quiet.contains("faults"), "no fault line without injection");
+        assert!(!quiet.contains("ip mcast"), "no IP multicast line without IP multicast");
+        let mcast = CoreStats { mcast: crate::McastStats { ip_transfers: 2, ..Default::default() }, ..core };
+        assert!(report(1, &mcast, &proto).contains("ip mcast   2 transfers"));
     }
 }
