@@ -574,8 +574,12 @@ fn data_addr(rank: u32) -> SocketAddr {
 /// Datagrams a rank of another job (job key `key`) would send to `dst`:
 /// a 64-byte put of 0xEE into region `region` at offset 0.
 fn foreign_put(job_key: &[u8; 16], auth: bool, src: u32, dst: u32, ranks: u32, region: u64) -> Vec<Vec<u8>> {
-    let config =
-        mw_proto::Config { auth: auth.then(|| mw_proto::AuthKey::from_job_key(job_key)), ..Default::default() };
+    // Another job with our settings: between hosts, a checksum when not authenticated.
+    let config = mw_proto::Config {
+        auth: auth.then(|| mw_proto::AuthKey::from_job_key(job_key)),
+        checksum: !auth,
+        ..Default::default()
+    };
     let mut ep = mw_proto::Endpoint::new(config.clone(), mw_proto::job_id_from_key(job_key), src, 0x5eed, ranks);
     let mut op = vec![0u8; 256];
     let body = [0xEEu8; 64];
