@@ -240,7 +240,8 @@ typedef struct mw_stats {
    */
   uint64_t peers_restarted;
   /**
-   * Datagrams dropped: malformed.
+   * Datagrams dropped as not well-formed: truncated, bad magic, version,
+   * type or length, malformed, oversized, or a bad checksum.
    */
   uint64_t drops_malformed;
   /**

@@ -237,7 +237,7 @@ pub unsafe extern "C" fn mw_stats_get(ep: *mut mw_endpoint, stats: *mut mw_stats
             messages_delivered: proto.messages_delivered,
             peers_dead: proto.peers_dead,
             peers_restarted: proto.peers_restarted,
-            drops_malformed: d.malformed,
+            drops_malformed: d.not_well_formed(),
             drops_wrong_job: d.wrong_job,
             drops_wrong_peer: d.wrong_target + d.unknown_peer,
             drops_stale_epoch: d.stale_epoch,

@@ -191,6 +191,7 @@ impl Endpoint {
         proto_cfg.rto_min = config.rto_min;
         proto_cfg.max_window_bytes = proto_cfg.max_window_bytes.min(udp_cfg.socket_buffer_bytes / 2);
         proto_cfg.auth = config.auth_key(all_loopback, &info.job_key);
+        proto_cfg.checksum = config.checksum_enabled(all_loopback);
         let job_id = mw_proto::job_id_from_key(&info.job_key);
         let epoch = (random_u64() as u32).max(1);
         let proto = mw_proto::Endpoint::new(proto_cfg, job_id, info.rank, epoch, info.size);
@@ -573,6 +574,9 @@ impl Endpoint {
         let state = self.lock();
         let mut core = state.stats;
         core.mcast = state.mcast.stats;
+        core.udp_oversized = state.udp.truncated_datagrams();
+        core.mcast_oversized = state.mcast.truncated_datagrams();
+        core.fault = state.fault.as_ref().map(|f| f.stats()).unwrap_or_default();
         if let Some(shm) = &self.shared.shm {
             core.shm_direct_ops = shm.direct_ops.load(Ordering::Relaxed);
         }
@@ -623,8 +627,7 @@ impl Endpoint {
 
     fn print_stats(&self) {
         let (core, proto) = self.stats();
-        eprintln!("memwire rank {} stats: {:?}", self.rank(), core);
-        eprintln!("memwire rank {} protocol: {:?}", self.rank(), proto);
+        eprint!("{}", crate::stats::report(self.rank(), &core, &proto));
     }
 }
 
@@ -983,6 +986,9 @@ impl State {
                 Ok(())
             }
             Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank: peer }),
+            Err(mw_proto::SubmitError::TooLarge) => Err(Error::InvalidArgument(
+                "operation message larger than the protocol's max_message (64 MiB + 64 KiB)",
+            )),
             Err(_) => Err(Error::BadRank { rank: peer, size: self.size }),
         }
     }

@@ -81,7 +81,8 @@ struct Args {
     /// Comma-separated ops, memwire's and baselines' (e.g. put_signal,udp_raw;
     /// default: all of the selected benches). put_signal_auth (put_signal with
     /// packet authentication forced on, against it forced off, alternating)
-    /// runs only when named. `cacheline` is an old name of shm_floor.
+    /// and put_signal_crc (the same with the CRC32C checksum, authentication
+    /// off) run only when named. `cacheline` is an old name of shm_floor.
     #[arg(long, value_delimiter = ',')]
     op: Vec<String>,
     /// Transport: udp or shm (default: both; under mwrun the job's, from MW_TRANSPORT).
