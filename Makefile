@@ -32,6 +32,9 @@ test: deps lint unit ctest nas fuzz-smoke soak-short
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	@# Again with the test-support features, so their docs are checked too.
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --features mw-core/fuzzing,mw-bootstrap/testing
 
 unit:
 	$(CARGO) test --workspace --release

@@ -494,7 +494,8 @@ fn capture(auth: bool, messages: &[(u32, Vec<u8>)]) -> Vec<u8> {
 }
 
 /// Seed inputs: for each setting of authentication, one input per
-/// operation of [`seed_ops`] (sent by rank 1, or rank 2 for the atomic
+/// seed operation (every operation kind, in and out of bounds, with and
+/// without the rights, and replies; sent by rank 1, or rank 2 for the atomic
 /// reply), one with all of them in a row, and one large put that spans
 /// several datagrams.
 pub fn seeds() -> Vec<Vec<u8>> {
