@@ -141,8 +141,9 @@ typedef struct mw_handle mw_handle;
 
 /**
  * Memory this rank exposes to remote operations, named remotely by its key.
- * Opaque; created by `mw_region_alloc`, `mw_region_alloc_symmetric` or
- * `mw_region_register`, destroyed by `mw_region_free`.
+ * Opaque; created by `mw_region_alloc_shared` (alias `mw_region_alloc`),
+ * `mw_region_alloc_symmetric` or `mw_region_register`, destroyed by
+ * `mw_region_free`.
  */
 typedef struct mw_region mw_region;
 
@@ -659,10 +660,19 @@ enum mw_status mw_stats_get(struct mw_endpoint *ep, struct mw_stats *stats);
 /**
  * Allocates `len` zeroed bytes, 64-byte aligned, that remote ranks may
  * access with the rights in `access`, and stores the region in `*region`.
- * Other ranks need its key (`mw_region_exchange_keys`).
+ * Same-host peers map it and access it directly. Other ranks need its key
+ * (`mw_region_exchange_keys`).
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `region` NULL or valid for writes.
+ */
+enum mw_status mw_region_alloc_shared(struct mw_endpoint *ep, size_t len, mw_access access, struct mw_region **region);
+
+/**
+ * Short name of `mw_region_alloc_shared`; identical in every respect.
+ *
+ * # Safety
+ * As `mw_region_alloc_shared`.
  */
 enum mw_status mw_region_alloc(struct mw_endpoint *ep, size_t len, mw_access access, struct mw_region **region);
 
