@@ -38,6 +38,9 @@ lint:
 
 unit:
 	$(CARGO) test --workspace --release
+	@# The compile_fail doctests' error codes (memwire's "Safety by construction")
+	@# are only checked by a nightly rustdoc: this proves each fails for its reason.
+	$(CARGO) +nightly test --doc -p memwire
 
 # ---- C API: libmemwire.so / libmemwire.a, include/memwire.h, memwire.pc ----
 PREFIX ?= /usr/local
