@@ -5,6 +5,10 @@
 //! handles borrow the endpoint (`Region<'static>`, `Handle<'static>` point
 //! into its box), so the endpoint counts them and `mw_finalize` refuses while
 //! any exist. Also: at most one endpoint per process at a time through C.
+//!
+//! Must not: run remote operations (`rma`, `atomic` do), or let a panic or a
+//! Rust error cross into C: every exported function runs inside `guard` and
+//! returns an `mw_status`.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 

@@ -22,6 +22,11 @@
 //! ```
 //! All integers are little-endian. The layout is fixed for a version; changing
 //! it means bumping [`VERSION`], never a flag that switches layouts.
+//!
+//! Owns: this layout, its checked view and [`HeaderRepr`]. Must not: verify the
+//! MAC or compare the job id, ranks and epochs with the receiver's (the
+//! protocol does: this only exposes them), or look inside the payload (`op`
+//! does).
 
 use crate::{Error, Result};
 
