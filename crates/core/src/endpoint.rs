@@ -501,8 +501,17 @@ impl Endpoint {
         }
     }
 
-    /// Waits until every operation this rank issued toward `rank` is complete
-    /// at the target.
+    /// Waits until every one-sided operation this rank issued toward `rank`
+    /// before the call is complete at the target: every put and its variants
+    /// (put_signal, strided, iov, masked, to a register), atomic and FIFO
+    /// push has been executed in the target's memory, whether or not its
+    /// handle was kept. Afterwards anyone the caller tells, by any path, sees
+    /// their effects. Operations that return data (get, fetching atomics)
+    /// complete through their handles; messages (`send`, `isend`) through
+    /// theirs. Covers every path: acknowledged UDP datagrams, records a
+    /// same-host peer has consumed from its ring *and* messages still
+    /// waiting in the overflow queue in front of that ring, and operations
+    /// on this rank itself.
     pub fn flush(&self, rank: u32) -> Result<()> {
         self.check_rank(rank)?;
         {
@@ -510,11 +519,17 @@ impl Endpoint {
             let now = self.shared.now();
             state.proto.request_ack(now, rank);
         }
-        self.wait_for(|state| state.ack_waiters[rank as usize].is_empty());
+        self.wait_for(|state| {
+            state.ack_waiters[rank as usize].is_empty()
+                && state.shm_idle_toward(rank)
+                && (rank != state.rank || state.loopback.is_empty())
+        });
         Ok(())
     }
 
-    /// Waits until every operation this rank issued is complete at its target.
+    /// [`flush`](Self::flush) toward every rank at once: waits until every
+    /// one-sided operation this rank issued before the call is complete at
+    /// its target.
     pub fn quiet(&self) -> Result<()> {
         {
             let mut state = self.lock();
@@ -531,10 +546,28 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Orders operations: those issued before the fence reach each target before
-    /// those issued after. memwire delivers each peer's operations in issue
-    /// order already, so this costs nothing; it exists so that code written for
-    /// libraries without that guarantee states its intent.
+    /// Orders one-sided operations per target: at each target, every put,
+    /// atomic or other one-sided operation this rank issued before the fence
+    /// takes effect before any it issues to that target after it. So a
+    /// target that sees the effect of a later operation (a flag word it waits
+    /// on with [`wait_until`](Self::wait_until), or the signal of a
+    /// put_signal) also sees the earlier ones.
+    ///
+    /// It does not wait for anything, and orders nothing between different
+    /// targets or with other paths (messages relayed by third ranks, out of
+    /// band signalling): that takes [`flush`](Self::flush) or
+    /// [`quiet`](Self::quiet).
+    ///
+    /// It costs nothing because every path already executes one initiator's
+    /// operations at one target in issue order: over UDP the protocol
+    /// delivers each peer's messages exactly once and in order; over shared
+    /// memory a ring is FIFO, and a direct store is made only when every
+    /// earlier operation toward that peer has been executed (otherwise the
+    /// operation goes through the ring behind them); operations on this rank
+    /// itself run in issue order. `tests/completion.rs` checks the guarantee under
+    /// injected loss and reordering. The call exists so that code written
+    /// for libraries without that guarantee (OpenSHMEM's `shmem_fence`)
+    /// states its intent, and keeps it if the guarantee ever changes.
     pub fn fence(&self) {}
 
     pub(crate) fn check_rank(&self, rank: u32) -> Result<()> {

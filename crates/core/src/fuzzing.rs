@@ -516,9 +516,9 @@ fn capture(mode: u8, messages: &[(u32, Vec<u8>)]) -> Vec<u8> {
     input
 }
 
-/// Seed inputs: for each mode of [`MODES`] (plain, authenticated,
-/// checksummed), one input per
-/// operation of [`seed_ops`] (sent by rank 1, or rank 2 for the atomic
+/// Seed inputs: for each mode (plain, authenticated, checksummed), one input
+/// per seed operation (every operation kind, in and out of bounds, with and
+/// without the rights, and replies; sent by rank 1, or rank 2 for the atomic
 /// reply), one with all of them in a row, and one large put that spans
 /// several datagrams.
 pub fn seeds() -> Vec<Vec<u8>> {

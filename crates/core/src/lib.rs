@@ -81,6 +81,7 @@ mod coll;
 pub mod config;
 mod endpoint;
 mod error;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod handle;

@@ -30,6 +30,11 @@
 //! (with the `CHECKSUM` flag already set) and payload, which catches
 //! corruption that the UDP checksum missed when packets are not
 //! authenticated. Both cover exactly [`Header::authenticated_bytes`].
+//!
+//! Owns: this layout, its checked view and [`HeaderRepr`]. Must not: verify the
+//! MAC or compare the job id, ranks and epochs with the receiver's (the
+//! protocol does: this only exposes them), or look inside the payload (`op`
+//! does).
 
 use crate::{Error, Result};
 

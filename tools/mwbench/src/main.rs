@@ -13,6 +13,11 @@
 //! (`mwrun -n 2 -q target/release/mwbench --bench pingpong,bandwidth`).
 //! `mwbench report` turns result files into the README's performance
 //! section and PNG plots; `mwbench machine` records the machine line.
+//!
+//! Owns: the command line (one option vocabulary for every bench, STYLE habit
+//! 12) and dispatching to the bench modules, `report` and `machine`. Must not:
+//! measure or format rows itself (the bench modules and `out` do), or print
+//! anything on stdout but JSON lines (result rows, the machine line).
 
 #![deny(unsafe_code)]
 

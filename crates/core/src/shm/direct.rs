@@ -18,6 +18,9 @@
 //! the kernel refusing `process_vm_*` — and the caller then sends the
 //! operation through the ring, where the owner executes it with exactly the
 //! UDP path's checks, errors and counters. So errors are never decided here.
+//!
+//! Must not: take the endpoint lock, allocate, or decide an error: when in
+//! doubt it returns `None` and the ring path decides.
 
 use std::sync::atomic::Ordering;
 

@@ -17,6 +17,10 @@
 //! nonzero means the fields belong to `K` (keys are random and never reused,
 //! so there is no ABA). Removing a region stores `key = 0` (Release), which
 //! a peer's per-operation check of its cached slot observes.
+//!
+//! Owns: the control block's layout and the directory's seqlock, in both roles
+//! (owner writes, peers read). Must not: judge what a region's flags allow
+//! (mw-core checks rights) or interpret the rings it lays out (`ring.rs` does).
 
 use std::io;
 use std::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering};

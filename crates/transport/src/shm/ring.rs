@@ -41,6 +41,11 @@
 //!
 //! The consumer checks every header against the ring's bounds: a corrupt or
 //! hostile peer yields an error, never an out-of-bounds access.
+//!
+//! Owns: record framing and the head/tail protocol above, for both ends. Must
+//! not: interpret record payloads, block or wait (a full ring is
+//! `PushError::Full` and the caller queues), or let a second producer in: each
+//! ring has exactly one, the peer it belongs to.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
