@@ -32,9 +32,18 @@ test: deps lint unit ctest nas fuzz-smoke soak-short
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	@# Again with the test-support features, so their docs are checked too.
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --features mw-core/fuzzing,mw-bootstrap/testing
 
 unit:
+	@# Binaries that tests start as separate programs (mw-lossy-relay, mwrun):
+	@# `cargo test` only builds those of the package under test.
+	$(CARGO) build --workspace --release --bins
 	$(CARGO) test --workspace --release
+	@# The compile_fail doctests' error codes (memwire's "Safety by construction")
+	@# are only checked by a nightly rustdoc: this proves each fails for its reason.
+	$(CARGO) +nightly test --doc -p memwire
 
 # ---- C API: libmemwire.so / libmemwire.a, include/memwire.h, memwire.pc ----
 PREFIX ?= /usr/local

@@ -112,6 +112,16 @@ pub struct Config {
     /// Every rank must decide alike; the automatic rule does, since all ranks
     /// see the same address table.
     pub auth: Option<bool>,
+    /// Packet checksums (a 4-byte CRC32C on every packet, verified before
+    /// anything else is read) when authentication is off, so a packet
+    /// corrupted on the way is dropped even when the UDP checksum missed it
+    /// (a middlebox that rewrote and re-checksummed it, or a 1-in-65536
+    /// collision). `None` (default) decides like [`Config::auth`]: on unless
+    /// every rank is on loopback (the kernel's loopback does not corrupt, and
+    /// latency is kept). `Some(true)`/`Some(false)` force it (`MW_CHECKSUM=1|0`).
+    /// Never used with authentication, whose MAC already detects corruption.
+    /// Every rank must decide alike.
+    pub checksum: Option<bool>,
     /// Shared memory with same-host peers, or UDP only.
     pub transport: TransportChoice,
     /// Path to registered user memory of same-host peers.
@@ -147,6 +157,7 @@ impl Default for Config {
             mcast_drop: 0.0,
             coll: crate::coll::CollTuning::default(),
             auth: None,
+            checksum: None,
             transport: TransportChoice::Auto,
             shm_copy: ShmCopy::Cma,
             shm_spin: Duration::from_micros(1000),
@@ -174,6 +185,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
     ("MW_PORT_RANGE", "UDP ports to bind within, FIRST-LAST, one per rank on a host (default: any)"),
     ("MW_AUTH", "1 forces packet authentication on, 0 off (default: on unless every rank is on loopback)"),
+    (
+        "MW_CHECKSUM",
+        "1 forces a CRC32C on every packet when authentication is off, 0 none (default: on unless every rank is on loopback)",
+    ),
     (
         "MW_TRANSPORT",
         "'auto' (default: shared memory with same-host peers, UDP across hosts) or 'udp' (UDP with everyone)",
@@ -320,6 +335,14 @@ impl Config {
                 _ => return Err(Error::InvalidArgument("MW_AUTH must be 0, 1 or auto")),
             };
         }
+        if let Some(v) = lookup("MW_CHECKSUM") {
+            cfg.checksum = match v.trim() {
+                "" | "auto" => None,
+                "1" | "on" | "yes" | "true" => Some(true),
+                "0" | "off" | "no" | "false" => Some(false),
+                _ => return Err(Error::InvalidArgument("MW_CHECKSUM must be 0, 1 or auto")),
+            };
+        }
         if let Some(v) = lookup("MW_TRANSPORT") {
             cfg.transport = match v.trim() {
                 "" | "auto" | "shm" => TransportChoice::Auto,
@@ -353,6 +376,14 @@ impl Config {
     /// loopback (`all_loopback`) or not: [`Config::auth`], or the default rule.
     pub fn auth_enabled(&self, all_loopback: bool) -> bool {
         self.auth.unwrap_or(!all_loopback)
+    }
+
+    /// Whether packets carry a CRC32C checksum in a job whose ranks are all
+    /// on loopback (`all_loopback`) or not: never with authentication (the
+    /// MAC covers corruption), else [`Config::checksum`] or the default rule,
+    /// the same as authentication's.
+    pub fn checksum_enabled(&self, all_loopback: bool) -> bool {
+        !self.auth_enabled(all_loopback) && self.checksum.unwrap_or(!all_loopback)
     }
 
     /// The protocol's MAC key for this job, when authentication is on.
@@ -436,6 +467,15 @@ mod tests {
         assert!(on.auth_enabled(true) && on.auth_enabled(false));
         let off = with(&[("MW_AUTH", "0")]).unwrap();
         assert!(!off.auth_enabled(true) && !off.auth_enabled(false));
+        // Checksums: only without authentication; by default between hosts.
+        assert!(!auto.checksum_enabled(true) && !auto.checksum_enabled(false), "auth covers remote peers");
+        assert!(off.checksum_enabled(false) && !off.checksum_enabled(true), "MW_AUTH=0 between hosts");
+        let forced = with(&[("MW_AUTH", "0"), ("MW_CHECKSUM", "1")]).unwrap();
+        assert!(forced.checksum_enabled(true) && forced.checksum_enabled(false));
+        let none = with(&[("MW_AUTH", "0"), ("MW_CHECKSUM", "0")]).unwrap();
+        assert!(!none.checksum_enabled(true) && !none.checksum_enabled(false));
+        assert!(!with(&[("MW_CHECKSUM", "1")]).unwrap().checksum_enabled(false), "never with the MAC");
+        assert!(matches!(with(&[("MW_CHECKSUM", "crc")]), Err(Error::InvalidArgument(_))));
         assert!(off.auth_key(false, &[1; 16]).is_none());
         assert_eq!(on.auth_key(true, &[1; 16]), Some(mw_proto::AuthKey::from_job_key(&[1; 16])));
         assert!(matches!(with(&[("MW_TRANSPORT", "carrier-pigeon")]), Err(Error::InvalidArgument(_))));

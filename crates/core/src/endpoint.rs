@@ -191,6 +191,7 @@ impl Endpoint {
         proto_cfg.rto_min = config.rto_min;
         proto_cfg.max_window_bytes = proto_cfg.max_window_bytes.min(udp_cfg.socket_buffer_bytes / 2);
         proto_cfg.auth = config.auth_key(all_loopback, &info.job_key);
+        proto_cfg.checksum = config.checksum_enabled(all_loopback);
         let job_id = mw_proto::job_id_from_key(&info.job_key);
         let epoch = (random_u64() as u32).max(1);
         let proto = mw_proto::Endpoint::new(proto_cfg, job_id, info.rank, epoch, info.size);
@@ -384,12 +385,18 @@ impl Endpoint {
     ) -> bool {
         let mut waiter = mw_transport::wait::Waiter::new(self.shared.wait_policy);
         let _waiting = WaitingMark::new(&self.shared.app_waiting);
-        if self.shared.all_shm {
-            if let Some(done_now) = self.spin_on_rings(&mut done, until) {
-                return done_now;
-            }
-        }
+        // Whether to (re)enter the ring spin: at the start, and whenever the
+        // slower loop below found work after a quiet spell (a peer that went
+        // quiet for a while, then starts a ping-pong, must be served at ring
+        // speed again, not at the pace of the socket and the doorbell).
+        let mut spin_rings = self.shared.all_shm;
         loop {
+            if spin_rings {
+                spin_rings = false;
+                if let Some(done_now) = self.spin_on_rings(&mut done, until) {
+                    return done_now;
+                }
+            }
             if until.is_some_and(|t| std::time::Instant::now() >= t) {
                 return false;
             }
@@ -405,6 +412,7 @@ impl Endpoint {
                 }
                 if worked {
                     waiter.reset();
+                    spin_rings = self.shared.all_shm;
                     continue;
                 }
                 state.next_timeout()
@@ -437,6 +445,7 @@ impl Endpoint {
                 }
                 if worked {
                     waiter.reset();
+                    spin_rings = self.shared.all_shm;
                     continue;
                 }
             }
@@ -493,15 +502,24 @@ impl Endpoint {
             if idle >= YIELD_AFTER {
                 std::thread::yield_now();
             } else {
-                for _ in 0..16 {
-                    std::hint::spin_loop();
-                }
+                // One pause only: it costs ~14 ns on these CPUs, and every
+                // pause here is latency added to the message we wait for.
+                std::hint::spin_loop();
             }
         }
     }
 
-    /// Waits until every operation this rank issued toward `rank` is complete
-    /// at the target.
+    /// Waits until every one-sided operation this rank issued toward `rank`
+    /// before the call is complete at the target: every put and its variants
+    /// (put_signal, strided, iov, masked, to a register), atomic and FIFO
+    /// push has been executed in the target's memory, whether or not its
+    /// handle was kept. Afterwards anyone the caller tells, by any path, sees
+    /// their effects. Operations that return data (get, fetching atomics)
+    /// complete through their handles; messages (`send`, `isend`) through
+    /// theirs. Covers every path: acknowledged UDP datagrams, records a
+    /// same-host peer has consumed from its ring *and* messages still
+    /// waiting in the overflow queue in front of that ring, and operations
+    /// on this rank itself.
     pub fn flush(&self, rank: u32) -> Result<()> {
         self.check_rank(rank)?;
         {
@@ -509,11 +527,17 @@ impl Endpoint {
             let now = self.shared.now();
             state.proto.request_ack(now, rank);
         }
-        self.wait_for(|state| state.ack_waiters[rank as usize].is_empty());
+        self.wait_for(|state| {
+            state.ack_waiters[rank as usize].is_empty()
+                && state.shm_idle_toward(rank)
+                && (rank != state.rank || state.loopback.is_empty())
+        });
         Ok(())
     }
 
-    /// Waits until every operation this rank issued is complete at its target.
+    /// [`flush`](Self::flush) toward every rank at once: waits until every
+    /// one-sided operation this rank issued before the call is complete at
+    /// its target.
     pub fn quiet(&self) -> Result<()> {
         {
             let mut state = self.lock();
@@ -530,10 +554,28 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Orders operations: those issued before the fence reach each target before
-    /// those issued after. memwire delivers each peer's operations in issue
-    /// order already, so this costs nothing; it exists so that code written for
-    /// libraries without that guarantee states its intent.
+    /// Orders one-sided operations per target: at each target, every put,
+    /// atomic or other one-sided operation this rank issued before the fence
+    /// takes effect before any it issues to that target after it. So a
+    /// target that sees the effect of a later operation (a flag word it waits
+    /// on with [`wait_until`](Self::wait_until), or the signal of a
+    /// put_signal) also sees the earlier ones.
+    ///
+    /// It does not wait for anything, and orders nothing between different
+    /// targets or with other paths (messages relayed by third ranks, out of
+    /// band signalling): that takes [`flush`](Self::flush) or
+    /// [`quiet`](Self::quiet).
+    ///
+    /// It costs nothing because every path already executes one initiator's
+    /// operations at one target in issue order: over UDP the protocol
+    /// delivers each peer's messages exactly once and in order; over shared
+    /// memory a ring is FIFO, and a direct store is made only when every
+    /// earlier operation toward that peer has been executed (otherwise the
+    /// operation goes through the ring behind them); operations on this rank
+    /// itself run in issue order. `tests/completion.rs` checks the guarantee under
+    /// injected loss and reordering. The call exists so that code written
+    /// for libraries without that guarantee (OpenSHMEM's `shmem_fence`)
+    /// states its intent, and keeps it if the guarantee ever changes.
     pub fn fence(&self) {}
 
     pub(crate) fn check_rank(&self, rank: u32) -> Result<()> {
@@ -573,6 +615,9 @@ impl Endpoint {
         let state = self.lock();
         let mut core = state.stats;
         core.mcast = state.mcast.stats;
+        core.udp_oversized = state.udp.truncated_datagrams();
+        core.mcast_oversized = state.mcast.truncated_datagrams();
+        core.fault = state.fault.as_ref().map(|f| f.stats()).unwrap_or_default();
         if let Some(shm) = &self.shared.shm {
             core.shm_direct_ops = shm.direct_ops.load(Ordering::Relaxed);
         }
@@ -623,8 +668,7 @@ impl Endpoint {
 
     fn print_stats(&self) {
         let (core, proto) = self.stats();
-        eprintln!("memwire rank {} stats: {:?}", self.rank(), core);
-        eprintln!("memwire rank {} protocol: {:?}", self.rank(), proto);
+        eprint!("{}", crate::stats::report(self.rank(), &core, &proto));
     }
 }
 
@@ -983,6 +1027,9 @@ impl State {
                 Ok(())
             }
             Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank: peer }),
+            Err(mw_proto::SubmitError::TooLarge) => Err(Error::InvalidArgument(
+                "operation message larger than the protocol's max_message (64 MiB + 64 KiB)",
+            )),
             Err(_) => Err(Error::BadRank { rank: peer, size: self.size }),
         }
     }

@@ -7,6 +7,10 @@
 //! copied into the destination only while the handle (and so the borrow) is
 //! alive: a handle that is leaked with `mem::forget` can never make the
 //! library write into memory the user has since freed.
+//!
+//! Must not: issue operations (`rma` does) or let a handle outlive the endpoint
+//! or the buffers it borrows; dropping an unfinished handle releases its slot,
+//! and the operation still completes unobserved.
 
 use std::marker::PhantomData;
 

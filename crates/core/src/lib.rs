@@ -81,6 +81,7 @@ mod coll;
 pub mod config;
 mod endpoint;
 mod error;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod handle;
@@ -107,7 +108,8 @@ pub use internal::RESERVED_HANDLER_BASE;
 pub use mcast::McastStats;
 pub use memory::Region;
 pub use msg::{
-    AmContext, AmHandle, AmMessage, AmReplyData, Fifo, FifoKey, MsgStats, RecvHandle, RecvStatus, ANY_SOURCE, ANY_TAG,
+    AmContext, AmHandle, AmMessage, AmReplyData, Fifo, FifoKey, MsgStats, OwnedRecv, OwnedSend, RecvHandle, RecvStatus,
+    ANY_SOURCE, ANY_TAG,
 };
 pub use mw_wire::op::{AtomicOp, AtomicWidth, SignalOp};
 pub use region::{Access, Arrival, ArrivalKind, RegionKey};

@@ -170,6 +170,12 @@ pub(crate) struct McastState {
 }
 
 impl McastState {
+    /// Datagrams the multicast socket dropped as longer than its buffer
+    /// (0 while no group socket is open).
+    pub(crate) fn truncated_datagrams(&self) -> u64 {
+        self.socket.as_ref().map_or(0, McastSocket::truncated_datagrams)
+    }
+
     /// The engine of an endpoint of job `job` whose data path is bound to
     /// `local` (groups are joined on that interface; IPv6 has no multicast
     /// support here).

@@ -249,3 +249,59 @@ fn two_application_threads_waiting_on_one_endpoint_both_wake() {
         ep.barrier().unwrap();
     });
 }
+
+#[test]
+fn a_freed_region_is_never_reached_through_a_cached_window() {
+    // Rank 1 direct-accesses many of rank 0's regions (more than a thread
+    // caches at once), rank 0 frees them; every later access must fail with
+    // BadKey (the owner decides, through the ring), never land in memory
+    // that no longer belongs to the region, and a new region works at once.
+    run_job(2, shm(Config::default()), |ep| {
+        const REGIONS: usize = 20;
+        let regions: Vec<_> = if ep.rank() == 0 {
+            (0..REGIONS).map(|_| Some(ep.alloc(4096, Access::ALL).unwrap())).collect()
+        } else {
+            Vec::new()
+        };
+        let mine: Vec<u64> = regions.iter().flatten().map(|r| r.key().0).collect();
+        let blob: Vec<u8> = mine.iter().flat_map(|k| k.to_le_bytes()).collect();
+        let keys: Vec<mw_core::RegionKey> = ep.allgather_bytes(&blob).unwrap()[0]
+            .chunks(8)
+            .map(|c| mw_core::RegionKey(u64::from_le_bytes(c.try_into().unwrap())))
+            .collect();
+        if ep.rank() == 1 {
+            for (i, &key) in keys.iter().enumerate() {
+                ep.put(0, key, 8, &(i as u64).to_le_bytes()).unwrap();
+                let mut back = [0u8; 8];
+                ep.get(0, key, 8, &mut back).unwrap();
+                assert_eq!(u64::from_le_bytes(back), i as u64);
+            }
+        }
+        ep.barrier().unwrap();
+        let mut regions = regions;
+        if ep.rank() == 0 {
+            for (i, region) in regions.iter().enumerate() {
+                assert_eq!(region.as_ref().unwrap().load_u64(8).unwrap(), i as u64);
+            }
+            regions.clear(); // frees every region
+        }
+        ep.barrier().unwrap();
+        if ep.rank() == 1 {
+            for &key in &keys {
+                assert_eq!(ep.put(0, key, 8, b"too late"), Err(mw_core::Error::BadKey));
+                let mut back = [0u8; 8];
+                assert_eq!(ep.get(0, key, 8, &mut back), Err(mw_core::Error::BadKey));
+                assert_eq!(ep.fetch_add_u64(0, key, 8, 1), Err(mw_core::Error::BadKey));
+            }
+        }
+        ep.barrier().unwrap();
+        let fresh = ep.alloc_symmetric(64, Access::ALL).unwrap();
+        ep.put(1 - ep.rank(), fresh.key(), 0, &[7u8; 8]).unwrap();
+        ep.barrier().unwrap();
+        assert_eq!(fresh.load_u64(0).unwrap(), u64::from_le_bytes([7u8; 8]));
+        let (core, _) = ep.stats();
+        if ep.rank() == 1 {
+            assert!(core.shm_direct_ops > 0, "the accesses before the free went direct: {core:?}");
+        }
+    });
+}

@@ -1,7 +1,7 @@
 //! The endpoint: one per process, holding a connection to every rank of the job.
 //!
 //! Owns: header validation and drop accounting for every received datagram
-//! (job, MAC, target, rank, epoch), dispatch to the right [`Peer`], the
+//! (size, checksum, job, MAC, target, rank, epoch), dispatch to the right [`Peer`], the
 //! round-robin list of peers with something to send, the endpoint-wide timer
 //! queue, the event queue, and peer death and restart.
 //!
@@ -138,13 +138,17 @@ impl Endpoint {
     }
 
     /// Queues one message, the concatenation of `parts`, for reliable
-    /// in-order delivery to `peer`. The bytes are copied. Any length, zero
+    /// in-order delivery to `peer`. The bytes are copied. Any length up to
+    /// `Config::max_message` (longer: [`SubmitError::TooLarge`]), zero
     /// included; it is cut into Data packets of `Config::segment_size` bytes.
     /// The caller bounds memory with [`queued_bytes`](Self::queued_bytes).
     pub fn submit(&mut self, now: Instant, peer: u32, parts: &[&[u8]]) -> Result<MsgId, SubmitError> {
         let index = self.peer_index(peer).ok_or(SubmitError::BadRank)?;
         if self.peers[index].dead {
             return Err(SubmitError::PeerDead);
+        }
+        if parts.iter().map(|p| p.len()).sum::<usize>() > self.config.max_message {
+            return Err(SubmitError::TooLarge);
         }
         self.note_call(now);
         let id = self.peers[index].send.submit(parts);
@@ -199,17 +203,29 @@ impl Endpoint {
         result
     }
 
+    /// The checks every received datagram passes first, in this order:
+    /// size, checksum (before any header field but magic and version is
+    /// read), header syntax, job, MAC or checksum flag.
+    fn admit<'a>(&self, datagram: &'a [u8]) -> Result<(HeaderRepr, &'a [u8]), DropReason> {
+        if datagram.len() > self.config.max_datagram {
+            return Err(DropReason::Oversized);
+        }
+        auth::check_checksum(&self.config, datagram)?;
+        let (repr, payload) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
+        if repr.job_id != self.ids.job {
+            return Err(DropReason::WrongJob);
+        }
+        auth::verify(&self.config, datagram, &repr)?;
+        Ok((repr, payload))
+    }
+
     fn receive(
         &mut self,
         now: Instant,
         datagram: &[u8],
         deliver: &mut dyn FnMut(u32, &[u8]),
     ) -> Result<(), DropReason> {
-        let (repr, payload) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
-        if repr.job_id != self.ids.job {
-            return Err(DropReason::WrongJob);
-        }
-        auth::verify(self.config.auth.as_ref(), datagram, &repr)?;
+        let (repr, payload) = self.admit(datagram)?;
         if repr.packet_type == PacketType::Mcast {
             // Outside any connection: `accept_mcast` takes these; here one
             // is misrouted and must not touch connection state.
@@ -256,8 +272,14 @@ impl Endpoint {
         match repr.packet_type {
             PacketType::Data => {
                 let deliver_from = &mut |message: &[u8]| deliver(src, message);
-                match p.recv.on_data(now, &self.config, repr.seq, repr.flags, payload, deliver_from) {
-                    Ok(received) => self.stats.messages_delivered += u64::from(received.delivered),
+                let drops = &mut self.stats.drops;
+                match p.recv.on_data(now, &self.config, repr.seq, repr.flags, payload, drops, deliver_from) {
+                    Ok(received) => {
+                        self.stats.messages_delivered += u64::from(received.delivered);
+                        if let Some(reason) = received.rejected {
+                            result = Err(reason);
+                        }
+                    }
                     Err(reason) => result = Err(reason),
                 }
                 if repr.flags.contains(Flags::ACK) {
@@ -341,7 +363,7 @@ impl Endpoint {
                 self.peers[index].in_ready = false;
                 continue;
             };
-            let len = auth::seal(self.config.auth.as_ref(), buf, len);
+            let len = auth::seal(&self.config, buf, len);
             self.stats.packets_sent += 1;
             self.stats.bytes_sent += len as u64;
             // Round robin: the peer goes to the back and is asked again later.
@@ -405,7 +427,7 @@ impl Endpoint {
             return Err(SubmitError::TooLarge);
         }
         let len = HEADER_LEN + data.len();
-        if buf.len() < len + auth::trailer_len(self.config.auth.as_ref()) {
+        if buf.len() < len + auth::trailer_len(&self.config) {
             return Err(SubmitError::BufferTooSmall);
         }
         let repr = HeaderRepr {
@@ -423,13 +445,13 @@ impl Endpoint {
         };
         repr.emit_into(buf);
         buf[HEADER_LEN..len].copy_from_slice(data);
-        Ok(auth::seal(self.config.auth.as_ref(), buf, len))
+        Ok(auth::seal(&self.config, buf, len))
     }
 
     /// Payload bytes one multicast segment can carry in a packet of at most
-    /// `Config::max_datagram` bytes (MAC trailer included when authenticating).
+    /// `Config::max_datagram` bytes (trailer included: MAC or checksum).
     pub fn mcast_segment_size(&self) -> usize {
-        self.config.max_datagram - HEADER_LEN - McastData::HEADER_LEN - auth::trailer_len(self.config.auth.as_ref())
+        self.config.max_datagram - HEADER_LEN - McastData::HEADER_LEN - auth::trailer_len(&self.config)
     }
 
     /// Builds the `Mcast` packet carrying segment `index` (`segment`) in
@@ -456,11 +478,11 @@ impl Endpoint {
             }
         };
         let payload = segment.buffer_len();
-        if payload > self.config.max_datagram - HEADER_LEN - auth::trailer_len(self.config.auth.as_ref()) {
+        if payload > self.config.max_datagram - HEADER_LEN - auth::trailer_len(&self.config) {
             return Err(SubmitError::TooLarge);
         }
         let len = HEADER_LEN + payload;
-        if buf.len() < len + auth::trailer_len(self.config.auth.as_ref()) {
+        if buf.len() < len + auth::trailer_len(&self.config) {
             return Err(SubmitError::BufferTooSmall);
         }
         let repr = HeaderRepr {
@@ -478,13 +500,13 @@ impl Endpoint {
         };
         repr.emit_into(buf);
         segment.emit(&mut buf[HEADER_LEN..len]);
-        let len = auth::seal(self.config.auth.as_ref(), buf, len);
+        let len = auth::seal(&self.config, buf, len);
         self.stats.mcast_sent += 1;
         Ok(len)
     }
 
     /// Checks a datagram that claims to be a multicast segment exactly as
-    /// every packet is checked (well-formed, this job, valid MAC, addressed
+    /// every packet is checked (size, checksum, well-formed, this job, valid MAC, addressed
     /// to the group or to us, from another rank of the job in the
     /// incarnation we know, not declared dead) and returns it. Rejections
     /// are counted in [`Stats::drops`]. Touches no connection state.
@@ -498,11 +520,7 @@ impl Endpoint {
     }
 
     fn check_mcast<'a>(&self, datagram: &'a [u8]) -> Result<McastSegment<'a>, DropReason> {
-        let (repr, payload) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
-        if repr.job_id != self.ids.job {
-            return Err(DropReason::WrongJob);
-        }
-        auth::verify(self.config.auth.as_ref(), datagram, &repr)?;
+        let (repr, payload) = self.admit(datagram)?;
         if repr.packet_type != PacketType::Mcast {
             return Err(DropReason::Malformed(mw_wire::Error::UnknownType));
         }
@@ -546,6 +564,7 @@ impl Endpoint {
             unacked_messages: p.send.unreported() as usize,
             rcv_nxt: p.recv.rcv_nxt(),
             out_of_order: p.recv.out_of_order(),
+            reassembly_bytes: p.recv.reassembly_bytes(),
         })
     }
 

@@ -124,7 +124,8 @@ pub enum SubmitError {
     PeerDead,
     /// The rank is outside the job, or is this endpoint itself.
     BadRank,
-    /// A raw datagram larger than one segment (`Config::segment_size`).
+    /// A raw datagram larger than one segment (`Config::segment_size`), or
+    /// a message larger than `Config::max_message`.
     TooLarge,
     /// The output buffer is smaller than the packet.
     BufferTooSmall,
@@ -135,7 +136,7 @@ impl core::fmt::Display for SubmitError {
         f.write_str(match self {
             SubmitError::PeerDead => "peer declared dead",
             SubmitError::BadRank => "rank out of range or self",
-            SubmitError::TooLarge => "raw datagram larger than one segment",
+            SubmitError::TooLarge => "raw datagram larger than one segment, or message larger than max_message",
             SubmitError::BufferTooSmall => "output buffer too small",
         })
     }
@@ -148,8 +149,21 @@ impl std::error::Error for SubmitError {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DropReason {
-    /// Not a well-formed memwire packet.
+    /// Not a well-formed memwire packet (the wire error says how), or, with
+    /// `mw_wire::Error::Malformed`, a segment that continues no message.
     Malformed(mw_wire::Error),
+    /// Longer than `Config::max_datagram`: no rank of this job built it.
+    Oversized,
+    /// A Data segment that would make the peer's message longer than
+    /// `Config::max_message`; the message in progress is discarded (its
+    /// remaining segments are dropped the same way) so a peer cannot make
+    /// the reassembly buffer grow without bound. The sequence number is
+    /// still consumed and acknowledged.
+    OversizedMessage,
+    /// Checksum trailer missing or not matching the bytes (checksum on: the
+    /// packet was corrupted on the way), or present while this endpoint does
+    /// not checksum (ranks disagree on `Config::checksum`).
+    BadChecksum,
     /// Another job's packet.
     WrongJob,
     /// Addressed to another rank.
@@ -174,6 +188,9 @@ impl core::fmt::Display for DropReason {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             DropReason::Malformed(e) => write!(f, "malformed packet: {e}"),
+            DropReason::Oversized => f.write_str("datagram longer than max_datagram"),
+            DropReason::OversizedMessage => f.write_str("message longer than max_message"),
+            DropReason::BadChecksum => f.write_str("bad, missing or unexpected checksum"),
             DropReason::WrongJob => f.write_str("packet of another job"),
             DropReason::WrongTarget => f.write_str("packet for another rank"),
             DropReason::UnknownPeer => f.write_str("packet from an unknown rank"),

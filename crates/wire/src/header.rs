@@ -19,9 +19,22 @@
 //! 40      8   sack         bit i set: seq ack+1+i was received (valid with ACK)
 //! 48    ...   payload      payload_len bytes
 //!  .     16   MAC          present iff flags has MAC
+//!  .      4   checksum     present iff flags has CHECKSUM (never with MAC)
 //! ```
 //! All integers are little-endian. The layout is fixed for a version; changing
 //! it means bumping [`VERSION`], never a flag that switches layouts.
+//!
+//! The trailer is optional and of one kind at most: a 16-byte MAC (keyed,
+//! computed by the protocol layer, which holds the key), or a 4-byte CRC32C
+//! ([`packet_checksum`], Castagnoli polynomial, little-endian) of the header
+//! (with the `CHECKSUM` flag already set) and payload, which catches
+//! corruption that the UDP checksum missed when packets are not
+//! authenticated. Both cover exactly [`Header::authenticated_bytes`].
+//!
+//! Owns: this layout, its checked view and [`HeaderRepr`]. Must not: verify the
+//! MAC or compare the job id, ranks and epochs with the receiver's (the
+//! protocol does: this only exposes them), or look inside the payload (`op`
+//! does).
 
 use crate::{Error, Result};
 
@@ -29,6 +42,8 @@ use crate::{Error, Result};
 pub const HEADER_LEN: usize = 48;
 /// Size of the optional message authentication code trailer.
 pub const MAC_LEN: usize = 16;
+/// Size of the optional CRC32C trailer.
+pub const CHECKSUM_LEN: usize = 4;
 /// First two bytes of every memwire packet ("MW" on the wire).
 pub const MAGIC: u16 = 0x574D;
 /// The protocol version this build speaks.
@@ -93,6 +108,43 @@ impl PacketType {
     }
 }
 
+/// The CRC32C (Castagnoli) of `covered`: a packet's checksum trailer is this
+/// over its header (`CHECKSUM` flag set) and payload, little-endian.
+/// Hardware-accelerated where the CPU has CRC32C instructions.
+pub fn packet_checksum(covered: &[u8]) -> u32 {
+    crc32c::crc32c(covered)
+}
+
+/// Checks what must be checked before anything else of a received datagram
+/// can be read: that it is as long as a header and starts with memwire's
+/// magic number and this build's version (they say how the rest is laid
+/// out, trailer included). [`Header::new_checked`] repeats these checks.
+pub fn check_preamble(bytes: &[u8]) -> Result<()> {
+    let Some(head) = bytes.get(..HEADER_LEN) else {
+        return Err(Error::Truncated);
+    };
+    if le16(&head[field::MAGIC]) != MAGIC {
+        return Err(Error::BadMagic);
+    }
+    if head[field::VERSION] != VERSION {
+        return Err(Error::BadVersion);
+    }
+    Ok(())
+}
+
+/// Whether the last [`CHECKSUM_LEN`] bytes of `datagram` are the CRC32C of
+/// the bytes before them, i.e. whether a checksummed packet arrived intact.
+/// Reads no header field: call it right after [`check_preamble`], before
+/// trusting any length or flag. `false` when the datagram is too short to
+/// hold a checksum.
+pub fn checksum_matches(datagram: &[u8]) -> bool {
+    let Some(covered_len) = datagram.len().checked_sub(CHECKSUM_LEN) else {
+        return false;
+    };
+    let (covered, trailer) = datagram.split_at(covered_len);
+    packet_checksum(covered) == le32(trailer)
+}
+
 /// The packet type of `bytes` if they start like a memwire packet of this
 /// version (magic, version, known type), without checking anything else: a
 /// cheap routing decision before the full [`HeaderRepr::parse_packet`].
@@ -119,7 +171,9 @@ impl Flags {
     pub const MAC: Flags = Flags(1 << 3);
     /// The receiver should acknowledge at once instead of delaying.
     pub const ACK_NOW: Flags = Flags(1 << 4);
-    const KNOWN: u16 = 0x1f;
+    /// A CRC32C trailer follows the payload (never together with `MAC`).
+    pub const CHECKSUM: Flags = Flags(1 << 5);
+    const KNOWN: u16 = 0x3f;
 
     /// No flags.
     pub const fn empty() -> Flags {
@@ -129,12 +183,24 @@ impl Flags {
     pub const fn bits(self) -> u16 {
         self.0
     }
-    /// Parses raw bits, rejecting unknown ones.
+    /// Parses raw bits, rejecting unknown ones and a MAC together with a
+    /// checksum (a packet has one trailer at most).
     pub fn from_bits(bits: u16) -> Result<Flags> {
-        if bits & !Self::KNOWN != 0 {
+        let both = Self::MAC.0 | Self::CHECKSUM.0;
+        if bits & !Self::KNOWN != 0 || bits & both == both {
             return Err(Error::Malformed);
         }
         Ok(Flags(bits))
+    }
+    /// Bytes of trailer these flags announce after the payload.
+    pub const fn trailer_len(self) -> usize {
+        if self.contains(Flags::MAC) {
+            MAC_LEN
+        } else if self.contains(Flags::CHECKSUM) {
+            CHECKSUM_LEN
+        } else {
+            0
+        }
     }
     /// Whether every bit of `other` is set.
     pub const fn contains(self, other: Flags) -> bool {
@@ -202,8 +268,7 @@ impl<T: AsRef<[u8]>> Header<T> {
             return Err(Error::BadVersion);
         }
         let flags = Flags::from_bits(le16(&data[field::FLAGS]))?;
-        let trailer = if flags.contains(Flags::MAC) { MAC_LEN } else { 0 };
-        let want = HEADER_LEN + usize::from(self.payload_len()) + trailer;
+        let want = HEADER_LEN + usize::from(self.payload_len()) + flags.trailer_len();
         if data.len() < want {
             return Err(Error::Truncated);
         }
@@ -276,7 +341,7 @@ impl<T: AsRef<[u8]>> Header<T> {
         let end = HEADER_LEN + usize::from(self.payload_len());
         &data[HEADER_LEN..end]
     }
-    /// Header plus payload: the bytes a MAC covers.
+    /// Header plus payload: the bytes a MAC or checksum covers.
     pub fn authenticated_bytes(&self) -> &[u8] {
         let end = HEADER_LEN + usize::from(self.payload_len());
         &self.buffer.as_ref()[..end]
@@ -289,6 +354,14 @@ impl<T: AsRef<[u8]>> Header<T> {
         }
         let start = HEADER_LEN + usize::from(self.payload_len());
         Some(&self.buffer.as_ref()[start..start + MAC_LEN])
+    }
+    /// The checksum trailer, when the CHECKSUM flag is set (checked views only).
+    pub fn checksum(&self) -> Option<u32> {
+        if !Flags(self.flags_raw()).contains(Flags::CHECKSUM) {
+            return None;
+        }
+        let start = HEADER_LEN + usize::from(self.payload_len());
+        Some(le32(&self.buffer.as_ref()[start..start + CHECKSUM_LEN]))
     }
 }
 
@@ -410,8 +483,7 @@ impl HeaderRepr {
 
     /// Bytes the whole packet occupies: header, payload and trailer.
     pub fn buffer_len(&self) -> usize {
-        let trailer = if self.flags.contains(Flags::MAC) { MAC_LEN } else { 0 };
-        HEADER_LEN + usize::from(self.payload_len) + trailer
+        HEADER_LEN + usize::from(self.payload_len) + self.flags.trailer_len()
     }
 
     /// Writes the header fields (not payload or trailer) into `header`.
@@ -458,6 +530,9 @@ impl core::fmt::Display for HeaderRepr {
         }
         if self.flags.contains(Flags::MAC) {
             f.write_str(" mac")?;
+        }
+        if self.flags.contains(Flags::CHECKSUM) {
+            f.write_str(" crc")?;
         }
         Ok(())
     }
@@ -542,6 +617,52 @@ mod tests {
         let view = Header::new_checked(&buf[..]).unwrap();
         assert_eq!(view.mac(), Some(&[0xab; MAC_LEN][..]));
         assert_eq!(view.authenticated_bytes().len(), HEADER_LEN + 5);
+    }
+
+    #[test]
+    fn checksum_trailer_located_and_verified() {
+        let mut repr = sample();
+        repr.flags = repr.flags | Flags::CHECKSUM;
+        let mut buf = vec![0u8; repr.buffer_len()];
+        assert_eq!(buf.len(), HEADER_LEN + 5 + CHECKSUM_LEN);
+        repr.emit_into(&mut buf);
+        buf[HEADER_LEN..HEADER_LEN + 5].copy_from_slice(b"hello");
+        let crc = packet_checksum(&buf[..HEADER_LEN + 5]);
+        buf[HEADER_LEN + 5..].copy_from_slice(&crc.to_le_bytes());
+        assert!(checksum_matches(&buf));
+        let view = Header::new_checked(&buf[..]).unwrap();
+        assert_eq!(view.checksum(), Some(crc));
+        assert_eq!(view.mac(), None);
+        assert_eq!(HeaderRepr::parse_packet(&buf).unwrap().1, b"hello");
+        for bit in 0..buf.len() * 8 {
+            let mut bad = buf.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(!checksum_matches(&bad), "flip of bit {bit} not detected");
+        }
+        assert!(!checksum_matches(&buf[..3]));
+        // CRC32C of "123456789" is the standard check value 0xE3069283.
+        assert_eq!(packet_checksum(b"123456789"), 0xe306_9283);
+    }
+
+    #[test]
+    fn mac_and_checksum_are_exclusive() {
+        assert_eq!(Flags::from_bits((Flags::MAC | Flags::CHECKSUM).bits()), Err(Error::Malformed));
+        assert_eq!(Flags::CHECKSUM.trailer_len(), CHECKSUM_LEN);
+        assert_eq!(Flags::MAC.trailer_len(), MAC_LEN);
+        assert_eq!(Flags::empty().trailer_len(), 0);
+    }
+
+    #[test]
+    fn preamble_is_checked_first() {
+        let repr = sample();
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit_into(&mut buf);
+        assert_eq!(check_preamble(&buf), Ok(()));
+        assert_eq!(check_preamble(&buf[..HEADER_LEN - 1]), Err(Error::Truncated));
+        buf[2] = VERSION + 1;
+        assert_eq!(check_preamble(&buf), Err(Error::BadVersion));
+        buf[0] = 0;
+        assert_eq!(check_preamble(&buf), Err(Error::BadMagic));
     }
 
     #[test]

@@ -13,6 +13,11 @@
 //! (`mwrun -n 2 -q target/release/mwbench --bench pingpong,bandwidth`).
 //! `mwbench report` turns result files into the README's performance
 //! section and PNG plots; `mwbench machine` records the machine line.
+//!
+//! Owns: the command line (one option vocabulary for every bench, STYLE habit
+//! 12) and dispatching to the bench modules, `report` and `machine`. Must not:
+//! measure or format rows itself (the bench modules and `out` do), or print
+//! anything on stdout but JSON lines (result rows, the machine line).
 
 #![deny(unsafe_code)]
 
@@ -81,7 +86,8 @@ struct Args {
     /// Comma-separated ops, memwire's and baselines' (e.g. put_signal,udp_raw;
     /// default: all of the selected benches). put_signal_auth (put_signal with
     /// packet authentication forced on, against it forced off, alternating)
-    /// runs only when named. `cacheline` is an old name of shm_floor.
+    /// and put_signal_crc (the same with the CRC32C checksum, authentication
+    /// off) run only when named. `cacheline` is an old name of shm_floor.
     #[arg(long, value_delimiter = ',')]
     op: Vec<String>,
     /// Transport: udp or shm (default: both; under mwrun the job's, from MW_TRANSPORT).

@@ -41,7 +41,11 @@ fn row(job: &Job, op: &str, transport: &str, size: usize, samples: Option<Vec<f6
 pub fn measure(job: &Job, op: &str, transport: &'static str, size: usize, iters: usize) -> Vec<Row> {
     match op {
         "put_signal" => row(job, op, transport, size, job.pair(transport, None, move |ep| put_signal(ep, size, iters))),
-        "put_signal_auth" => put_signal_auth_pair(job, size, iters),
+        "put_signal_auth" => put_signal_pair(job, "put_signal_auth", size, iters, |c, on| c.auth = Some(on)),
+        "put_signal_crc" => put_signal_pair(job, "put_signal_crc", size, iters, |c, on| {
+            c.auth = Some(false);
+            c.checksum = Some(on);
+        }),
         "get" => row(job, op, transport, size, job.pair(transport, None, move |ep| get(ep, size, iters))),
         "fetch_add" | "swap" | "compare_swap" => {
             let name: &'static str = match op {
@@ -85,23 +89,30 @@ fn put_signal(ep: &Endpoint, size: usize, iters: usize) -> Vec<f64> {
     samples
 }
 
-/// put_signal with packet authentication forced on (`put_signal_auth`)
-/// against forced off (`put_signal`), over UDP, in alternating blocks of a
-/// quarter of the iterations each, so that load drifting on a shared
-/// machine hits both alike.
-fn put_signal_auth_pair(job: &Job, size: usize, iters: usize) -> Vec<Row> {
+/// put_signal with a packet trailer forced on (`put_signal_auth`: the MAC;
+/// `put_signal_crc`: the CRC32C checksum, authentication off) against
+/// forced off (`put_signal`), over UDP, in alternating blocks of a quarter
+/// of the iterations each, so that load drifting on a shared machine hits
+/// both alike. `set(config, on)` forces the trailer on or off.
+fn put_signal_pair(
+    job: &Job,
+    op: &'static str,
+    size: usize,
+    iters: usize,
+    set: fn(&mut mw_core::Config, bool),
+) -> Vec<Row> {
     const BLOCKS: usize = 4;
     let per_block = iters.div_ceil(BLOCKS);
-    let (mut plain, mut auth) = (Vec::new(), Vec::new());
+    let (mut plain, mut with) = (Vec::new(), Vec::new());
     for _ in 0..BLOCKS {
-        for (forced, into) in [(false, &mut plain), (true, &mut auth)] {
-            let adjust: crate::harness::Adjust = Arc::new(move |c| c.auth = Some(forced));
+        for (forced, into) in [(false, &mut plain), (true, &mut with)] {
+            let adjust: crate::harness::Adjust = Arc::new(move |c| set(c, forced));
             let samples = job.pair("udp", Some(adjust), move |ep| put_signal(ep, size, per_block));
             into.extend(samples.expect("threads report"));
         }
     }
     let mut rows = row(job, "put_signal", "udp", size, Some(plain));
-    rows.extend(row(job, "put_signal_auth", "udp", size, Some(auth)));
+    rows.extend(row(job, op, "udp", size, Some(with)));
     rows
 }
 

@@ -31,10 +31,24 @@ pub const ALL_BENCHES: &[&str] = &[
     "overlap",
 ];
 
+/// put_signal with a packet trailer forced on against forced off: run only
+/// when named (`--op`), over UDP only.
+const TRAILER_COMPARISONS: [&str; 2] = ["put_signal_auth", "put_signal_crc"];
+
 /// The memwire ops of `bench` (`memwire` for collectives).
 pub fn memwire_ops(bench: &str) -> &'static [&'static str] {
     match bench {
-        "pingpong" => &["put_signal", "get", "fetch_add", "swap", "compare_swap", "send_recv", "am", "put_signal_auth"],
+        "pingpong" => &[
+            "put_signal",
+            "get",
+            "fetch_add",
+            "swap",
+            "compare_swap",
+            "send_recv",
+            "am",
+            "put_signal_auth",
+            "put_signal_crc",
+        ],
         "bandwidth" => &["put", "get", "send_recv"],
         "bibw" => &["put", "send_recv"],
         "rate" => &["put", "fetch_add", "send_recv", "am"],
@@ -142,7 +156,7 @@ impl Step {
 
 impl Options {
     fn wants(&self, op: &str) -> bool {
-        self.ops.is_empty() && op != "put_signal_auth" || self.ops.iter().any(|o| o == op)
+        self.ops.is_empty() && !TRAILER_COMPARISONS.contains(&op) || self.ops.iter().any(|o| o == op)
     }
 
     fn sizes_or(&self, default_full: &[usize], default_quick: &[usize]) -> Vec<usize> {
@@ -231,10 +245,11 @@ fn validate(o: &Options, benches: &[&'static str]) -> Result<(), String> {
         return Err("--ranks must be at least 2".into());
     }
     if let Some((size, _)) = o.process {
-        if benches.iter().any(|b| udp_only(b)) || o.ops.iter().any(|op| op == "put_signal_auth") {
-            return Err("under mwrun each rank has one endpoint for the whole run, so loss, overlap and \
-                        put_signal_auth (which change the configuration per point) cannot run; set MW_FAULT_DROP \
-                        or MW_AUTH for the whole job instead, or run mwbench without mwrun"
+        if benches.iter().any(|b| udp_only(b)) || o.ops.iter().any(|op| TRAILER_COMPARISONS.contains(&op.as_str())) {
+            return Err("under mwrun each rank has one endpoint for the whole run, so loss, overlap, \
+                        put_signal_auth and put_signal_crc (which change the configuration per point) cannot \
+                        run; set MW_FAULT_DROP, MW_AUTH or MW_CHECKSUM for the whole job instead, or run \
+                        mwbench without mwrun"
                 .into());
         }
         if size != 2 && benches.iter().any(|b| PT2PT.contains(b)) {
@@ -319,7 +334,7 @@ fn pt2pt_steps(o: &Options, bench: &'static str, transport: &'static str, steps:
             }
         }
         for &op in memwire_ops(bench).iter().filter(|op| !ATOMICS.contains(op)) {
-            if op == "put_signal_auth" && transport != "udp" {
+            if TRAILER_COMPARISONS.contains(&op) && transport != "udp" {
                 continue;
             }
             push(op, size);
@@ -568,6 +583,7 @@ mod tests {
         assert!(has("pingpong", "shm_floor", "shm", 8) && has("bandwidth", "memcpy", "shm", 1 << 20));
         assert!(has("bandwidth", "udp_raw", "udp", 1 << 20) && has("bandwidth", "tcp_raw", "udp", 1 << 20));
         assert!(!pts.iter().any(|p| p.1 == "put_signal_auth"), "auth comparison only when asked");
+        assert!(!pts.iter().any(|p| p.1 == "put_signal_crc"), "checksum comparison only when asked");
         let launches: Vec<_> = steps
             .iter()
             .filter_map(|s| if let Step::Mpi(l) = s { Some((l.label, l.transport)) } else { None })

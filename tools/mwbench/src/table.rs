@@ -158,13 +158,14 @@ pub fn print(rows: &[Row]) {
             text.push('\n');
         }
     }
-    for auth in rows.iter().filter(|r| r.op == "put_signal_auth") {
-        let plain = rows.iter().find(|r| r.op == "put_signal" && same_point(r, auth));
-        if let Some(text_ratio) = plain.and_then(|p| ratio_text(auth, p)) {
-            text.push_str(&format!(
-                "put_signal {} B: authenticated / plain median = {text_ratio} (target <= 1.1x)\n",
-                auth.size
-            ));
+    for (op, what, target) in
+        [("put_signal_auth", "authenticated", " (target <= 1.1x)"), ("put_signal_crc", "checksummed", "")]
+    {
+        for with in rows.iter().filter(|r| r.op == op) {
+            let plain = rows.iter().find(|r| r.op == "put_signal" && same_point(r, with));
+            if let Some(text_ratio) = plain.and_then(|p| ratio_text(with, p)) {
+                text.push_str(&format!("put_signal {} B: {what} / plain median = {text_ratio}{target}\n", with.size));
+            }
         }
     }
     crate::out::note(&text);

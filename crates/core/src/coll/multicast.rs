@@ -53,6 +53,12 @@
 //! [`MISSES_FOR_TREE`] transfers in a row, reports trouble to that root,
 //! which then uses the tree; a root whose sends to the group fail uses the
 //! tree from then on (the call in progress completes by unicast).
+//!
+//! Owns: multicast groups, the per-team choice between IP multicast and the
+//! tree, the tree's pipeline and the members' signal-word protocol above. Must
+//! not: send or repair IP multicast segments itself (the endpoint's multicast
+//! engine, `crate::mcast`, does), let a member return before its data is in
+//! place, or the root before every member's is.
 
 use std::time::{Duration, Instant};
 

@@ -5,6 +5,9 @@
 //! The automatic choices were picked by measurement on loopback UDP (see
 //! the README's Collectives section): per message the cost is dominated by
 //! the system calls, so fewer, larger messages win until the data is large.
+//!
+//! Owns: the `*Algo` enums, [`CollTuning`] and the `pick_*` rules. Must not:
+//! read the environment itself (it gets a lookup function) or run a collective.
 
 use crate::{Error, Result};
 

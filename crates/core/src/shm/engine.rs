@@ -161,6 +161,13 @@ impl State {
         self.shm.as_ref().is_none_or(|shm| shm.tx.iter().flatten().all(|tx| tx.overflow.is_empty()))
     }
 
+    /// Nothing waits in the overflow queue toward `peer`. A queued message's
+    /// waiter joins `ack_waiters` only once the message is in the ring, so
+    /// `flush(peer)` needs this as well as empty `ack_waiters`.
+    pub(crate) fn shm_idle_toward(&self, peer: u32) -> bool {
+        self.shm.as_ref().and_then(|shm| shm.tx.get(peer as usize)?.as_ref()).is_none_or(|tx| tx.overflow.is_empty())
+    }
+
     /// Sends one message made of `parts` to same-host `peer`; `waiter` is
     /// completed once the peer has executed it. `ordered`: an operation,
     /// which later direct accesses to the peer must not overtake (replies

@@ -24,12 +24,12 @@
 
 pub(crate) mod direct;
 pub(crate) mod engine;
+mod windows;
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mw_transport::shm::{Control, RingView};
@@ -108,7 +108,7 @@ pub(crate) struct Link {
     /// outlives it, so a store would "succeed" into a dead process) and go
     /// the ring way, which fails them with `PeerUnreachable`.
     pub dead: AtomicBool,
-    windows: RwLock<HashMap<u64, CachedWindow, BuildHasherDefault<KeyHasher>>>,
+    windows: windows::WindowCache,
 }
 
 impl Link {
@@ -120,65 +120,17 @@ impl Link {
         self.overflow.load(Ordering::Acquire) == 0 && self.out.consumed() >= self.ordered_end.load(Ordering::Acquire)
     }
 
-    fn resolve(&self, key: u64) -> Option<()> {
-        if self.windows.read().unwrap_or_else(|p| p.into_inner()).contains_key(&key) {
-            return Some(());
-        }
-        let (slot, entry) = self.peer.dir_find(key)?;
-        let kind = if entry.fd >= 0 {
-            WindowKind::Mapped(PeerWindow::open(self.pid, entry.fd, entry.len as usize).ok()?)
-        } else {
-            WindowKind::Cma { base: entry.base }
-        };
-        let window = CachedWindow { slot, len: entry.len, kind };
-        self.windows.write().unwrap_or_else(|p| p.into_inner()).insert(key, window);
-        Some(())
-    }
-
     /// Runs `f` on the peer's windows for `keys` with their live directory
     /// flags. `None` when a key is unknown to the directory, was withdrawn
     /// (the stale window is dropped), or `f` declines: the caller then sends
     /// the operation through the ring and the owner decides.
+    #[inline]
     pub fn with_windows<const N: usize, R>(
         &self,
         keys: [u64; N],
         f: impl FnOnce([&CachedWindow; N], [u32; N]) -> Option<R>,
     ) -> Option<R> {
-        // The hot path takes the cache's read lock once; keys not cached
-        // yet are resolved (with their own locking) and the lookup repeated.
-        let mut f = Some(f);
-        for attempt in 0..2 {
-            let mut stale = None;
-            {
-                let map = self.windows.read().unwrap_or_else(|p| p.into_inner());
-                let mut found: [Option<&CachedWindow>; N] = [None; N];
-                let mut flags = [0u32; N];
-                for (i, key) in keys.iter().enumerate() {
-                    let Some(w) = map.get(key) else { break };
-                    let (live, live_flags) = self.peer.dir_key_flags(w.slot);
-                    if live != *key {
-                        stale = Some(*key);
-                        break;
-                    }
-                    flags[i] = live_flags;
-                    found[i] = Some(w);
-                }
-                if found.iter().all(Option::is_some) {
-                    let f = f.take().expect("runs once: it returns");
-                    return f(found.map(|w| w.expect("all found")), flags);
-                }
-            }
-            if let Some(key) = stale {
-                self.windows.write().unwrap_or_else(|p| p.into_inner()).remove(&key);
-                return None;
-            }
-            if attempt == 0 {
-                for key in keys {
-                    self.resolve(key)?;
-                }
-            }
-        }
-        None
+        self.windows.with_windows(&self.peer, self.pid, keys, f)
     }
 }
 
@@ -382,7 +334,7 @@ pub(crate) fn exchange(boot: &mut mw_bootstrap::Bootstrap, config: &Config, me: 
             ordered_end: AtomicU64::new(0),
             cma_refused: AtomicBool::new(false),
             dead: AtomicBool::new(false),
-            windows: RwLock::new(HashMap::default()),
+            windows: windows::WindowCache::new(),
         });
     }
     if rx.is_empty() {

@@ -1,5 +1,9 @@
 //! Single-datagram send and receive: the latency path, one syscall each, no
 //! allocation.
+//!
+//! Owns: `sendto`, and `recvfrom`/`recvmsg` with `MSG_DONTWAIT`, turning
+//! "nothing queued" into `None` and reporting truncation and GRO segment sizes.
+//! Must not: block, retry, or look inside a datagram.
 
 use std::io;
 use std::mem::size_of;

@@ -6,6 +6,9 @@
 //! and the layout of [`McastFeedback`]. The segments themselves travel as
 //! [`McastData`](crate::mcast::McastData) packets.
 //!
+//! Must not: decide what to repair or when (`mw_proto::mcast` does), or accept
+//! more than [`MCAST_RANGES_MAX`] ranges, or ranges out of order or touching.
+//!
 //! ```text
 //! McastFeedback (32 + 8 × count bytes, no body)
 //! offset      size       field

@@ -297,6 +297,19 @@ pub fn every_op_on_4_hosts_through_the_lossy_relay() {
     assert!(rejected > 0, "corrupted datagrams were not rejected by the ranks");
     assert!(rejected <= counter(&counters, "corrupted"), "more rejections than corrupted datagrams");
 
+    // The same without authentication: the CRC32C checksum (on by default
+    // between hosts when the MAC is off) must reject every corrupted datagram.
+    let relay = cluster.relay(&["--corrupt", "3", "--seed", "14"]);
+    let out = cluster.mwrun(&["-x", "MW_AUTH=0"], "rma+drops");
+    let counters = relay.stop();
+    assert_all_ok(&out, "rma+drops", 4);
+    let rejected = rank_drops(&out, "bad_checksum") + rank_drops(&out, "malformed");
+    println!("  corruption, MW_AUTH=0: relay {counters:?}; ranks rejected {rejected}");
+    assert!(counter(&counters, "corrupted") > 0, "{counters:?}");
+    assert!(rank_drops(&out, "bad_checksum") > 0, "corrupted datagrams were not caught by the checksum");
+    assert_eq!(rank_drops(&out, "bad_mac"), 0);
+    assert!(rejected <= counter(&counters, "corrupted"), "more rejections than corrupted datagrams");
+
     let relay = cluster.relay(&["--drop", "5", "--reorder", "5", "--dup", "5", "--seed", "13"]);
     let out = cluster.mwrun(&[], "msg-coll");
     let counters = relay.stop();
@@ -385,10 +398,11 @@ fn print_drops(ep: &Endpoint) {
     let (_, p) = ep.stats();
     let d = &p.drops;
     println!(
-        "rank {} drops bad_mac={} malformed={} wrong_job={} duplicate={} retransmits={}",
+        "rank {} drops bad_mac={} bad_checksum={} malformed={} wrong_job={} duplicate={} retransmits={}",
         ep.rank(),
         d.bad_mac,
-        d.malformed,
+        d.bad_checksum,
+        d.not_well_formed() - d.bad_checksum,
         d.wrong_job,
         d.duplicate,
         p.retransmits_timeout + p.retransmits_fast
@@ -560,8 +574,12 @@ fn data_addr(rank: u32) -> SocketAddr {
 /// Datagrams a rank of another job (job key `key`) would send to `dst`:
 /// a 64-byte put of 0xEE into region `region` at offset 0.
 fn foreign_put(job_key: &[u8; 16], auth: bool, src: u32, dst: u32, ranks: u32, region: u64) -> Vec<Vec<u8>> {
-    let config =
-        mw_proto::Config { auth: auth.then(|| mw_proto::AuthKey::from_job_key(job_key)), ..Default::default() };
+    // Another job with our settings: between hosts, a checksum when not authenticated.
+    let config = mw_proto::Config {
+        auth: auth.then(|| mw_proto::AuthKey::from_job_key(job_key)),
+        checksum: !auth,
+        ..Default::default()
+    };
     let mut ep = mw_proto::Endpoint::new(config.clone(), mw_proto::job_id_from_key(job_key), src, 0x5eed, ranks);
     let mut op = vec![0u8; 256];
     let body = [0xEEu8; 64];
