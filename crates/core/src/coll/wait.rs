@@ -32,6 +32,9 @@ const POLLS_PER_ROUND: u32 = 32;
 const PROGRESS_EVERY: Duration = Duration::from_micros(2);
 /// A wait for a peer on another CPU spins this long before it yields too.
 const YIELD_AFTER: Duration = Duration::from_micros(20);
+/// Oversubscribed, any wait yields after this long even when the peer
+/// seems to run elsewhere (its announced CPU may be stale).
+const OVERSUBSCRIBED_YIELD_AFTER: Duration = Duration::from_micros(2);
 
 /// How a team waits; decided once, when the team is formed.
 #[derive(Debug, Clone, Copy)]
@@ -46,7 +49,6 @@ pub(crate) struct WaitPolicy {
     pub allowed: u64,
     /// Members crowded on one CPU move apart (`spread`).
     pub spread: bool,
-    pub yo: Duration,
 }
 
 impl WaitPolicy {
@@ -62,9 +64,8 @@ impl WaitPolicy {
             .into_iter()
             .filter(|&c| c < 64)
             .fold(0u64, |mask, c| mask | 1 << c);
-        let spread = local && on_host == ranks.len() && std::env::var_os("MWX_NOSPREAD").is_none();
-        let yo = Duration::from_nanos(std::env::var("MWX_YO").ok().and_then(|v| v.parse().ok()).unwrap_or(2000));
-        WaitPolicy { local, oversubscribed: on_host > cpus, budget, allowed, spread, yo }
+        let spread = local && on_host == ranks.len();
+        WaitPolicy { local, oversubscribed: on_host > cpus, budget, allowed, spread }
     }
 }
 
@@ -138,9 +139,6 @@ impl Team<'_> {
             }
         }
         if let Some(target) = home[self.me / block] {
-            if std::env::var_os("MWX_DBG").is_some() {
-                eprintln!("seq {} rank {} on {} home {}", self.seq, self.me, mine, target);
-            }
             if target != mine {
                 let _ = mw_transport::wait::nudge_to_cpu(target);
             }
@@ -271,7 +269,7 @@ impl Team<'_> {
             }
             let yield_now = match peer {
                 _ if waited >= YIELD_AFTER => true,
-                _ if self.wait.oversubscribed && waited >= self.wait.yo => true,
+                _ if self.wait.oversubscribed && waited >= OVERSUBSCRIBED_YIELD_AFTER => true,
                 Some(p) => self.shares_my_cpu(p),
                 _ => self.wait.oversubscribed,
             };
