@@ -38,23 +38,40 @@ pub fn algos(bench: &str) -> Vec<&'static str> {
     }
 }
 
-/// Runs one collective once on `team` (buffers prepared by the caller).
-fn run_once(team: &mut Team<'_>, bench: &str, algo: &str, send: &[u8], recv: &mut [u8]) {
-    let result = match bench {
-        "barrier" => team.barrier_with(BarrierAlgo::parse(algo).expect("barrier method")),
-        "bcast" => team.broadcast_with(BcastAlgo::parse(algo).expect("bcast algorithm"), 0, recv),
-        "allgather" => team.allgather_with(AllgatherAlgo::parse(algo).expect("allgather algorithm"), send, recv),
-        "alltoall" => team.alltoall_with(AlltoallAlgo::parse(algo).expect("alltoall algorithm"), send, recv),
-        "allreduce" => team.allreduce_with(
-            AllreduceAlgo::parse(algo).expect("allreduce algorithm"),
-            DType::F64,
-            ReduceOp::Sum,
-            send,
-            recv,
-        ),
-        _ => unreachable!("unknown collective bench {bench}"),
-    };
-    result.expect("collective");
+/// One collective with its algorithm, parsed before the timed loop (so
+/// the timed region is the library call alone, as on the MPI side).
+#[derive(Clone, Copy)]
+enum Call {
+    Barrier(BarrierAlgo),
+    Bcast(BcastAlgo),
+    Allgather(AllgatherAlgo),
+    Alltoall(AlltoallAlgo),
+    Allreduce(AllreduceAlgo),
+}
+
+impl Call {
+    fn parse(bench: &str, algo: &str) -> Call {
+        match bench {
+            "barrier" => Call::Barrier(BarrierAlgo::parse(algo).expect("barrier method")),
+            "bcast" => Call::Bcast(BcastAlgo::parse(algo).expect("bcast algorithm")),
+            "allgather" => Call::Allgather(AllgatherAlgo::parse(algo).expect("allgather algorithm")),
+            "alltoall" => Call::Alltoall(AlltoallAlgo::parse(algo).expect("alltoall algorithm")),
+            "allreduce" => Call::Allreduce(AllreduceAlgo::parse(algo).expect("allreduce algorithm")),
+            _ => unreachable!("unknown collective bench {bench}"),
+        }
+    }
+
+    /// Runs the collective once on `team` (buffers prepared by the caller).
+    fn run(self, team: &mut Team<'_>, send: &[u8], recv: &mut [u8]) {
+        let result = match self {
+            Call::Barrier(algo) => team.barrier_with(algo),
+            Call::Bcast(algo) => team.broadcast_with(algo, 0, recv),
+            Call::Allgather(algo) => team.allgather_with(algo, send, recv),
+            Call::Alltoall(algo) => team.alltoall_with(algo, send, recv),
+            Call::Allreduce(algo) => team.allreduce_with(algo, DType::F64, ReduceOp::Sum, send, recv),
+        };
+        result.expect("collective");
+    }
 }
 
 /// Measures one memwire collective point over `transport`.
@@ -84,6 +101,7 @@ pub fn measure(
         let region = (b == "multicast").then(|| ep.alloc(size.max(1), Access::READ_WRITE).expect("region"));
         let group = region.as_ref().map(|r| team.multicast_group(r).expect("multicast group"));
         let mcast = McastAlgo::parse(&a).unwrap_or_default();
+        let call = (group.is_none()).then(|| Call::parse(&b, &a));
         let mut samples = Vec::with_capacity(iters);
         for i in 0..warmup + iters {
             if b != "barrier" {
@@ -92,7 +110,7 @@ pub fn measure(
             let t0 = Instant::now();
             match &group {
                 Some(group) => team.multicast_with(mcast, group, 0, 0, size).expect("multicast"),
-                None => run_once(&mut team, &b, &a, &send, &mut recv),
+                None => call.expect("parsed above").run(&mut team, &send, &mut recv),
             }
             if i >= warmup {
                 samples.push(t0.elapsed().as_secs_f64() * 1e6);
