@@ -57,12 +57,11 @@ impl Team<'_> {
         self.begin()?;
         let phase = self.rooted_phase();
         if let Some(parent) = parent {
-            self.wait_from(parent, 1)?;
-            let slot = self.slot_area(phase, parent);
+            let slot = self.wait_slot(phase, parent)?;
             self.read_area(&slot, 0, buf);
         }
         for &c in &children {
-            self.put_slot(phase, c, buf, 1)?;
+            self.put_slot(phase, c, buf)?;
         }
         if let Some(parent) = parent {
             self.return_credit(phase, parent)?;

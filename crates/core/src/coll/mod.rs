@@ -41,7 +41,11 @@
 //!   phases by a counter of rooted collectives) and the reader returns a
 //!   *credit* (`credit[reader]` in the writer's region) once it has consumed
 //!   the slot. A writer reuses a slot phase only after the credit for its
-//!   previous write there came back (usually long before).
+//!   previous write there came back (usually long before). A slot's first
+//!   word is its own signal word (same `seq << 20 | step` values, written
+//!   only by the slot's writer), and the data follows it: small data and
+//!   its signal share a cache line, so over shared memory a reader waits
+//!   for one line to move instead of two (the signal line, then the data's).
 //! * **Large data** (more than a phase or slot holds) goes to a separate,
 //!   growable region, after a small allgather that both synchronizes the
 //!   team (everyone finished everything before) and exchanges the keys when
@@ -87,6 +91,10 @@ const ROOTED_SLOT_MAX: usize = 64 << 10;
 const ROOTED_SLOT_MIN: usize = 4 << 10;
 /// Total rooted area per phase the slot size aims at.
 const ROOTED_PHASE_TARGET: usize = 1 << 20;
+/// Bytes in front of a slot's data: its signal word, padded to a cache
+/// line's worth of stride so slots stay line-aligned.
+const SLOT_SIGNAL: usize = 8;
+const SLOT_PAD: usize = 64;
 
 /// Where things are in a team member's scratch region (identical on all).
 #[derive(Debug, Clone, Copy)]
@@ -95,7 +103,8 @@ pub(crate) struct Layout {
     ctrl: usize,
     /// Bytes per all-dependent phase.
     pub full: usize,
-    /// Bytes per rooted writer slot.
+    /// Data bytes per rooted writer slot (its stride is this plus
+    /// `SLOT_PAD`, for the signal word in front).
     pub slot: usize,
 }
 
@@ -141,12 +150,13 @@ impl Layout {
     fn full_base(&self, phase: u64) -> u64 {
         (self.ctrl + (phase as usize % 2) * self.full) as u64
     }
-    /// The slot that `writer`'s rooted data lands in.
+    /// The signal word of the slot that `writer`'s rooted data lands in
+    /// (the data follows it, at `+ SLOT_SIGNAL`).
     fn slot_base(&self, phase: u64, writer: usize) -> u64 {
-        (self.ctrl + 2 * self.full + ((phase as usize % 2) * self.p + writer) * self.slot) as u64
+        (self.ctrl + 2 * self.full + ((phase as usize % 2) * self.p + writer) * (self.slot + SLOT_PAD)) as u64
     }
     fn total(&self) -> usize {
-        self.ctrl + 2 * self.full + 2 * self.p * self.slot
+        self.ctrl + 2 * self.full + 2 * self.p * (self.slot + SLOT_PAD)
     }
 }
 
@@ -510,21 +520,30 @@ impl<'ep> Team<'ep> {
         self.rooted_count
     }
 
-    /// This rank's slot for `writer`'s data, as an area.
-    fn slot_area(&self, phase: u64, writer: usize) -> Area {
-        Area { mem: self.mem, base: self.lay.slot_base(phase, writer), large: false, len: self.lay.slot }
+    /// Waits until `writer`'s rooted data of `phase` is in this rank's slot,
+    /// then returns the slot as an area.
+    fn wait_slot(&self, phase: u64, writer: usize) -> Result<Area> {
+        let signal = self.lay.slot_base(phase, writer);
+        self.wait_word(signal, self.sig(1), writer)?;
+        Ok(Area { mem: self.mem, base: signal + SLOT_SIGNAL as u64, large: false, len: self.lay.slot })
     }
 
-    /// Puts `data` into my slot at `to` (rooted), after the credit for my
-    /// previous write into that slot phase came back.
-    fn put_slot(&mut self, phase: u64, to: usize, data: &[u8], step: u32) -> Result<()> {
+    /// Puts `data` into my slot at `to` (rooted) and sets the slot's signal
+    /// word to step 1 of this collective (the only step a slot carries),
+    /// after the credit for my previous write into that slot phase came
+    /// back. Does not wait for the put.
+    fn put_slot(&mut self, phase: u64, to: usize, data: &[u8]) -> Result<()> {
         let owed = self.last_write[to][(phase % 2) as usize];
         if owed > 0 {
             self.wait_word(self.lay.credit(to), owed, to)?;
         }
         self.last_write[to][(phase % 2) as usize] = phase;
-        let offset = self.lay.slot_base(phase, self.me);
-        self.put_to(to, self.keys[to], offset, data, step)
+        let signal_at = self.lay.slot_base(phase, self.me);
+        let signal = Signal { key: self.keys[to], offset: signal_at, op: SignalOp::Set, value: self.sig(1) };
+        // Copied into the send queue (or stored) before this returns, as in
+        // `put_to`: the handle can go.
+        drop(self.ep.put_signal_nb(self.ranks[to], self.keys[to], signal_at + SLOT_SIGNAL as u64, data, signal)?);
+        Ok(())
     }
 
     /// Records that `writer`'s rooted data of `phase` was consumed; the

@@ -306,13 +306,12 @@ impl Team<'_> {
         self.begin()?;
         let phase = self.rooted_phase();
         for &c in &children {
-            self.wait_from(c, 1)?;
-            let slot = self.slot_area(phase, c);
+            let slot = self.wait_slot(phase, c)?;
             self.with_area(&slot, 0, n, |src| reduce_into(red.dtype, red.op, acc, src));
             self.return_credit(phase, c)?;
         }
         if let Some(parent) = parent {
-            self.put_slot(phase, parent, acc, 1)?;
+            self.put_slot(phase, parent, acc)?;
         }
         Ok(())
     }

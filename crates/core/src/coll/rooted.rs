@@ -42,12 +42,11 @@ impl Team<'_> {
         self.begin()?;
         let phase = self.rooted_phase();
         if me != root {
-            return self.put_slot(phase, root, send, 1);
+            return self.put_slot(phase, root, send);
         }
         for k in 1..p {
             let from = (root + k) % p;
-            self.wait_from(from, 1)?;
-            let slot = self.slot_area(phase, from);
+            let slot = self.wait_slot(phase, from)?;
             self.read_area(&slot, 0, &mut recv[from * n..(from + 1) * n]);
             self.return_credit(phase, from)?;
         }
@@ -89,12 +88,11 @@ impl Team<'_> {
         if me == root {
             for k in 1..p {
                 let to = (root + k) % p;
-                self.put_slot(phase, to, &send[to * n..(to + 1) * n], 1)?;
+                self.put_slot(phase, to, &send[to * n..(to + 1) * n])?;
             }
             return Ok(());
         }
-        self.wait_from(root, 1)?;
-        let slot = self.slot_area(phase, root);
+        let slot = self.wait_slot(phase, root)?;
         self.read_area(&slot, 0, recv);
         self.return_credit(phase, root)
     }
