@@ -5,7 +5,7 @@
 //! does), or reuse a phase of the all-dependent area before the rule in
 //! `coll`'s module doc allows it.
 
-use super::tuning::{pick_alltoall, AlltoallAlgo};
+use super::tuning::{pick_alltoall, AllgatherAlgo, AlltoallAlgo};
 use super::Team;
 use crate::{Error, Result};
 
@@ -32,7 +32,26 @@ impl Team<'_> {
             AlltoallAlgo::Direct if direct => self.alltoall_direct(n, send, recv),
             AlltoallAlgo::Pairwise | AlltoallAlgo::Direct | AlltoallAlgo::Auto => self.alltoall_pairwise(n, send, recv),
             AlltoallAlgo::Bruck => self.alltoall_bruck(n, send, recv),
+            AlltoallAlgo::Allgather => self.alltoall_allgather(n, send, recv),
         }
+    }
+
+    /// Allgather of every member's whole send buffer, then each member
+    /// keeps block `me` of each: fewer, larger messages (allgather's
+    /// log2 N rounds) for blocks so small that a message's fixed cost is
+    /// all that counts.
+    fn alltoall_allgather(&mut self, n: usize, send: &[u8], recv: &mut [u8]) -> Result<()> {
+        let (p, me) = (self.p(), self.me);
+        let mut all = self.take_work(1, p * p * n);
+        let result = self.allgather_with(AllgatherAlgo::Auto, send, &mut all[..p * p * n]);
+        if result.is_ok() {
+            for (from, block) in recv.chunks_exact_mut(n.max(1)).enumerate().take(p) {
+                let at = from * p * n + me * n;
+                block.copy_from_slice(&all[at..at + n]);
+            }
+        }
+        self.put_work(1, all);
+        result
     }
 
     /// Step k sends to me+k and receives from me-k; blocks land at the
