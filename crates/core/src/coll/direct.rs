@@ -13,8 +13,8 @@
 //! the team forms; teams that cannot run these algorithms fall back to
 //! the copying ones, so forcing one is always safe.
 //!
-//! Owns: the exposure protocol (`Layout::exposed` words, steps: 1 =
-//! exposed, 2 = done reading). Must not: expose a buffer beyond the call
+//! Owns: the exposure protocol (`Layout::exposed` words: address and
+//! length of the lent buffer; steps: 1 = exposed, 2 = done reading). Must not: expose a buffer beyond the call
 //! that lent it.
 
 use super::tree::{binomial_children, binomial_parent};

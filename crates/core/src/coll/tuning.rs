@@ -321,5 +321,37 @@ mod tests {
         assert_eq!(t.allgather, AllgatherAlgo::Ring);
         assert_eq!(t.bcast, BcastAlgo::Auto);
         assert!(CollTuning::from_lookup(&|_: &str| Some("bogus".to_string())).is_err());
+        for name in ["direct", "allgather"] {
+            assert!(AlltoallAlgo::parse(name).is_some(), "{name}");
+        }
+        assert_eq!(BcastAlgo::parse("direct"), Some(BcastAlgo::Direct));
+        assert_eq!(AllgatherAlgo::parse("direct"), Some(AllgatherAlgo::Direct));
+    }
+
+    /// The automatic choices: single copy only on teams that can run it and
+    /// from `DIRECT_FROM`; tiny alltoalls at 3-7 ranks by allgather.
+    #[test]
+    fn automatic_choices() {
+        let slot = 64 << 10;
+        assert_eq!(pick_bcast(8, 4, slot, true), BcastAlgo::Binomial);
+        assert_eq!(pick_bcast(DIRECT_FROM, 4, slot, true), BcastAlgo::Direct);
+        assert_eq!(pick_bcast(DIRECT_FROM, 4, slot, false), BcastAlgo::Binomial);
+        assert_eq!(pick_bcast(1 << 20, 4, slot, false), BcastAlgo::ScatterAllgather);
+        assert_eq!(pick_allgather(64 << 10, 2, true), AllgatherAlgo::Direct);
+        assert_eq!(pick_allgather(64 << 10, 2, false), AllgatherAlgo::Ring);
+        assert_eq!(pick_allgather(8, 4, true), AllgatherAlgo::RecursiveDoubling);
+        assert_eq!(pick_allgather(8, 3, false), AllgatherAlgo::Bruck);
+        assert_eq!(pick_alltoall(64 << 10, 4, true), AlltoallAlgo::Direct);
+        assert_eq!(pick_alltoall(64 << 10, 4, false), AlltoallAlgo::Pairwise);
+        assert_eq!(pick_alltoall(8, 2, false), AlltoallAlgo::Pairwise);
+        for p in 3..8 {
+            assert_eq!(pick_alltoall(8, p, true), AlltoallAlgo::Allgather, "p {p}");
+            assert_eq!(pick_alltoall(8, p, false), AlltoallAlgo::Allgather, "p {p}");
+        }
+        assert_eq!(pick_alltoall(256, 4, false), AlltoallAlgo::Pairwise);
+        assert_eq!(pick_alltoall(8, 8, false), AlltoallAlgo::Bruck);
+        assert_eq!(pick_barrier(4, true), BarrierAlgo::Binomial);
+        assert_eq!(pick_barrier(4, false), BarrierAlgo::Tree);
+        assert_eq!(pick_barrier(2, true), BarrierAlgo::Dissemination);
     }
 }
