@@ -14,8 +14,9 @@
 //! the copying ones, so forcing one is always safe.
 //!
 //! Owns: the exposure protocol (`Layout::exposed` words: address and
-//! length of the lent buffer; steps: 1 = exposed, 2 = done reading). Must not: expose a buffer beyond the call
-//! that lent it.
+//! length of the lent buffer; steps: 1 = exposed, 2 = done reading).
+//! Must not: expose a buffer beyond the call that lent it, or read past
+//! the exposed length.
 
 use super::tree::{binomial_children, binomial_parent};
 use super::Team;
