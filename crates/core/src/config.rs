@@ -216,6 +216,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_COLL_ALLREDUCE", "allreduce: auto, recursive_doubling, reduce_scatter_allgather, ring"),
     ("MW_COLL_REDUCE", "reduce: auto, binomial, reduce_scatter_gather"),
     (
+        "MW_COLL_SPREAD",
+        "0: never nudge a thread waiting in a collective onto another CPU (default 1: team members crowded on one CPU are moved apart once)",
+    ),
+    (
         "MW_MCAST",
         "team multicast: auto (IP multicast where the network allows it, else the tree), 0|tree, 1|ip (required: creating a group fails without it)",
     ),

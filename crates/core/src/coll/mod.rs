@@ -303,7 +303,7 @@ impl<'ep> Team<'ep> {
             owed_credits: Vec::new(),
             tuning,
             ip: multicast::TeamIp::Unchecked,
-            wait: wait::WaitPolicy::new(ep, &ranks, shm),
+            wait: wait::WaitPolicy::new(ep, &ranks, shm, !tuning.no_spread),
             single_copy: None,
             announced_cpu: None,
             work: [Vec::new(), Vec::new()],

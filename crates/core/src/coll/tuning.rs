@@ -168,6 +168,10 @@ pub struct CollTuning {
     pub reduce: ReduceAlgo,
     /// `MW_MCAST`
     pub mcast: McastAlgo,
+    /// `MW_COLL_SPREAD=0`: never move a waiting thread to another CPU (see
+    /// the README's Collectives section); by default ranks of an
+    /// all-shared-memory team crowded on one CPU are nudged apart once.
+    pub no_spread: bool,
 }
 
 impl CollTuning {
@@ -206,6 +210,13 @@ impl CollTuning {
         }
         if let Some(a) = get(lookup, "MW_MCAST", McastAlgo::parse)? {
             t.mcast = a;
+        }
+        if let Some(v) = lookup("MW_COLL_SPREAD") {
+            t.no_spread = match v.trim() {
+                "0" | "off" | "no" => true,
+                "1" | "on" | "yes" => false,
+                _ => return Err(Error::InvalidArgument("MW_COLL_SPREAD must be 0 or 1")),
+            };
         }
         Ok(t)
     }
@@ -326,6 +337,11 @@ mod tests {
         }
         assert_eq!(BcastAlgo::parse("direct"), Some(BcastAlgo::Direct));
         assert_eq!(AllgatherAlgo::parse("direct"), Some(AllgatherAlgo::Direct));
+        assert!(!t.no_spread, "spreading is on by default");
+        let spread = |v: &'static str| move |k: &str| (k == "MW_COLL_SPREAD").then(|| v.to_string());
+        assert!(CollTuning::from_lookup(&spread("0")).unwrap().no_spread);
+        assert!(!CollTuning::from_lookup(&spread("1")).unwrap().no_spread);
+        assert!(CollTuning::from_lookup(&spread("sometimes")).is_err());
     }
 
     /// The automatic choices: single copy only on teams that can run it and

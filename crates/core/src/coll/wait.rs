@@ -54,7 +54,7 @@ pub(crate) struct WaitPolicy {
 impl WaitPolicy {
     /// `local`: every member reaches every member through shared memory
     /// (agreed when the team formed).
-    pub(crate) fn new(ep: &Endpoint, ranks: &[u32], local: bool) -> WaitPolicy {
+    pub(crate) fn new(ep: &Endpoint, ranks: &[u32], local: bool, may_spread: bool) -> WaitPolicy {
         let me = ep.rank();
         let budget = ep.shared.shm.as_ref().map_or(Duration::ZERO, |shm| shm.spin);
         let on_host = 1 + (0..ep.size()).filter(|&r| r != me && ep.shares_memory_with(r)).count();
@@ -64,7 +64,7 @@ impl WaitPolicy {
             .into_iter()
             .filter(|&c| c < 64)
             .fold(0u64, |mask, c| mask | 1 << c);
-        let spread = local && on_host == ranks.len();
+        let spread = may_spread && local && on_host == ranks.len();
         WaitPolicy { local, oversubscribed: on_host > cpus, budget, allowed, spread }
     }
 }
