@@ -2,8 +2,9 @@
 //! packet sent and verified on every packet received.
 //!
 //! Owns: [`AuthKey`] (the per-job MAC key, derived from the job key),
-//! [`job_id_from_key`] (the public job identity on the wire), [`seal`]
-//! (called exactly once per emitted packet, by `Endpoint::poll_transmit` and
+//! [`job_id_from_key`] (the public job identity on the wire), [`seal`] and
+//! [`seal_parts`] (one of them called exactly once per emitted packet, by
+//! `Endpoint::poll_transmit`, `Endpoint::poll_transmit_parts` and
 //! `Endpoint::encode_raw`) and [`verify`] (called exactly once per received
 //! datagram, by `Endpoint::handle_datagram`, after the header parses and the
 //! job id matches, before any other field is trusted).
@@ -104,6 +105,25 @@ pub(crate) fn seal(key: Option<&AuthKey>, buf: &mut [u8], len: usize) -> usize {
     len + MAC_LEN
 }
 
+/// Seals a packet whose payload is not behind its header: the header
+/// (`head_len` bytes) is in `buf`, the payload is `payload` (in order), and
+/// the trailer is written at `buf[head_len..]` for the caller to send after
+/// the payload. Returns the trailer length. The MAC is the same as
+/// [`seal`]'s over the concatenated packet.
+pub(crate) fn seal_parts(key: Option<&AuthKey>, buf: &mut [u8], head_len: usize, payload: &[&[u8]]) -> usize {
+    let Some(key) = key else {
+        return 0;
+    };
+    Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::MAC, true);
+    let mut hasher = blake3::Hasher::new_keyed(&key.0);
+    hasher.update(&buf[..head_len]);
+    for part in payload {
+        hasher.update(part);
+    }
+    buf[head_len..head_len + MAC_LEN].copy_from_slice(&hasher.finalize().as_bytes()[..MAC_LEN]);
+    MAC_LEN
+}
+
 /// Accepts or rejects a received datagram whose header parsed as `repr`
 /// (so its length matches what the header announces).
 pub(crate) fn verify(key: Option<&AuthKey>, datagram: &[u8], repr: &HeaderRepr) -> Result<(), DropReason> {
@@ -171,6 +191,24 @@ mod tests {
             bad[bit / 8] ^= 1 << (bit % 8);
             assert!(check(Some(&key), &bad).is_err(), "flip of bit {bit} accepted");
         }
+    }
+
+    #[test]
+    fn sealing_in_parts_gives_the_same_packet() {
+        let key = AuthKey::from_job_key(&[5; 16]);
+        let payload = b"a payload split in three places";
+        let (mut whole, len) = packet(payload);
+        let whole_len = seal(Some(&key), &mut whole, len);
+        for cut in [0, 1, 17, payload.len()] {
+            let (mut head, _) = packet(payload);
+            let parts: [&[u8]; 2] = [&payload[..cut], &payload[cut..]];
+            let trailer = seal_parts(Some(&key), &mut head, HEADER_LEN, &parts);
+            let mut joined = head[..HEADER_LEN].to_vec();
+            joined.extend_from_slice(payload);
+            joined.extend_from_slice(&head[HEADER_LEN..HEADER_LEN + trailer]);
+            assert_eq!(joined, whole[..whole_len], "cut at {cut}");
+        }
+        assert_eq!(seal_parts(None, &mut [0u8; 64], HEADER_LEN, &[b"x"]), 0);
     }
 
     #[test]
