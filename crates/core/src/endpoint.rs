@@ -51,7 +51,10 @@ pub(crate) struct State {
     /// Tagged messages, active messages, FIFOs, raw datagrams (crate::msg).
     pub msg: crate::msg::MsgState,
     rx_buf: Vec<u8>,
+    /// Whole datagrams with small payloads (and every datagram under fault injection).
     tx_buf: Vec<u8>,
+    /// Header and MAC trailer of a datagram whose payload is sent in place.
+    head_buf: [u8; mw_wire::HEADER_LEN + mw_proto::TRAILER_RESERVE],
     /// Scratch for operation headers (`MAX_HEADER_LEN`: a 256-segment iov header).
     pub hdr_buf: Vec<u8>,
     /// The shared-memory ring engine, when some peers share this host.
@@ -64,6 +67,8 @@ pub(crate) struct Shared {
     pub size: u32,
     /// `Config::chunk_bytes`, readable without the lock.
     pub chunk_bytes: usize,
+    /// Payload bytes of one UDP datagram (the protocol's segment size).
+    pub udp_segment: usize,
     fd: std::os::fd::RawFd,
     stop: AtomicBool,
     /// Bumped on every application call into the endpoint; the watchdog
@@ -183,6 +188,7 @@ impl Endpoint {
         proto_cfg.auth = config.auth_key(all_loopback, &info.job_key);
         let job_id = mw_proto::job_id_from_key(&info.job_key);
         let epoch = (random_u64() as u32).max(1);
+        let udp_segment = proto_cfg.segment_size();
         let proto = mw_proto::Endpoint::new(proto_cfg, job_id, info.rank, epoch, info.size);
         let fault = match config.fault {
             Some(cfg) if cfg.is_active() => Some(
@@ -218,11 +224,13 @@ impl Endpoint {
             internal: Internal::new(rank, size),
             rx_buf: vec![0u8; 65_536],
             tx_buf: vec![0u8; max_datagram.max(2048)],
+            head_buf: [0u8; mw_wire::HEADER_LEN + mw_proto::TRAILER_RESERVE],
             hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
             shm: shm_state,
         };
         let shared = Arc::new(Shared {
             chunk_bytes,
+            udp_segment,
             state: Mutex::new(state),
             rank,
             size,
@@ -886,15 +894,23 @@ impl State {
 
     pub(crate) fn transmit(&mut self, now: ProtoInstant) -> bool {
         let mut worked = false;
-        let State { proto, tx_buf, peers, fault, udp, stats, .. } = self;
-        while let Some(tx) = proto.poll_transmit(now, tx_buf) {
+        let State { proto, tx_buf, head_buf, peers, fault, udp, stats, .. } = self;
+        while let Some(tx) = proto.poll_transmit_parts(now, head_buf) {
             worked = true;
             let dst = peers[tx.peer as usize];
-            let packet = &tx_buf[..tx.len];
             match fault {
-                None => send_retrying(udp, stats, packet, dst),
+                // DESIGN §3: bulk payloads go from the protocol's stream buffer
+                // into the kernel with one gathered sendmsg, not via a copy.
+                None if tx.payload_len() >= VECTORED_SEND_MIN => {
+                    send_retrying_with(stats, || udp.send_parts(&tx.slices(), dst));
+                }
+                None => {
+                    let len = tx.copy_to(tx_buf);
+                    send_retrying(udp, stats, &tx_buf[..len], dst);
+                }
                 Some(fault) => {
-                    let _ = fault.send(packet, dst, |bytes, to| {
+                    let len = tx.copy_to(tx_buf);
+                    let _ = fault.send(&tx_buf[..len], dst, |bytes, to| {
                         send_retrying(udp, stats, bytes, to);
                         Ok(())
                     });
@@ -923,8 +939,18 @@ pub(crate) fn send_retrying(
     packet: &[u8],
     dst: SocketAddr,
 ) {
+    send_retrying_with(stats, || udp.send_to(packet, dst));
+}
+
+/// Payloads from this size on are sent in place with a gathered `sendmsg`;
+/// smaller ones are copied behind their header and sent with `sendto` (the
+/// copy costs less than gathering, and keeps the latency path as it was).
+const VECTORED_SEND_MIN: usize = 1024;
+
+/// [`send_retrying`] for any send attempt.
+fn send_retrying_with(stats: &mut CoreStats, mut send: impl FnMut() -> std::io::Result<()>) {
     for attempt in 0..1000 {
-        match udp.send_to(packet, dst) {
+        match send() {
             Ok(()) => return,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && attempt < 999 => std::thread::yield_now(),
             Err(_) => {

@@ -359,3 +359,51 @@ fn progress_thread_serves_a_computing_rank() {
         });
     }
 }
+
+#[test]
+fn large_nonblocking_gets_land_whole_and_a_dropped_one_lands_nowhere() {
+    for (name, cfg) in configs() {
+        eprintln!("config {name}");
+        run_job(2, cfg, move |ep| {
+            const LEN: usize = 150_001;
+            let region = ep.alloc_symmetric(LEN * 8, Access::READ_WRITE).unwrap();
+            let key = region.key();
+            if ep.rank() == 0 {
+                region.write(0, &pattern(77, LEN * 8)).unwrap();
+            }
+            ep.barrier().unwrap();
+            if ep.rank() == 1 {
+                let source = pattern(77, LEN * 8);
+                let mut bufs: Vec<Vec<u8>> = (0..6).map(|_| vec![0u8; LEN - 3]).collect();
+                let mut dropped = vec![0xeeu8; LEN];
+                // Odd offsets; data may arrive before, during or after each wait.
+                let offset = |i: usize| (i * LEN + 5) as u64;
+                {
+                    let (early, late) = bufs.split_at_mut(3);
+                    let mut handles: Vec<_> =
+                        early.iter_mut().enumerate().map(|(i, b)| ep.get_nb(0, key, offset(i), b).unwrap()).collect();
+                    drop(ep.get_nb(0, key, 1, &mut dropped).unwrap());
+                    // Replies come in order: once this one is back, the early
+                    // gets' data has all arrived (staged, nobody waits yet).
+                    assert_eq!(ep.get_value(0, key, 0).unwrap(), u64::from_le_bytes(source[..8].try_into().unwrap()));
+                    // These arrive while the handles are waited on.
+                    handles
+                        .extend(late.iter_mut().enumerate().map(|(i, b)| ep.get_nb(0, key, offset(i + 3), b).unwrap()));
+                    let last = handles.pop().unwrap();
+                    let single = handles.remove(0);
+                    single.wait().unwrap();
+                    mw_core::wait_all(handles).unwrap();
+                    last.wait().unwrap();
+                }
+                for (i, b) in bufs.iter().enumerate() {
+                    let want = &source[offset(i) as usize..offset(i) as usize + LEN - 3];
+                    assert!(b[..] == want[..], "{name}: get {i} differs");
+                }
+                // The dropped get was answered before the round trip above
+                // completed, and never written into the buffer its handle borrowed.
+                assert!(dropped.iter().all(|&b| b == 0xee), "{name}: a dropped get wrote into its buffer");
+            }
+            ep.barrier().unwrap();
+        });
+    }
+}
