@@ -120,6 +120,13 @@ impl Endpoint {
         chunk.min(self.shared.udp_segment.saturating_sub(op_header)).max(1)
     }
 
+    /// Data bytes per message of a put toward `rank`; with `signal`, every
+    /// chunk is sized for the longer PutSignal header, so the last fits too.
+    fn put_chunk(&self, rank: u32, signal: bool) -> usize {
+        let op = if signal { op::OpCode::PutSignal } else { op::OpCode::Put };
+        self.data_chunk(rank, op.min_header_len())
+    }
+
     /// Sends `data` as one or more put messages; the last one may be a
     /// different operation (put_signal) built by `last`.
     fn issue_chunked_put(
@@ -129,9 +136,9 @@ impl Endpoint {
         offset: u64,
         data: &[u8],
         id: RequestId,
-        chunk: usize,
         last: Option<&LastChunkOp<'_>>,
     ) -> Result<()> {
+        let chunk = self.put_chunk(rank, last.is_some());
         let count = data.len().div_ceil(chunk).max(1);
         for index in 0..count {
             let start = index * chunk;
@@ -160,7 +167,7 @@ impl Endpoint {
         if self.shm_put(rank, key, offset, data).is_some() {
             return Ok(Handle::ready(self, Ok(Output::None)));
         }
-        let chunk = self.data_chunk(rank, op::OpCode::Put.min_header_len());
+        let chunk = self.put_chunk(rank, false);
         let chunks = data.len().div_ceil(chunk).max(1) as u32;
         if chunks == 1 {
             return self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
@@ -173,7 +180,7 @@ impl Endpoint {
             });
         }
         let handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
-        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, handle_id(&handle), chunk, None) {
+        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, handle_id(&handle), None) {
             self.lock().requests.fail(handle_id(&handle), error);
         }
         Ok(handle)
@@ -202,8 +209,7 @@ impl Endpoint {
         if self.shm_put_signal(rank, key, offset, data, signal).is_some() {
             return Ok(Handle::ready(self, Ok(Output::None)));
         }
-        // Every chunk sized for the longer PutSignal header, so the last fits too.
-        let chunk = self.data_chunk(rank, op::OpCode::PutSignal.min_header_len());
+        let chunk = self.put_chunk(rank, true);
         let chunks = data.len().div_ceil(chunk).max(1) as u32;
         let build = move |id: RequestId, at: u64| {
             OpRepr::PutSignal(op::PutSignal {
@@ -225,7 +231,7 @@ impl Endpoint {
         let handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
         let id = handle_id(&handle);
         let last = move |at: u64, _body: &[u8]| build(id, at);
-        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, id, chunk, Some(&last)) {
+        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, id, Some(&last)) {
             self.lock().requests.fail(id, error);
         }
         Ok(handle)

@@ -438,7 +438,7 @@ fn vectored_transmit_sends_the_same_bytes_as_copied_transmit() {
             for ep in [&mut copied, &mut vectored] {
                 ep.submit(now, 1, &[&body[..size / 2], &body[size / 2..]]).unwrap();
             }
-            now = now + Duration::from_micros(5);
+            now += Duration::from_micros(5);
             let sent_copied = drain(&mut copied, now);
             let sent_vectored = drain_parts(&mut vectored, now);
             assert_eq!(sent_copied, sent_vectored, "round {round}");
@@ -452,7 +452,7 @@ fn vectored_transmit_sends_the_same_bytes_as_copied_transmit() {
             let _ = feed(&mut copied, now, &acks);
             let _ = feed(&mut vectored, now, &acks);
             if round % 5 == 4 {
-                now = now + Duration::from_millis(2);
+                now += Duration::from_millis(2);
                 copied.handle_timeout(now);
                 vectored.handle_timeout(now);
             }
