@@ -39,6 +39,10 @@ struct Args {
     /// Transport: udp or shm (default: both).
     #[arg(long)]
     transport: Option<String>,
+    /// Operations kept outstanding by the put and get bandwidth benchmarks
+    /// (default 8; get keeps between half of it and all of it in flight).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    window: u32,
     /// Iterations per latency point (default 20000, 5000 with --quick;
     /// collectives 2000, 300 with --quick).
     #[arg(long)]
@@ -128,10 +132,10 @@ fn main() {
                     rows.push(floor::bandwidth_memcpy(size, total));
                 }
                 if wants("put") {
-                    rows.push(points::bandwidth_put(transport, size, total));
+                    rows.push(points::bandwidth_put(transport, size, total, args.window as usize));
                 }
                 if wants("get") {
-                    rows.push(points::bandwidth_get(transport, size, total));
+                    rows.push(points::bandwidth_get(transport, size, total, args.window as usize));
                 }
                 if wants("send_recv") {
                     rows.push(points::bandwidth_send_recv(transport, size, total));

@@ -433,9 +433,9 @@ pub fn bandwidth_udp_raw(size: usize, total: usize) -> Row {
     Row::bandwidth("udp_raw", "udp", size, count, mbps).emit()
 }
 
-/// Put bandwidth: `size`-byte puts with a window of 8 outstanding, until
-/// `total` bytes are complete at the target.
-pub fn bandwidth_put(transport: &'static str, size: usize, total: usize) -> Row {
+/// Put bandwidth: `size`-byte puts with a window of `window` outstanding,
+/// until `total` bytes are complete at the target.
+pub fn bandwidth_put(transport: &'static str, size: usize, total: usize, window: usize) -> Row {
     let count = total.div_ceil(size).max(1);
     let mbps = two_ranks(transport, move |ep| {
         let region = ep.alloc_symmetric(size, Access::ALL).expect("alloc");
@@ -444,16 +444,15 @@ pub fn bandwidth_put(transport: &'static str, size: usize, total: usize) -> Row 
         let mut mbps = 0.0;
         if ep.rank() == 0 {
             let t0 = Instant::now();
-            let mut window = std::collections::VecDeque::new();
-            for i in 0..count {
-                if window.len() == 8 {
-                    let h: mw_core::Handle<'_> = window.pop_front().expect("window");
+            let mut in_flight = std::collections::VecDeque::new();
+            for _ in 0..count {
+                if in_flight.len() == window {
+                    let h: mw_core::Handle<'_> = in_flight.pop_front().expect("window");
                     h.wait().expect("put");
                 }
-                let _ = i;
-                window.push_back(ep.put_nb(1, key, 0, &data).expect("put_nb"));
+                in_flight.push_back(ep.put_nb(1, key, 0, &data).expect("put_nb"));
             }
-            mw_core::wait_all(window).expect("put");
+            mw_core::wait_all(in_flight).expect("put");
             mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
         }
         ep.barrier().expect("barrier");
@@ -462,19 +461,20 @@ pub fn bandwidth_put(transport: &'static str, size: usize, total: usize) -> Row 
     Row::bandwidth("put", transport, size, count, mbps).emit()
 }
 
-/// Get bandwidth: `size`-byte gets with 4 to 8 outstanding. (A handle
-/// borrows its destination, so the window is two halves of 4 buffers that
-/// take turns: one half is refilled while the other is in flight; draining
-/// all 8 before issuing more would empty the pipe once per batch.)
-pub fn bandwidth_get(transport: &'static str, size: usize, total: usize) -> Row {
+/// Get bandwidth: `size`-byte gets with `window / 2` to `window`
+/// outstanding. (A handle borrows its destination, so the window is two
+/// halves of buffers that take turns: one half is refilled while the other
+/// is in flight; draining the whole window before issuing more would empty
+/// the pipe once per batch.)
+pub fn bandwidth_get(transport: &'static str, size: usize, total: usize, window: usize) -> Row {
     let count = total.div_ceil(size).max(1);
     let mbps = two_ranks(transport, move |ep| {
         let region = ep.alloc_symmetric(size, Access::ALL).expect("alloc");
         let key = region.key();
-        let mut bufs: Vec<Vec<u8>> = (0..8).map(|_| vec![0u8; size]).collect();
+        let mut bufs: Vec<Vec<u8>> = (0..window.max(2)).map(|_| vec![0u8; size]).collect();
         let mut mbps = 0.0;
         if ep.rank() == 0 {
-            let (first, second) = bufs.split_at_mut(4);
+            let (first, second) = bufs.split_at_mut(window.max(2) / 2);
             let t0 = Instant::now();
             let mut issued = 0;
             let mut in_second = Vec::new();
