@@ -36,6 +36,8 @@ pub(crate) struct State {
     pub peers: Vec<SocketAddr>,
     pub regions: RegionTable,
     pub requests: Requests,
+    /// Get chunks toward UDP peers, requested a window at a time.
+    pub gets: crate::get_window::GetWindow,
     pub replies: Vec<Reply>,
     pub completions: Vec<Completion>,
     /// Per peer: (message id, request) pairs completed by that peer's acks.
@@ -189,6 +191,7 @@ impl Endpoint {
         let job_id = mw_proto::job_id_from_key(&info.job_key);
         let epoch = (random_u64() as u32).max(1);
         let udp_segment = proto_cfg.segment_size();
+        let get_window = proto_cfg.max_window_bytes + config.copy_ahead_bytes.min(config.max_queued_bytes);
         let proto = mw_proto::Endpoint::new(proto_cfg, job_id, info.rank, epoch, info.size);
         let fault = match config.fault {
             Some(cfg) if cfg.is_active() => Some(
@@ -212,6 +215,7 @@ impl Endpoint {
             peers,
             regions: RegionTable::default(),
             requests: Requests::default(),
+            gets: crate::get_window::GetWindow::new(info.size, get_window),
             replies: Vec::new(),
             completions: Vec::new(),
             ack_waiters: (0..size).map(|_| VecDeque::new()).collect(),
@@ -643,6 +647,9 @@ impl State {
             }
         }
         worked |= self.poll_shm(now);
+        if !self.gets.is_idle() {
+            worked |= self.pump_gets(now);
+        }
         if self.proto.poll_timeout().is_some_and(|t| t <= now) {
             self.proto.handle_timeout(now);
             worked = true;
@@ -655,8 +662,8 @@ impl State {
     }
 
     fn handle_datagram(&mut self, now: ProtoInstant, len: usize) {
-        let State { proto, regions, requests, replies, completions, stats, rx_buf, internal, msg, .. } = self;
-        let mut target = Target { regions, requests, replies, completions, stats, internal, msg };
+        let State { proto, regions, requests, gets, replies, completions, stats, rx_buf, internal, msg, .. } = self;
+        let mut target = Target { regions, requests, gets, replies, completions, stats, internal, msg };
         // Rejected packets are counted by the protocol; nothing else to do.
         let _ = proto.handle_datagram(now, &rx_buf[..len], &mut |peer, msg| target.on_message(peer, msg));
         self.after_delivery(now);
@@ -667,8 +674,8 @@ impl State {
         while let Some((msg, waiter)) = self.loopback.pop_front() {
             worked = true;
             let me = self.rank;
-            let State { regions, requests, replies, completions, stats, internal, msg: m, .. } = self;
-            Target { regions, requests, replies, completions, stats, internal, msg: m }.on_message(me, &msg);
+            let State { regions, requests, gets, replies, completions, stats, internal, msg: m, .. } = self;
+            Target { regions, requests, gets, replies, completions, stats, internal, msg: m }.on_message(me, &msg);
             if let Some(id) = waiter {
                 // A put to ourselves completes on delivery (there is no ack),
                 // so a rejection must fail it now: its status reply, queued
@@ -694,8 +701,8 @@ impl State {
     /// (a shared-memory ring). The caller then sends the replies it queued
     /// ([`State::after_delivery`]).
     pub(crate) fn deliver(&mut self, peer: u32, msg: &[u8]) {
-        let State { regions, requests, replies, completions, stats, internal, msg: m, .. } = self;
-        Target { regions, requests, replies, completions, stats, internal, msg: m }.on_message(peer, msg);
+        let State { regions, requests, gets, replies, completions, stats, internal, msg: m, .. } = self;
+        Target { regions, requests, gets, replies, completions, stats, internal, msg: m }.on_message(peer, msg);
     }
 
     /// Submits the replies the delivered operations asked for, then applies
@@ -859,6 +866,8 @@ impl State {
                 }
                 mw_proto::Event::PeerDead { peer } => {
                     let error = Error::PeerUnreachable { rank: peer };
+                    // Its requests are failed below, with everything else toward it.
+                    let _ = self.gets.clear_peer(peer);
                     self.dead[peer as usize] = true;
                     self.peer_events.push_back(PeerEvent::Down { rank: peer });
                     self.ack_waiters[peer as usize].clear();
@@ -876,6 +885,7 @@ impl State {
                     self.dead[peer as usize] = false;
                     self.peer_events.push_back(PeerEvent::Restarted { rank: peer });
                     let error = Error::PeerUnreachable { rank: peer };
+                    let _ = self.gets.clear_peer(peer);
                     self.ack_waiters[peer as usize].clear();
                     let done = self.requests.fail_target(peer, &error);
                     self.completions.extend(done);

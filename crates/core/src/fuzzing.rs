@@ -69,6 +69,7 @@ pub struct Harness {
     auth: Option<mw_proto::AuthKey>,
     regions: RegionTable,
     requests: Requests,
+    gets: crate::get_window::GetWindow,
     replies: Vec<Reply>,
     completions: Vec<Completion>,
     stats: CoreStats,
@@ -124,6 +125,7 @@ impl Harness {
             auth,
             regions,
             requests,
+            gets: crate::get_window::GetWindow::new(RANKS, 1 << 20),
             replies: Vec::new(),
             completions: Vec::new(),
             stats: CoreStats::default(),
@@ -155,8 +157,8 @@ impl Harness {
     /// Feeds one datagram as the endpoint's progress engine would, then
     /// checks that no byte outside writable regions changed.
     pub fn handle_datagram(&mut self, datagram: &[u8]) {
-        let Harness { proto, regions, requests, replies, completions, stats, internal, msg, now, .. } = self;
-        let mut target = Target { regions, requests, replies, completions, stats, internal, msg };
+        let Harness { proto, regions, requests, gets, replies, completions, stats, internal, msg, now, .. } = self;
+        let mut target = Target { regions, requests, gets, replies, completions, stats, internal, msg };
         let _ = proto.handle_datagram(*now, datagram, &mut |peer, msg| target.on_message(peer, msg));
         self.flush();
         self.check_memory();

@@ -83,6 +83,7 @@ mod endpoint;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+mod get_window;
 mod handle;
 mod internal;
 mod memory;

@@ -260,6 +260,12 @@ impl Requests {
         }
     }
 
+    /// Whether the request is pending and its handle still wants the result
+    /// (not released).
+    pub fn is_wanted(&self, id: RequestId) -> bool {
+        self.slot(id).is_some_and(|slot| slot.result.is_none() && !slot.released)
+    }
+
     /// Whether the request is complete; `None` for an unknown id.
     pub fn is_done(&self, id: RequestId) -> Option<bool> {
         self.slot(id).map(|slot| slot.result.is_some())

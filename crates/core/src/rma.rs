@@ -11,6 +11,7 @@
 use mw_wire::op::{self, AtomicOp, AtomicWidth, OpRepr, SignalOp};
 
 use crate::endpoint::{Endpoint, State};
+use crate::get_window::GetChunk;
 use crate::handle::{Handle, Landing};
 use crate::region::RegionKey;
 use crate::request::{Output, RequestId};
@@ -252,6 +253,18 @@ impl Endpoint {
         let chunk = self.data_chunk(rank, op::OpCode::GetResponse.min_header_len());
         let chunks = len.div_ceil(chunk).max(1);
         offset.checked_add(len as u64).ok_or(Error::InvalidArgument("offset + length overflows"))?;
+        if rank != self.rank() && !self.shares_memory_with(rank) {
+            // Over UDP the chunks are requested a window at a time (crate::get_window).
+            return self.start(rank, chunks as u32, Landing::Bytes(out), Output::Data(Vec::with_capacity(len)), |state, id| {
+                for index in 0..chunks {
+                    let start = index * chunk;
+                    let this = (len - start).min(chunk);
+                    state.gets.push(rank, GetChunk { req: id, key: key.0, offset: offset + start as u64, len: this as u64 });
+                }
+                state.pump_gets(self.shared.now());
+                Ok(())
+            });
+        }
         let handle =
             self.start(rank, chunks as u32, Landing::Bytes(out), Output::Data(Vec::with_capacity(len)), |_, _| Ok(()))?;
         let id = handle_id(&handle);
@@ -603,8 +616,46 @@ impl Endpoint {
 
 /// Too many bytes queued toward `rank` to issue more now (a dead peer never
 /// drains its queue, so it never blocks: its operations fail instead).
+impl State {
+    /// Requests the get chunks the windows of their peers have room for
+    /// (crate::get_window). Returns whether any went out.
+    pub(crate) fn pump_gets(&mut self, now: mw_proto::time::Instant) -> bool {
+        let mut worked = false;
+        while let Some((peer, chunk)) = self.gets.next() {
+            if !self.requests.is_wanted(chunk.req) {
+                // Failed already, or its handle was dropped: ask for nothing
+                // more; a dropped one completes now so its slot is freed.
+                self.gets.unask(peer);
+                if let Some(c) = self.requests.fail(chunk.req, Error::InvalidArgument("get handle dropped")) {
+                    self.completions.push(c);
+                }
+                continue;
+            }
+            let repr = OpRepr::GetRequest(op::GetRequest {
+                req: chunk.req.0,
+                key: chunk.key,
+                offset: chunk.offset,
+                len: chunk.len,
+            });
+            worked = true;
+            if let Err(error) = self.send_op(now, peer, &repr, &[], None) {
+                self.gets.unask(peer);
+                if let Some(c) = self.requests.fail(chunk.req, error) {
+                    self.completions.push(c);
+                }
+            }
+        }
+        worked
+    }
+}
+
 fn queue_full(state: &State, rank: u32) -> bool {
-    state.queued_bytes(rank) >= state.config.max_queued_bytes && !state.dead[rank as usize]
+    let mut limit = state.config.max_queued_bytes;
+    if rank != state.rank && !state.is_shm_peer(rank) {
+        // Over UDP, copy only a little ahead of the window (Config::copy_ahead_bytes).
+        limit = limit.min(state.config.copy_ahead_bytes);
+    }
+    state.queued_bytes(rank) >= limit && !state.dead[rank as usize]
 }
 
 fn handle_id(handle: &Handle<'_>) -> RequestId {
