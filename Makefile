@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build demo test deps lint unit ctest capi header install nas nas-bench fuzz fuzz-smoke soak soak-short bench clean
+.PHONY: all build demo test deps lint unit ctest capi header install nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench clean
 
 all: build
 
@@ -18,9 +18,10 @@ demo: build
 ## deps: install what the tests need on a fresh Debian machine (idempotent)
 # gcc/g++/pkg-config/binutils: the C API tests (ctest); mpich: the PMI-1/PMI-2
 # launcher tests run real mpiexec.hydra, and with Open MPI the NAS kernels'
-# MPI comparison builds; iproute2 and nftables: the netns test
-# cluster (scripts/netns-cluster).
-DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libopenmpi-dev iproute2 nftables
+# MPI comparison builds and mwbench's MPI baselines; iproute2 and nftables:
+# the netns test cluster (scripts/netns-cluster); fonts-dejavu-core: the
+# font mwbench's plots (and their test) draw text with.
+DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libopenmpi-dev iproute2 nftables fonts-dejavu-core
 deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
 
@@ -31,9 +32,15 @@ test: deps lint unit ctest nas fuzz-smoke soak-short
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	@# Again with the test-support features, so their docs are checked too.
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --features mw-core/fuzzing,mw-bootstrap/testing
 
 unit:
 	$(CARGO) test --workspace --release
+	@# The compile_fail doctests' error codes (memwire's "Safety by construction")
+	@# are only checked by a nightly rustdoc: this proves each fails for its reason.
+	$(CARGO) +nightly test --doc -p memwire
 
 # ---- C API: libmemwire.so / libmemwire.a, include/memwire.h, memwire.pc ----
 PREFIX ?= /usr/local
@@ -126,6 +133,18 @@ soak:
 # The short soak `make test` runs (20 s).
 soak-short:
 	@$(MAKE) --no-print-directory soak SOAK_SECONDS=20 SOAK_ARGS="--warmup 8"
+
+## soak-netns: the same soak across 4 netns hosts (root) with SOAK_LOSS (default 5) % real
+## packet loss at each host (nftables) instead of injected loss
+soak-netns:
+	$(CARGO) build --release -p mwrun -p mwsoak
+	scripts/soak-netns.sh $${SOAK_SECONDS:-600} $${SOAK_ARGS:-}
+
+## bench: the standard benchmark set (under 15 minutes): installs the baselines when root on Debian
+## (MPICH, Open MPI, a font), writes bench/results/*.jsonl, bench/plots/*.png and regenerates the
+## README's performance section (BENCH_ONLY="pt2pt coll ..." reruns some groups)
+bench:
+	@scripts/bench.sh
 
 clean:
 	$(CARGO) clean

@@ -141,8 +141,9 @@ typedef struct mw_handle mw_handle;
 
 /**
  * Memory this rank exposes to remote operations, named remotely by its key.
- * Opaque; created by `mw_region_alloc`, `mw_region_alloc_symmetric` or
- * `mw_region_register`, destroyed by `mw_region_free`.
+ * Opaque; created by `mw_region_alloc_shared` (alias `mw_region_alloc`),
+ * `mw_region_alloc_symmetric` or `mw_region_register`, destroyed by
+ * `mw_region_free`.
  */
 typedef struct mw_region mw_region;
 
@@ -240,7 +241,8 @@ typedef struct mw_stats {
    */
   uint64_t peers_restarted;
   /**
-   * Datagrams dropped: malformed.
+   * Datagrams dropped as not well-formed: truncated, bad magic, version,
+   * type or length, malformed, oversized, or a bad checksum.
    */
   uint64_t drops_malformed;
   /**
@@ -613,8 +615,11 @@ enum mw_status mw_size(const struct mw_endpoint *ep, uint32_t *size);
 enum mw_status mw_progress(struct mw_endpoint *ep);
 
 /**
- * Waits until every operation this rank issued toward `rank` is complete
- * at that target.
+ * Waits until every one-sided operation this rank issued toward `rank`
+ * (puts and their variants, atomics, FIFO pushes; also those whose handle
+ * was freed unwaited) has been executed in that target's memory, so anyone
+ * told afterwards, by any path, sees its effects. Gets and fetching
+ * atomics complete through their handles.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint.
@@ -622,7 +627,7 @@ enum mw_status mw_progress(struct mw_endpoint *ep);
 enum mw_status mw_flush(struct mw_endpoint *ep, uint32_t rank);
 
 /**
- * Waits until every operation this rank issued is complete at its target.
+ * `mw_flush` toward every rank at once.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint.
@@ -630,9 +635,11 @@ enum mw_status mw_flush(struct mw_endpoint *ep, uint32_t rank);
 enum mw_status mw_quiet(struct mw_endpoint *ep);
 
 /**
- * Orders operations: those issued before the fence reach each target
- * before those issued after. (memwire already delivers each peer's
- * operations in issue order; the call states the intent and costs nothing.)
+ * Orders one-sided operations per target: at each target, those issued
+ * before the fence take effect before those issued to it after. It waits
+ * for nothing and orders nothing across targets or with other paths (use
+ * `mw_flush`/`mw_quiet` for that). memwire already executes each
+ * initiator's operations at a target in issue order, so it costs nothing.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint.
@@ -659,10 +666,19 @@ enum mw_status mw_stats_get(struct mw_endpoint *ep, struct mw_stats *stats);
 /**
  * Allocates `len` zeroed bytes, 64-byte aligned, that remote ranks may
  * access with the rights in `access`, and stores the region in `*region`.
- * Other ranks need its key (`mw_region_exchange_keys`).
+ * Same-host peers map it and access it directly. Other ranks need its key
+ * (`mw_region_exchange_keys`).
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `region` NULL or valid for writes.
+ */
+enum mw_status mw_region_alloc_shared(struct mw_endpoint *ep, size_t len, mw_access access, struct mw_region **region);
+
+/**
+ * Short name of `mw_region_alloc_shared`; identical in every respect.
+ *
+ * # Safety
+ * As `mw_region_alloc_shared`.
  */
 enum mw_status mw_region_alloc(struct mw_endpoint *ep, size_t len, mw_access access, struct mw_region **region);
 

@@ -3,7 +3,7 @@
 # parallel ray tracer (MBCF's application) renders into rank 0's frame buffer
 # over memwire and, for comparison, over plain UDP with its own reliability,
 # on 2, 3 and 4 ranks; then the quick benchmark compares memwire with raw UDP
-# measured in the same run.
+# and TCP, the shared-memory floor, memcpy and MPI, measured in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q --workspace --examples
@@ -16,5 +16,5 @@ for n in 2 3 4; do
         --size 576x450 --granularity 1,4,16,64 --transport both --verify --out target/raytrace.png
 done
 echo
-echo "== mwbench --quick (JSON on stdout, table with ratios vs raw UDP below) =="
+echo "== mwbench --quick (JSON on stdout; table with ratios to the same-run baselines below) =="
 target/release/mwbench --quick

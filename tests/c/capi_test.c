@@ -170,6 +170,9 @@ static void test_regions_local(void) {
     EXPECT(MW_ERR_OUT_OF_BOUNDS, mw_region_store_u64(local, 64, 1));
     EXPECT(MW_ERR_INVALID_ARGUMENT, mw_region_alloc(ep, 64, 8, &local));
     EXPECT(MW_ERR_NULL_POINTER, mw_region_alloc(ep, 64, MW_ACCESS_ALL, NULL));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_region_alloc_shared(ep, 64, 8, &local));
+    EXPECT(MW_ERR_NULL_POINTER, mw_region_alloc_shared(ep, 64, MW_ACCESS_ALL, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_region_alloc_shared(NULL, 64, MW_ACCESS_ALL, &local));
     EXPECT(MW_ERR_INVALID_ARGUMENT, mw_region_enable_arrival_log(local, 0));
 
     /* Free through the caller's variable: it becomes NULL; again is a no-op. */
@@ -285,7 +288,7 @@ static void test_registered_and_big(void) {
 
     /* A read-only region: gets work; writes and atomics (even loads) are refused. */
     mw_region *ro;
-    OK(mw_region_alloc(ep, 128, MW_ACCESS_READ, &ro));
+    OK(mw_region_alloc_shared(ep, 128, MW_ACCESS_READ, &ro));
     OK(mw_region_store_u64(ro, 8, 4242));
     mw_key rokeys[64];
     if (n > 64) FAIL("test supports up to 64 ranks");

@@ -1,5 +1,10 @@
 //! The rank's side of the TCP rendezvous: join, then numbered collectives,
 //! one request and one answer at a time.
+//!
+//! Owns: the connection to the server, the round counter, and turning a
+//! server's failure or a closed connection into a typed error (after which the
+//! client is poisoned). Must not: wait past `MW_BOOTSTRAP_TIMEOUT` for any
+//! step, retry a round, or hold job state beyond what it was told.
 
 use std::io::{self, Read};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};

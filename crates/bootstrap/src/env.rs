@@ -1,6 +1,11 @@
 //! The `MW_*` environment variables of the launch, and how
 //! [`Bootstrap::from_env`](crate::Bootstrap::from_env) chooses a launch mode
 //! from them. Parsing only: nothing here connects anywhere.
+//!
+//! Owns: [`VARS`] (every variable and its meaning), the launch-mode decision
+//! and the parse of each value into a typed plan, with an error naming the
+//! variable. Must not: open sockets or files, or guess: a half-set launch (e.g.
+//! `MW_RANK` without `MW_SIZE`) is an error, not a default.
 
 use std::time::Duration;
 

@@ -1,5 +1,9 @@
 //! [`BootstrapError`]: everything that can go wrong while a job starts up or
 //! synchronises out of band.
+//!
+//! Owns: the variants, one per cause, and which startup [`Step`] each happened
+//! in. Must not: hold the job key or other secrets in a message, or lose the
+//! underlying I/O error (it is the `source`).
 
 use std::fmt;
 use std::io;

@@ -1,4 +1,9 @@
 //! What a rank knows about its job: [`JobInfo`] and the job key helpers.
+//!
+//! Owns: drawing the key from the OS random source, its hex form, and the local
+//! rank and size derived from the ranks' host names. Must not: print or
+//! `Debug`-format the key (it is redacted), or decide how ranks meet (the
+//! launch modes do).
 
 use std::fmt;
 

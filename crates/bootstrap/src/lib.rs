@@ -82,7 +82,9 @@ pub use job::{job_key_from_hex, job_key_to_hex, random_job_key, JobInfo};
 pub use server::{RendezvousHandle, RendezvousServer, ServerSummary};
 
 /// A minimal PMI-1/PMI-2 server for tests (there is no Slurm on the test
-/// machines); not for production use.
+/// machines); only with the `testing` feature, which only dev-dependencies
+/// enable, so it never ships in a program's build.
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub use pmi::testing as pmi_testing;
 

@@ -12,6 +12,11 @@
 //! answer. The first failure (a rank vanishing, aborting, leaving early, or a
 //! mismatch) is sticky: it is pushed to every connected rank at once and
 //! answers every later request, so nobody waits for a round that cannot end.
+//!
+//! Must not: let a connection's thread touch the shared state (the coordinator
+//! alone does), stall on a rank that stopped reading (writes have a timeout),
+//! or admit a client before its `Hello` proved the job key (except keyless
+//! joins, which plain env mode allows explicitly).
 
 use std::collections::HashMap;
 use std::fmt;

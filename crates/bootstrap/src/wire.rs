@@ -10,6 +10,10 @@
 //!
 //! Decoding never panics and never allocates more than the frame it was
 //! given; frames longer than [`MAX_FRAME_LEN`] are refused before reading.
+//!
+//! Owns: [`MAGIC`], [`VERSION`], the message enums and their encode/decode.
+//! Must not: do I/O beyond reading and writing one frame, or allocate more than
+//! the frame on decode.
 
 use std::io::{self, Read, Write};
 

@@ -5,6 +5,10 @@
 //! handles borrow the endpoint (`Region<'static>`, `Handle<'static>` point
 //! into its box), so the endpoint counts them and `mw_finalize` refuses while
 //! any exist. Also: at most one endpoint per process at a time through C.
+//!
+//! Must not: run remote operations (`rma`, `atomic` do), or let a panic or a
+//! Rust error cross into C: every exported function runs inside `guard` and
+//! returns an `mw_status`.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -150,8 +154,11 @@ pub unsafe extern "C" fn mw_progress(ep: *mut mw_endpoint) -> mw_status {
     })
 }
 
-/// Waits until every operation this rank issued toward `rank` is complete
-/// at that target.
+/// Waits until every one-sided operation this rank issued toward `rank`
+/// (puts and their variants, atomics, FIFO pushes; also those whose handle
+/// was freed unwaited) has been executed in that target's memory, so anyone
+/// told afterwards, by any path, sees its effects. Gets and fetching
+/// atomics complete through their handles.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint.
@@ -163,7 +170,7 @@ pub unsafe extern "C" fn mw_flush(ep: *mut mw_endpoint, rank: u32) -> mw_status 
     })
 }
 
-/// Waits until every operation this rank issued is complete at its target.
+/// `mw_flush` toward every rank at once.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint.
@@ -175,9 +182,11 @@ pub unsafe extern "C" fn mw_quiet(ep: *mut mw_endpoint) -> mw_status {
     })
 }
 
-/// Orders operations: those issued before the fence reach each target
-/// before those issued after. (memwire already delivers each peer's
-/// operations in issue order; the call states the intent and costs nothing.)
+/// Orders one-sided operations per target: at each target, those issued
+/// before the fence take effect before those issued to it after. It waits
+/// for nothing and orders nothing across targets or with other paths (use
+/// `mw_flush`/`mw_quiet` for that). memwire already executes each
+/// initiator's operations at a target in issue order, so it costs nothing.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint.
@@ -237,7 +246,7 @@ pub unsafe extern "C" fn mw_stats_get(ep: *mut mw_endpoint, stats: *mut mw_stats
             messages_delivered: proto.messages_delivered,
             peers_dead: proto.peers_dead,
             peers_restarted: proto.peers_restarted,
-            drops_malformed: d.malformed,
+            drops_malformed: d.not_well_formed(),
             drops_wrong_job: d.wrong_job,
             drops_wrong_peer: d.wrong_target + d.unknown_peer,
             drops_stale_epoch: d.stale_epoch,

@@ -230,7 +230,8 @@ pub struct mw_stats {
     pub peers_dead: u64,
     /// Peer restarts noticed.
     pub peers_restarted: u64,
-    /// Datagrams dropped: malformed.
+    /// Datagrams dropped as not well-formed: truncated, bad magic, version,
+    /// type or length, malformed, oversized, or a bad checksum.
     pub drops_malformed: u64,
     /// Datagrams dropped: another job's.
     pub drops_wrong_job: u64,

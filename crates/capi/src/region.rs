@@ -17,8 +17,9 @@ use crate::status::{guard, mw_status, Failure};
 use crate::*;
 
 /// Memory this rank exposes to remote operations, named remotely by its key.
-/// Opaque; created by `mw_region_alloc`, `mw_region_alloc_symmetric` or
-/// `mw_region_register`, destroyed by `mw_region_free`.
+/// Opaque; created by `mw_region_alloc_shared` (alias `mw_region_alloc`),
+/// `mw_region_alloc_symmetric` or `mw_region_register`, destroyed by
+/// `mw_region_free`.
 #[derive(Debug)]
 pub struct mw_region {
     /// Always `Some` until dropped; taken first in `drop` so the region
@@ -98,12 +99,13 @@ fn too_big(len: usize) -> Result<(), Failure> {
 
 /// Allocates `len` zeroed bytes, 64-byte aligned, that remote ranks may
 /// access with the rights in `access`, and stores the region in `*region`.
-/// Other ranks need its key (`mw_region_exchange_keys`).
+/// Same-host peers map it and access it directly. Other ranks need its key
+/// (`mw_region_exchange_keys`).
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `region` NULL or valid for writes.
 #[no_mangle]
-pub unsafe extern "C" fn mw_region_alloc(
+pub unsafe extern "C" fn mw_region_alloc_shared(
     ep: *mut mw_endpoint,
     len: usize,
     access: mw_access,
@@ -114,10 +116,25 @@ pub unsafe extern "C" fn mw_region_alloc(
         let (owner, out) = unsafe { (endpoint(ep)?, ffi::out(region, "region")?) };
         let access = access_from(access)?;
         too_big(len)?;
-        let r = owner.ep.alloc(len, access)?;
+        let r = owner.ep.alloc_shared(len, access)?;
         out.set(ffi::give(mw_region::new(owner, r)));
         Ok(())
     })
+}
+
+/// Short name of `mw_region_alloc_shared`; identical in every respect.
+///
+/// # Safety
+/// As `mw_region_alloc_shared`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_region_alloc(
+    ep: *mut mw_endpoint,
+    len: usize,
+    access: mw_access,
+    region: *mut *mut mw_region,
+) -> mw_status {
+    // SAFETY: forwarded contract.
+    unsafe { mw_region_alloc_shared(ep, len, access, region) }
 }
 
 /// Collective: every rank allocates `len` zeroed bytes under the same key,

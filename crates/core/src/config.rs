@@ -100,8 +100,18 @@ pub struct Config {
     /// UDP ports to bind within, inclusive (`MW_PORT_RANGE`), so a firewall
     /// can let exactly those through; `None`: any port the kernel picks.
     pub port_range: Option<(u16, u16)>,
-    /// Fault injection on the send path (`MW_FAULT_*`), for tests.
+    /// Fault injection on the send path (`MW_FAULT_*`), for tests. It
+    /// applies to multicast segments too (to the group: a loss every member
+    /// sees; repairs: one member's).
     pub fault: Option<mw_transport::fault::FaultConfig>,
+    /// Probability that a member drops a datagram arriving from a multicast
+    /// group (`MW_FAULT_MCAST_DROP`), for tests: losses independent per
+    /// member (the send-path faults hit every member alike); 1 makes the
+    /// group deliver nothing at all.
+    pub mcast_drop: f64,
+    /// UDP port of the job's IP multicast groups (`MW_MCAST_PORT`); `None`:
+    /// derived from the job id, in 61000-64999. Every rank must agree.
+    pub mcast_port: Option<u16>,
     /// Default collective algorithms of new teams (`MW_COLL_*`).
     pub coll: crate::coll::CollTuning,
     /// Packet authentication (a 16-byte keyed-BLAKE3 MAC on every packet,
@@ -111,6 +121,16 @@ pub struct Config {
     /// Every rank must decide alike; the automatic rule does, since all ranks
     /// see the same address table.
     pub auth: Option<bool>,
+    /// Packet checksums (a 4-byte CRC32C on every packet, verified before
+    /// anything else is read) when authentication is off, so a packet
+    /// corrupted on the way is dropped even when the UDP checksum missed it
+    /// (a middlebox that rewrote and re-checksummed it, or a 1-in-65536
+    /// collision). `None` (default) decides like [`Config::auth`]: on unless
+    /// every rank is on loopback (the kernel's loopback does not corrupt, and
+    /// latency is kept). `Some(true)`/`Some(false)` force it (`MW_CHECKSUM=1|0`).
+    /// Never used with authentication, whose MAC already detects corruption.
+    /// Every rank must decide alike.
+    pub checksum: Option<bool>,
     /// Shared memory with same-host peers, or UDP only.
     pub transport: TransportChoice,
     /// Path to registered user memory of same-host peers.
@@ -143,9 +163,12 @@ impl Default for Config {
             bind_addr: None,
             port_range: None,
             fault: None,
+            mcast_port: None,
+            mcast_drop: 0.0,
             coll: crate::coll::CollTuning::default(),
             auth: None,
-            transport: TransportChoice::Udp,
+            checksum: None,
+            transport: TransportChoice::Auto,
             shm_copy: ShmCopy::Cma,
             shm_spin: Duration::from_micros(1000),
         }
@@ -177,8 +200,12 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_PORT_RANGE", "UDP ports to bind within, FIRST-LAST, one per rank on a host (default: any)"),
     ("MW_AUTH", "1 forces packet authentication on, 0 off (default: on unless every rank is on loopback)"),
     (
+        "MW_CHECKSUM",
+        "1 forces a CRC32C on every packet when authentication is off, 0 none (default: on unless every rank is on loopback)",
+    ),
+    (
         "MW_TRANSPORT",
-        "'udp' (default: UDP with everyone) or 'auto' (shared memory with same-host peers, UDP across; experimental, see README)",
+        "'auto' (default: shared memory with same-host peers, UDP across hosts) or 'udp' (UDP with everyone)",
     ),
     (
         "MW_SHM_COPY",
@@ -188,13 +215,25 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "MW_SHM_SPIN_US",
         "how long wait_until polls a shared-memory word before the progress loop takes over, microseconds (default 1000)",
     ),
-    ("MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED", "fault injection on the send path (tests)"),
+    (
+        "MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED",
+        "fault injection on the UDP send path (tests); makes UDP the default transport unless MW_TRANSPORT is set",
+    ),
+    (
+        "MW_FAULT_MCAST_DROP",
+        "probability that a member drops a datagram arriving from a multicast group (tests; 1: the group delivers nothing)",
+    ),
     ("MW_COLL_BARRIER", "barrier method: auto, a|all_to_all, b|tree, c|counters, d|multicast, e|dissemination"),
     ("MW_COLL_BCAST", "broadcast: auto, binomial, scatter_allgather"),
     ("MW_COLL_ALLGATHER", "allgather: auto, ring, recursive_doubling, bruck"),
     ("MW_COLL_ALLTOALL", "alltoall: auto, pairwise, bruck"),
     ("MW_COLL_ALLREDUCE", "allreduce: auto, recursive_doubling, reduce_scatter_allgather, ring"),
     ("MW_COLL_REDUCE", "reduce: auto, binomial, reduce_scatter_gather"),
+    (
+        "MW_MCAST",
+        "team multicast: auto (IP multicast where the network allows it, else the tree), 0|tree, 1|ip (required: creating a group fails without it)",
+    ),
+    ("MW_MCAST_PORT", "UDP port of the IP multicast groups, the same on every rank (default: from the job id, 61000-64999)"),
 ];
 
 fn parse_num(name: &'static str, value: &str) -> Result<u64> {
@@ -297,6 +336,17 @@ impl Config {
         if let Some(v) = lookup("MW_PORT_RANGE") {
             cfg.port_range = Some(parse_port_range(&v)?);
         }
+        if let Some(v) = lookup("MW_FAULT_MCAST_DROP") {
+            let p = v.trim().trim_end_matches('%').trim().parse::<f64>().ok();
+            let p = p.map(|p| if v.trim().ends_with('%') { p / 100.0 } else { p });
+            cfg.mcast_drop = p
+                .filter(|p| (0.0..=1.0).contains(p))
+                .ok_or(Error::InvalidArgument("MW_FAULT_MCAST_DROP must be a probability (0..1 or N%)"))?;
+        }
+        if let Some(v) = lookup("MW_MCAST_PORT") {
+            let port = v.trim().parse::<u16>().ok().filter(|&p| p != 0);
+            cfg.mcast_port = Some(port.ok_or(Error::InvalidArgument("MW_MCAST_PORT must be a port, 1-65535"))?);
+        }
         cfg.coll = crate::coll::CollTuning::from_lookup(&lookup)?;
         if let Some(v) = lookup("MW_AUTH") {
             cfg.auth = match v.trim() {
@@ -306,10 +356,18 @@ impl Config {
                 _ => return Err(Error::InvalidArgument("MW_AUTH must be 0, 1 or auto")),
             };
         }
+        if let Some(v) = lookup("MW_CHECKSUM") {
+            cfg.checksum = match v.trim() {
+                "" | "auto" => None,
+                "1" | "on" | "yes" | "true" => Some(true),
+                "0" | "off" | "no" | "false" => Some(false),
+                _ => return Err(Error::InvalidArgument("MW_CHECKSUM must be 0, 1 or auto")),
+            };
+        }
         if let Some(v) = lookup("MW_TRANSPORT") {
             cfg.transport = match v.trim() {
-                "auto" | "shm" => TransportChoice::Auto,
-                "" | "udp" => TransportChoice::Udp,
+                "" | "auto" | "shm" => TransportChoice::Auto,
+                "udp" => TransportChoice::Udp,
                 _ => return Err(Error::InvalidArgument("MW_TRANSPORT must be 'auto' or 'udp'")),
             };
         }
@@ -326,6 +384,12 @@ impl Config {
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
         cfg.fault = fault.is_active().then_some(fault);
+        // Faults are injected into UDP datagrams; shared memory loses
+        // nothing. Someone who asks for loss wants it, so unless they also
+        // chose a transport, same-host peers use UDP too.
+        if cfg.fault.is_some() && lookup("MW_TRANSPORT").is_none_or(|v| v.trim().is_empty()) {
+            cfg.transport = TransportChoice::Udp;
+        }
         Ok(cfg)
     }
 
@@ -333,6 +397,14 @@ impl Config {
     /// loopback (`all_loopback`) or not: [`Config::auth`], or the default rule.
     pub fn auth_enabled(&self, all_loopback: bool) -> bool {
         self.auth.unwrap_or(!all_loopback)
+    }
+
+    /// Whether packets carry a CRC32C checksum in a job whose ranks are all
+    /// on loopback (`all_loopback`) or not: never with authentication (the
+    /// MAC covers corruption), else [`Config::checksum`] or the default rule,
+    /// the same as authentication's.
+    pub fn checksum_enabled(&self, all_loopback: bool) -> bool {
+        !self.auth_enabled(all_loopback) && self.checksum.unwrap_or(!all_loopback)
     }
 
     /// The protocol's MAC key for this job, when authentication is on.
@@ -365,8 +437,12 @@ mod tests {
         assert!(cfg.print_stats);
         let cfg = with(&[("MW_EAGER_LIMIT", "0"), ("MW_UNEXPECTED_CREDIT", "1000")]).unwrap();
         assert_eq!((cfg.eager_limit, cfg.unexpected_credit), (0, 1000));
-        assert_eq!(cfg.transport, TransportChoice::Udp);
-        assert_eq!(with(&[("MW_TRANSPORT", "auto")]).unwrap().transport, TransportChoice::Auto);
+        assert_eq!(cfg.transport, TransportChoice::Auto);
+        assert_eq!(with(&[("MW_TRANSPORT", "udp")]).unwrap().transport, TransportChoice::Udp);
+        // Asking for loss means UDP, unless a transport is chosen too.
+        assert_eq!(with(&[("MW_FAULT_DROP", "0.05")]).unwrap().transport, TransportChoice::Udp);
+        let both = with(&[("MW_FAULT_DROP", "5%"), ("MW_TRANSPORT", "auto")]).unwrap();
+        assert_eq!(both.transport, TransportChoice::Auto);
         let cfg = with(&[("MW_TRANSPORT", "udp"), ("MW_SHM_COPY", "ring")]).unwrap();
         assert_eq!((cfg.transport, cfg.shm_copy), (TransportChoice::Udp, ShmCopy::Rings));
     }
@@ -390,6 +466,18 @@ mod tests {
         assert_eq!(with(&[("MW_PORT_RANGE", " 5000 ")]).unwrap().port_range, Some((5000, 5000)));
         assert_eq!(with(&[]).unwrap().port_range, None);
         assert!(matches!(with(&[("MW_AUTH", "maybe")]), Err(Error::InvalidArgument(_))));
+        assert_eq!(with(&[("MW_MCAST_PORT", "62000")]).unwrap().mcast_port, Some(62000));
+        assert_eq!(with(&[("MW_FAULT_MCAST_DROP", "5%")]).unwrap().mcast_drop, 0.05);
+        assert_eq!(with(&[("MW_FAULT_MCAST_DROP", "1")]).unwrap().mcast_drop, 1.0);
+        assert!(with(&[("MW_FAULT_MCAST_DROP", "2")]).is_err());
+        for bad in ["0", "70000", "x"] {
+            assert!(matches!(with(&[("MW_MCAST_PORT", bad)]), Err(Error::InvalidArgument(_))), "{bad}");
+        }
+        let tuning = with(&[("MW_MCAST", "0")]).unwrap().coll;
+        assert_eq!(tuning.mcast, crate::McastAlgo::Tree);
+        assert_eq!(with(&[("MW_MCAST", "1")]).unwrap().coll.mcast, crate::McastAlgo::Ip);
+        assert_eq!(with(&[]).unwrap().coll.mcast, crate::McastAlgo::Auto);
+        assert!(with(&[("MW_MCAST", "sometimes")]).is_err());
     }
 
     #[test]
@@ -400,6 +488,15 @@ mod tests {
         assert!(on.auth_enabled(true) && on.auth_enabled(false));
         let off = with(&[("MW_AUTH", "0")]).unwrap();
         assert!(!off.auth_enabled(true) && !off.auth_enabled(false));
+        // Checksums: only without authentication; by default between hosts.
+        assert!(!auto.checksum_enabled(true) && !auto.checksum_enabled(false), "auth covers remote peers");
+        assert!(off.checksum_enabled(false) && !off.checksum_enabled(true), "MW_AUTH=0 between hosts");
+        let forced = with(&[("MW_AUTH", "0"), ("MW_CHECKSUM", "1")]).unwrap();
+        assert!(forced.checksum_enabled(true) && forced.checksum_enabled(false));
+        let none = with(&[("MW_AUTH", "0"), ("MW_CHECKSUM", "0")]).unwrap();
+        assert!(!none.checksum_enabled(true) && !none.checksum_enabled(false));
+        assert!(!with(&[("MW_CHECKSUM", "1")]).unwrap().checksum_enabled(false), "never with the MAC");
+        assert!(matches!(with(&[("MW_CHECKSUM", "crc")]), Err(Error::InvalidArgument(_))));
         assert!(off.auth_key(false, &[1; 16]).is_none());
         assert_eq!(on.auth_key(true, &[1; 16]), Some(mw_proto::AuthKey::from_job_key(&[1; 16])));
         assert!(matches!(with(&[("MW_TRANSPORT", "carrier-pigeon")]), Err(Error::InvalidArgument(_))));

@@ -1,6 +1,8 @@
 //! The endpoint: one per process. Owns the protocol instance, the UDP
 //! transport, the peer table, the region table, the outstanding requests and
-//! the progress engine that ties them together.
+//! the progress engine that ties them together (including the IP multicast
+//! engine's state, `crate::mcast`, whose sockets it polls and whose timers
+//! it honours).
 //!
 //! Must not: implement reliability (crate proto does, sans-IO) or touch raw
 //! memory outside `region::raw`. Same-host peers are reached through
@@ -11,7 +13,7 @@
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -38,6 +40,10 @@ pub(crate) struct State {
     pub requests: Requests,
     /// Get chunks toward UDP peers, requested a window at a time.
     pub gets: crate::get_window::GetWindow,
+    /// Per (target rank, region key): the end of a range a put was checked
+    /// to fit into there (crate::rma: a put of several messages is probed
+    /// first, so a rejected one writes nothing).
+    pub verified_put_ends: std::collections::HashMap<(u32, u64), u64>,
     pub replies: Vec<Reply>,
     pub completions: Vec<Completion>,
     /// Per peer: (message id, request) pairs completed by that peer's acks.
@@ -52,10 +58,12 @@ pub(crate) struct State {
     pub internal: Internal,
     /// Tagged messages, active messages, FIFOs, raw datagrams (crate::msg).
     pub msg: crate::msg::MsgState,
-    rx_buf: Vec<u8>,
+    /// IP multicast: the group socket and the transfers in progress (crate::mcast).
+    pub mcast: crate::mcast::McastState,
+    pub(crate) rx_buf: Vec<u8>,
     /// Whole datagrams with small payloads (and every datagram under fault injection).
-    tx_buf: Vec<u8>,
-    /// Header and MAC trailer of a datagram whose payload is sent in place.
+    pub(crate) tx_buf: Vec<u8>,
+    /// Header and trailer (MAC or checksum) of a datagram whose payload is sent in place.
     head_buf: [u8; mw_wire::HEADER_LEN + mw_proto::TRAILER_RESERVE],
     /// Scratch for operation headers (`MAX_HEADER_LEN`: a 256-segment iov header).
     pub hdr_buf: Vec<u8>,
@@ -72,6 +80,9 @@ pub(crate) struct Shared {
     /// Payload bytes of one UDP datagram (the protocol's segment size).
     pub udp_segment: usize,
     fd: std::os::fd::RawFd,
+    /// The multicast group socket's descriptor once opened (-1 before):
+    /// waiters poll it next to `fd`.
+    mcast_fd: AtomicI32,
     stop: AtomicBool,
     /// Bumped on every application call into the endpoint; the watchdog
     /// (`ProgressMode::Auto`) steps in only when it stops moving.
@@ -85,6 +96,9 @@ pub(crate) struct Shared {
     wait_policy: mw_transport::wait::WaitPolicy,
     /// Same-host peers: read without the lock on the direct path.
     pub shm: Option<Arc<crate::shm::ShmShared>>,
+    /// Every peer is reached through shared memory: a waiter may poll the
+    /// rings alone (no receive syscall) between full progress rounds.
+    all_shm: bool,
 }
 
 /// A change in a peer's liveness, from [`Endpoint::poll_peer_event`].
@@ -188,6 +202,7 @@ impl Endpoint {
         proto_cfg.rto_min = config.rto_min;
         proto_cfg.max_window_bytes = proto_cfg.max_window_bytes.min(udp_cfg.socket_buffer_bytes / 2);
         proto_cfg.auth = config.auth_key(all_loopback, &info.job_key);
+        proto_cfg.checksum = config.checksum_enabled(all_loopback);
         let job_id = mw_proto::job_id_from_key(&info.job_key);
         let epoch = (random_u64() as u32).max(1);
         let udp_segment = proto_cfg.segment_size();
@@ -206,6 +221,10 @@ impl Endpoint {
         let progress = config.progress;
         let chunk_bytes = config.chunk_bytes;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&udp);
+        let mut mcast = crate::mcast::McastState::new(job_id, udp.local_addr().ip(), config.mcast_port);
+        let fault_seed = config.fault.map_or(0, |f| f.seed);
+        mcast
+            .set_receive_drop(config.mcast_drop, fault_seed ^ u64::from(info.rank).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let state = State {
             rank,
             size,
@@ -216,6 +235,7 @@ impl Endpoint {
             regions: RegionTable::default(),
             requests: Requests::default(),
             gets: crate::get_window::GetWindow::new(info.size, get_window),
+            verified_put_ends: std::collections::HashMap::new(),
             replies: Vec::new(),
             completions: Vec::new(),
             ack_waiters: (0..size).map(|_| VecDeque::new()).collect(),
@@ -224,6 +244,7 @@ impl Endpoint {
             peer_events: VecDeque::new(),
             stats: CoreStats::default(),
             msg: crate::msg::MsgState::new(rank, size, &config),
+            mcast,
             config,
             internal: Internal::new(rank, size),
             rx_buf: vec![0u8; 65_536],
@@ -232,6 +253,7 @@ impl Endpoint {
             hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
             shm: shm_state,
         };
+        let all_shm = size > 1 && (0..size).all(|peer| peer == rank || state.is_shm_peer(peer));
         let shared = Arc::new(Shared {
             chunk_bytes,
             udp_segment,
@@ -239,6 +261,7 @@ impl Endpoint {
             rank,
             size,
             fd,
+            mcast_fd: AtomicI32::new(-1),
             stop: AtomicBool::new(false),
             app_calls: AtomicU64::new(0),
             app_waiting: AtomicU64::new(0),
@@ -246,6 +269,7 @@ impl Endpoint {
             clock_base: std::time::Instant::now(),
             wait_policy,
             shm: shm_shared,
+            all_shm,
         });
         // Everyone is reachable before anyone sends: the bootstrap keeps ranks
         // from racing ahead of a peer that has not bound its socket yet.
@@ -285,6 +309,16 @@ impl Endpoint {
                     let Ok(mut state) = shared.state.try_lock() else {
                         continue;
                     };
+                    // Checked again under the lock: an application thread
+                    // marks itself waiting before it first locks, so either
+                    // we see the mark here and stay out, or it locks after
+                    // us and sees everything we received. Without this, we
+                    // could take the datagram or ring record (and consume
+                    // the doorbell) that a thread about to sleep waits for,
+                    // and it would sleep on a socket that stays quiet.
+                    if shared.app_waiting.load(Ordering::Relaxed) != 0 {
+                        continue;
+                    }
                     for _ in 0..16 {
                         let now = shared.now();
                         if !state.progress(now) {
@@ -308,7 +342,7 @@ impl Endpoint {
                         let mut state = shared.lock();
                         let now = shared.now();
                         state.progress(now);
-                        state.proto.poll_timeout()
+                        state.next_timeout()
                     };
                     // Block in the kernel: the thread serves passive-target
                     // traffic without burning the CPU the application computes on.
@@ -320,7 +354,8 @@ impl Endpoint {
                         continue;
                     }
                     let mut blocker = mw_transport::wait::Waiter::new(mw_transport::wait::WaitPolicy::block_at_once());
-                    let _ = blocker.idle(&[shared.fd], Some(std::time::Instant::now() + timeout));
+                    let fds = shared.fds();
+                    let _ = blocker.idle(fds.as_slice(), Some(std::time::Instant::now() + timeout));
                 }
             })
             .expect("spawning the progress thread failed");
@@ -354,10 +389,28 @@ impl Endpoint {
 
     /// Makes progress until `done` says so, busy-polling, then yielding, then
     /// blocking (seed 004: PM/UDP hands the CPU over when polling finds nothing).
-    pub(crate) fn wait_for(&self, mut done: impl FnMut(&mut State) -> bool) {
+    pub(crate) fn wait_for(&self, done: impl FnMut(&mut State) -> bool) {
+        self.wait_for_until(done, None);
+    }
+
+    /// [`wait_for`](Self::wait_for), giving up at `until`: returns whether
+    /// `done` said so.
+    pub(crate) fn wait_for_until(
+        &self,
+        mut done: impl FnMut(&mut State) -> bool,
+        until: Option<std::time::Instant>,
+    ) -> bool {
         let mut waiter = mw_transport::wait::Waiter::new(self.shared.wait_policy);
         let _waiting = WaitingMark::new(&self.shared.app_waiting);
+        if self.shared.all_shm {
+            if let Some(done_now) = self.spin_on_rings(&mut done, until) {
+                return done_now;
+            }
+        }
         loop {
+            if until.is_some_and(|t| std::time::Instant::now() >= t) {
+                return false;
+            }
             let deadline = {
                 let mut state = self.shared.lock();
                 let now = self.shared.now();
@@ -366,19 +419,24 @@ impl Endpoint {
                 // receive syscall that would only report an empty socket.
                 let worked = state.progress_with(now, 1);
                 if done(&mut state) {
-                    return;
+                    return true;
                 }
                 if worked {
                     waiter.reset();
                     continue;
                 }
-                state.proto.poll_timeout()
+                state.next_timeout()
             };
             let mut deadline = deadline.map(|t| self.shared.to_std(t));
-            if self.shared.threaded.load(Ordering::Relaxed) {
-                // The progress thread may have received what we wait for (the
-                // socket, or shared-memory doorbell, then stays quiet): never sleep long
-                // on it alone. (The Auto watchdog never runs while we wait.)
+            if let Some(until) = until {
+                deadline = Some(deadline.map_or(until, |d| d.min(until)));
+            }
+            if self.shared.threaded.load(Ordering::Relaxed) || self.shared.app_waiting.load(Ordering::Relaxed) > 1 {
+                // Another thread (the progress thread, or a second
+                // application thread waiting too) may receive what we wait
+                // for (the datagram, or the shared-memory doorbell) and the
+                // socket then stays quiet: never sleep long on it alone.
+                // (The Auto watchdog never runs while we wait.)
                 let cap = std::time::Instant::now() + Duration::from_micros(500);
                 deadline = Some(deadline.map_or(cap, |d| d.min(cap)));
             }
@@ -393,19 +451,84 @@ impl Endpoint {
                 let mut state = self.shared.lock();
                 let worked = state.progress(self.shared.now());
                 if done(&mut state) {
-                    return;
+                    return true;
                 }
                 if worked {
                     waiter.reset();
                     continue;
                 }
             }
-            let _ = waiter.idle(&[self.shared.fd], deadline);
+            let fds = self.shared.fds();
+            let _ = waiter.idle(fds.as_slice(), deadline);
         }
     }
 
-    /// Waits until every operation this rank issued toward `rank` is complete
-    /// at the target.
+    /// The first phase of a wait when every peer shares this host: what we
+    /// wait for arrives in a ring or by a direct store, so poll the rings
+    /// and `done` alone (no receive syscall, which costs more than a whole
+    /// shared-memory message), with a full progress round every few µs for
+    /// the socket (raw datagrams, timers). After 20 µs each round also
+    /// yields (a peer sharing our core runs at once, see `wait_until`);
+    /// after `MW_SHM_SPIN_US` the caller's kernel-blocking loop takes over.
+    /// `Some(result)` when the wait ended here.
+    fn spin_on_rings(
+        &self,
+        done: &mut impl FnMut(&mut State) -> bool,
+        until: Option<std::time::Instant>,
+    ) -> Option<bool> {
+        const FULL_EVERY: Duration = Duration::from_micros(10);
+        const YIELD_AFTER: Duration = Duration::from_micros(20);
+        let spin = self.shared.shm.as_ref()?.spin;
+        let mut idle_since = std::time::Instant::now();
+        let mut last_full = idle_since;
+        loop {
+            let clock = std::time::Instant::now();
+            if until.is_some_and(|t| clock >= t) {
+                return Some(false);
+            }
+            let worked = {
+                let mut state = self.shared.lock();
+                let now = self.shared.at(clock);
+                let worked = if clock - last_full >= FULL_EVERY {
+                    last_full = clock;
+                    state.progress_with(now, 1)
+                } else {
+                    state.progress_local(now)
+                };
+                if done(&mut state) {
+                    return Some(true);
+                }
+                worked
+            };
+            if worked {
+                idle_since = clock;
+                continue;
+            }
+            let idle = clock - idle_since;
+            if idle >= spin {
+                return None;
+            }
+            if idle >= YIELD_AFTER {
+                std::thread::yield_now();
+            } else {
+                for _ in 0..16 {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+
+    /// Waits until every one-sided operation this rank issued toward `rank`
+    /// before the call is complete at the target: every put and its variants
+    /// (put_signal, strided, iov, masked, to a register), atomic and FIFO
+    /// push has been executed in the target's memory, whether or not its
+    /// handle was kept. Afterwards anyone the caller tells, by any path, sees
+    /// their effects. Operations that return data (get, fetching atomics)
+    /// complete through their handles; messages (`send`, `isend`) through
+    /// theirs. Covers every path: acknowledged UDP datagrams, records a
+    /// same-host peer has consumed from its ring *and* messages still
+    /// waiting in the overflow queue in front of that ring, and operations
+    /// on this rank itself.
     pub fn flush(&self, rank: u32) -> Result<()> {
         self.check_rank(rank)?;
         {
@@ -413,11 +536,17 @@ impl Endpoint {
             let now = self.shared.now();
             state.proto.request_ack(now, rank);
         }
-        self.wait_for(|state| state.ack_waiters[rank as usize].is_empty());
+        self.wait_for(|state| {
+            state.ack_waiters[rank as usize].is_empty()
+                && state.shm_idle_toward(rank)
+                && (rank != state.rank || state.loopback.is_empty())
+        });
         Ok(())
     }
 
-    /// Waits until every operation this rank issued is complete at its target.
+    /// [`flush`](Self::flush) toward every rank at once: waits until every
+    /// one-sided operation this rank issued before the call is complete at
+    /// its target.
     pub fn quiet(&self) -> Result<()> {
         {
             let mut state = self.lock();
@@ -434,10 +563,28 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Orders operations: those issued before the fence reach each target before
-    /// those issued after. memwire delivers each peer's operations in issue
-    /// order already, so this costs nothing; it exists so that code written for
-    /// libraries without that guarantee states its intent.
+    /// Orders one-sided operations per target: at each target, every put,
+    /// atomic or other one-sided operation this rank issued before the fence
+    /// takes effect before any it issues to that target after it. So a
+    /// target that sees the effect of a later operation (a flag word it waits
+    /// on with [`wait_until`](Self::wait_until), or the signal of a
+    /// put_signal) also sees the earlier ones.
+    ///
+    /// It does not wait for anything, and orders nothing between different
+    /// targets or with other paths (messages relayed by third ranks, out of
+    /// band signalling): that takes [`flush`](Self::flush) or
+    /// [`quiet`](Self::quiet).
+    ///
+    /// It costs nothing because every path already executes one initiator's
+    /// operations at one target in issue order: over UDP the protocol
+    /// delivers each peer's messages exactly once and in order; over shared
+    /// memory a ring is FIFO, and a direct store is made only when every
+    /// earlier operation toward that peer has been executed (otherwise the
+    /// operation goes through the ring behind them); operations on this rank
+    /// itself run in issue order. `tests/completion.rs` checks the guarantee under
+    /// injected loss and reordering. The call exists so that code written
+    /// for libraries without that guarantee (OpenSHMEM's `shmem_fence`)
+    /// states its intent, and keeps it if the guarantee ever changes.
     pub fn fence(&self) {}
 
     pub(crate) fn check_rank(&self, rank: u32) -> Result<()> {
@@ -476,6 +623,10 @@ impl Endpoint {
     pub fn stats(&self) -> (CoreStats, mw_proto::Stats) {
         let state = self.lock();
         let mut core = state.stats;
+        core.mcast = state.mcast.stats;
+        core.udp_oversized = state.udp.truncated_datagrams();
+        core.mcast_oversized = state.mcast.truncated_datagrams();
+        core.fault = state.fault.as_ref().map(|f| f.stats()).unwrap_or_default();
         if let Some(shm) = &self.shared.shm {
             core.shm_direct_ops = shm.direct_ops.load(Ordering::Relaxed);
         }
@@ -526,8 +677,7 @@ impl Endpoint {
 
     fn print_stats(&self) {
         let (core, proto) = self.stats();
-        eprintln!("memwire rank {} stats: {:?}", self.rank(), core);
-        eprintln!("memwire rank {} protocol: {:?}", self.rank(), proto);
+        eprint!("{}", crate::stats::report(self.rank(), &core, &proto));
     }
 }
 
@@ -602,7 +752,30 @@ impl Drop for WaitingMark<'_> {
     }
 }
 
+/// The descriptors a waiter polls: the data path's socket and, once open,
+/// the multicast group socket.
+struct Fds {
+    fds: [std::os::fd::RawFd; 2],
+    len: usize,
+}
+
+impl Fds {
+    fn as_slice(&self) -> &[std::os::fd::RawFd] {
+        &self.fds[..self.len]
+    }
+}
+
 impl Shared {
+    fn fds(&self) -> Fds {
+        let mcast = self.mcast_fd.load(Ordering::Acquire);
+        Fds { fds: [self.fd, mcast], len: if mcast >= 0 { 2 } else { 1 } }
+    }
+
+    /// Records the multicast group socket's descriptor for waiters.
+    pub(crate) fn set_mcast_fd(&self, fd: std::os::fd::RawFd) {
+        self.mcast_fd.store(fd, Ordering::Release);
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock (a bug) must not wedge every later call.
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -610,6 +783,11 @@ impl Shared {
 
     pub(crate) fn now(&self) -> ProtoInstant {
         ProtoInstant::from_nanos(self.clock_base.elapsed().as_nanos() as u64)
+    }
+
+    /// The protocol's time at `clock`, a reading the caller already took.
+    fn at(&self, clock: std::time::Instant) -> ProtoInstant {
+        ProtoInstant::from_nanos(clock.saturating_duration_since(self.clock_base).as_nanos() as u64)
     }
 
     fn to_std(&self, t: ProtoInstant) -> std::time::Instant {
@@ -630,6 +808,18 @@ impl State {
         self.progress_with(now, 64)
     }
 
+    /// A round of progress without the sockets: loopback, the shared-memory
+    /// rings, and what their deliveries set in motion. For waiters whose
+    /// every peer shares this host (a full round now and then still reads
+    /// the socket).
+    pub(crate) fn progress_local(&mut self, now: ProtoInstant) -> bool {
+        let mut worked = self.drain_loopback(now);
+        worked |= self.poll_shm(now);
+        self.internal_progress(now);
+        worked |= self.msg_progress(now);
+        worked
+    }
+
     /// One round of progress receiving at most `max_datagrams`.
     pub(crate) fn progress_with(&mut self, now: ProtoInstant, max_datagrams: usize) -> bool {
         let mut worked = self.drain_loopback(now);
@@ -640,12 +830,17 @@ impl State {
                     if self.rx_buf[..len] == crate::shm::DOORBELL[..] {
                         continue; // a same-host peer woke us; the rings are polled below
                     }
+                    if mw_wire::peek_packet_type(&self.rx_buf[..len]) == Some(mw_wire::PacketType::Mcast) {
+                        self.mcast_datagram(now, len); // a repair, by unicast
+                        continue;
+                    }
                     self.handle_datagram(now, len);
                 }
                 Ok(None) => break,
                 Err(_) => break,
             }
         }
+        worked |= self.mcast_receive(now, max_datagrams);
         worked |= self.poll_shm(now);
         if !self.gets.is_idle() {
             worked |= self.pump_gets(now);
@@ -657,13 +852,24 @@ impl State {
         worked |= self.drain_events(now);
         self.internal_progress(now);
         worked |= self.msg_progress(now);
+        worked |= self.mcast_progress(now);
         worked |= self.transmit(now);
         worked
     }
 
+    /// When the progress engine must run again even if nothing arrives:
+    /// the protocol's timers and the multicast members'.
+    pub(crate) fn next_timeout(&self) -> Option<ProtoInstant> {
+        // Same-host peers have no protocol timers: a blocked waiter wakes
+        // for the liveness check, or a peer that died would never be noticed.
+        let shm = self.shm.as_ref().and_then(|shm| shm.next_liveness_check(&self.dead));
+        [self.proto.poll_timeout(), self.mcast.poll_timeout(), shm].into_iter().flatten().min()
+    }
+
     fn handle_datagram(&mut self, now: ProtoInstant, len: usize) {
-        let State { proto, regions, requests, gets, replies, completions, stats, rx_buf, internal, msg, .. } = self;
-        let mut target = Target { regions, requests, gets, replies, completions, stats, internal, msg };
+        let State { proto, regions, requests, gets, replies, completions, stats, rx_buf, internal, msg, mcast, .. } =
+            self;
+        let mut target = Target { regions, requests, gets, replies, completions, stats, internal, msg, mcast };
         // Rejected packets are counted by the protocol; nothing else to do.
         let _ = proto.handle_datagram(now, &rx_buf[..len], &mut |peer, msg| target.on_message(peer, msg));
         self.after_delivery(now);
@@ -674,8 +880,9 @@ impl State {
         while let Some((msg, waiter)) = self.loopback.pop_front() {
             worked = true;
             let me = self.rank;
-            let State { regions, requests, gets, replies, completions, stats, internal, msg: m, .. } = self;
-            Target { regions, requests, gets, replies, completions, stats, internal, msg: m }.on_message(me, &msg);
+            let State { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast, .. } = self;
+            Target { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast }
+                .on_message(me, &msg);
             if let Some(id) = waiter {
                 // A put to ourselves completes on delivery (there is no ack),
                 // so a rejection must fail it now: its status reply, queued
@@ -701,8 +908,8 @@ impl State {
     /// (a shared-memory ring). The caller then sends the replies it queued
     /// ([`State::after_delivery`]).
     pub(crate) fn deliver(&mut self, peer: u32, msg: &[u8]) {
-        let State { regions, requests, gets, replies, completions, stats, internal, msg: m, .. } = self;
-        Target { regions, requests, gets, replies, completions, stats, internal, msg: m }.on_message(peer, msg);
+        let State { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast, .. } = self;
+        Target { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast }.on_message(peer, msg);
     }
 
     /// Submits the replies the delivered operations asked for, then applies
@@ -834,6 +1041,9 @@ impl State {
                 Ok(())
             }
             Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank: peer }),
+            Err(mw_proto::SubmitError::TooLarge) => Err(Error::InvalidArgument(
+                "operation message larger than the protocol's max_message (64 MiB + 64 KiB)",
+            )),
             Err(_) => Err(Error::BadRank { rank: peer, size: self.size }),
         }
     }
@@ -912,16 +1122,16 @@ impl State {
                 // DESIGN §3: bulk payloads go from the protocol's stream buffer
                 // into the kernel with one gathered sendmsg, not via a copy.
                 None if tx.payload_len() >= VECTORED_SEND_MIN => {
-                    send_retrying_with(stats, || udp.send_parts(&tx.slices(), dst));
+                    let _ = send_retrying_with(stats, || udp.send_parts(&tx.slices(), dst));
                 }
                 None => {
                     let len = tx.copy_to(tx_buf);
-                    send_retrying(udp, stats, &tx_buf[..len], dst);
+                    let _ = send_retrying(udp, stats, &tx_buf[..len], dst);
                 }
                 Some(fault) => {
                     let len = tx.copy_to(tx_buf);
                     let _ = fault.send(&tx_buf[..len], dst, |bytes, to| {
-                        send_retrying(udp, stats, bytes, to);
+                        let _ = send_retrying(udp, stats, bytes, to);
                         Ok(())
                     });
                 }
@@ -931,7 +1141,7 @@ impl State {
             // A datagram held back for reordering must not wait forever.
             if !worked {
                 let _ = fault.flush(|bytes, to| {
-                    send_retrying(udp, stats, bytes, to);
+                    let _ = send_retrying(udp, stats, bytes, to);
                     Ok(())
                 });
             }
@@ -942,14 +1152,14 @@ impl State {
 
 /// Sends one datagram. A full socket buffer is transient: retry briefly
 /// rather than lose the packet (the protocol would recover, but only after a
-/// retransmission timeout).
+/// retransmission timeout). Other errors are counted and returned.
 pub(crate) fn send_retrying(
     udp: &mut mw_transport::udp::UdpTransport,
     stats: &mut CoreStats,
     packet: &[u8],
     dst: SocketAddr,
-) {
-    send_retrying_with(stats, || udp.send_to(packet, dst));
+) -> std::io::Result<()> {
+    send_retrying_with(stats, || udp.send_to(packet, dst))
 }
 
 /// Payloads from this size on are sent in place with a gathered `sendmsg`;
@@ -958,15 +1168,35 @@ pub(crate) fn send_retrying(
 const VECTORED_SEND_MIN: usize = 1024;
 
 /// [`send_retrying`] for any send attempt.
-fn send_retrying_with(stats: &mut CoreStats, mut send: impl FnMut() -> std::io::Result<()>) {
-    for attempt in 0..1000 {
+fn send_retrying_with(stats: &mut CoreStats, mut send: impl FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
+    let mut attempt = 0;
+    loop {
         match send() {
-            Ok(()) => return,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && attempt < 999 => std::thread::yield_now(),
-            Err(_) => {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && attempt < 999 => {
+                attempt += 1;
+                std::thread::yield_now();
+            }
+            Err(e) => {
                 stats.send_errors += 1;
-                return;
+                return Err(e);
             }
         }
+    }
+}
+
+/// Sends one datagram outside the protocol (a multicast segment) through the
+/// fault injector when one is configured, like every other datagram. An
+/// error is the kernel's refusal of this datagram itself.
+pub(crate) fn send_datagram(
+    udp: &mut mw_transport::udp::UdpTransport,
+    fault: Option<&mut mw_transport::fault::FaultInjector>,
+    stats: &mut CoreStats,
+    packet: &[u8],
+    dst: SocketAddr,
+) -> std::io::Result<()> {
+    match fault {
+        None => send_retrying(udp, stats, packet, dst),
+        Some(fault) => fault.send(packet, dst, |bytes, to| send_retrying(udp, stats, bytes, to)),
     }
 }

@@ -3,6 +3,10 @@
 //! One variant per distinct cause, each with a doc line. Remote failures carry
 //! the status the target answered with; the C API maps these to `mw_status`
 //! codes in exactly one table (crate capi).
+//!
+//! Owns: [`Error`], [`Result`] and the mapping from a target's wire [`Status`]
+//! to a variant. Must not: hold C status codes (capi's table does), or lose the
+//! cause: a distinct cause gets its own variant, details travel in its fields.
 
 use mw_wire::op::Status;
 

@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering;
 
 use mw_proto::time::Instant;
 use mw_wire::op::{self, AtomicOp, AtomicWidth, IovSegments, MaskedBlock, OpRepr, SignalOp, Status};
-use mw_wire::{Flags, HeaderRepr, HEADER_LEN, MAC_LEN};
+use mw_wire::{Flags, HeaderRepr, CHECKSUM_LEN, HEADER_LEN, MAC_LEN};
 
 use crate::internal::Internal;
 use crate::region::{Access, AlignedBuf, RegionKey, RegionTable, RegisterTarget};
@@ -45,6 +45,31 @@ pub const KEY_WRITE: u64 = 0x3333;
 pub const KEY_NONE: u64 = 0x4444;
 /// An address register pointing at `KEY_ALL[64..128]`.
 pub const REGISTER: u16 = 5;
+/// The multicast transfer the harness has armed: team, transfer number,
+/// root rank, length, and where in `KEY_ALL` it lands.
+pub const MCAST_TEAM: u64 = 0x7465_616d;
+/// See [`MCAST_TEAM`].
+pub const MCAST_TRANSFER: u64 = 3;
+/// See [`MCAST_TEAM`].
+pub const MCAST_ROOT: u32 = 1;
+/// See [`MCAST_TEAM`].
+pub const MCAST_LEN: u64 = 200;
+/// See [`MCAST_TEAM`].
+pub const MCAST_AT: usize = 16;
+/// Fuzz input mode bit (`data[0]`): packets are authenticated (MAC).
+pub const MODE_AUTH: u8 = 1;
+/// Fuzz input mode bit: packets carry a CRC32C checksum (ignored with [`MODE_AUTH`]).
+pub const MODE_CHECKSUM: u8 = 2;
+/// Every mode the seeds cover: plain, authenticated, checksummed.
+pub const MODES: [u8; 3] = [0, MODE_AUTH, MODE_CHECKSUM];
+
+/// The protocol configuration of the job in `mode`.
+fn proto_config(mode: u8) -> mw_proto::Config {
+    let auth = (mode & MODE_AUTH != 0).then(|| mw_proto::AuthKey::from_job_key(&JOB_KEY));
+    let checksum = auth.is_none() && mode & MODE_CHECKSUM != 0;
+    mw_proto::Config { auth, checksum, ..mw_proto::Config::default() }
+}
+
 /// Guard bytes before, between and after the regions.
 const GUARD: usize = 64;
 const GUARD_BYTE: u8 = 0xA5;
@@ -67,6 +92,7 @@ pub struct Harness {
     initial: Vec<u8>,
     proto: mw_proto::Endpoint,
     auth: Option<mw_proto::AuthKey>,
+    checksum: bool,
     regions: RegionTable,
     requests: Requests,
     gets: crate::get_window::GetWindow,
@@ -76,6 +102,8 @@ pub struct Harness {
     internal: Internal,
     /// Messaging state: tagged messages, AMs and FIFOs reach it too.
     msg: crate::msg::MsgState,
+    /// A multicast receive armed into `KEY_ALL`, so segments reach memory.
+    mcast: crate::mcast::McastState,
     /// Requests the harness has outstanding (so responses have something to land in).
     pending: Vec<RequestId>,
     now: Instant,
@@ -84,8 +112,9 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// A fresh endpoint, with packet authentication when `auth`.
-    pub fn new(auth: bool) -> Harness {
+    /// A fresh endpoint whose packets are authenticated, checksummed or
+    /// plain as `mode` says ([`MODE_AUTH`], [`MODE_CHECKSUM`]).
+    pub fn new(mode: u8) -> Harness {
         let total = GUARD + REGIONS.iter().map(|r| r.1 + GUARD).sum::<usize>();
         let arena = AlignedBuf::zeroed(total);
         let mem = arena.raw();
@@ -108,9 +137,14 @@ impl Harness {
             .expect("register window inside the region");
         let mut initial = vec![0u8; total];
         mem.read(0, &mut initial);
-        let auth = auth.then(|| mw_proto::AuthKey::from_job_key(&JOB_KEY));
-        let config = mw_proto::Config { auth: auth.clone(), ..mw_proto::Config::default() };
-        let proto = mw_proto::Endpoint::new(config, mw_proto::job_id_from_key(&JOB_KEY), ME, MY_EPOCH, RANKS);
+        let config = proto_config(mode);
+        let (auth, checksum) = (config.auth.clone(), config.checksum);
+        let job = mw_proto::job_id_from_key(&JOB_KEY);
+        let proto = mw_proto::Endpoint::new(config, job, ME, MY_EPOCH, RANKS);
+        let now = Instant::from_nanos(1_000_000);
+        let mut mcast = crate::mcast::McastState::new(job, std::net::Ipv4Addr::LOCALHOST.into(), None);
+        let all = regions.get(RegionKey(KEY_ALL)).expect("registered").mem;
+        mcast.arm_rx(&proto, now, MCAST_TEAM, MCAST_TRANSFER, MCAST_ROOT, MCAST_LEN, all, MCAST_AT);
         let mut requests = Requests::default();
         let get = requests.alloc(1, 1).expect("slab has room");
         requests.set_output(get, Output::Data(Vec::with_capacity(64)));
@@ -123,6 +157,7 @@ impl Harness {
             initial,
             proto,
             auth,
+            checksum,
             regions,
             requests,
             gets: crate::get_window::GetWindow::new(RANKS, 1 << 20),
@@ -131,8 +166,9 @@ impl Harness {
             stats: CoreStats::default(),
             internal: Internal::new(ME, RANKS),
             msg: crate::msg::MsgState::new(ME, RANKS, &crate::Config::default()),
+            mcast,
             pending: vec![get, atomic, put],
-            now: Instant::from_nanos(1_000_000),
+            now,
             tx: vec![0u8; 2048],
             hdr: vec![0u8; op::MAX_HEADER_LEN],
         }
@@ -157,8 +193,15 @@ impl Harness {
     /// Feeds one datagram as the endpoint's progress engine would, then
     /// checks that no byte outside writable regions changed.
     pub fn handle_datagram(&mut self, datagram: &[u8]) {
-        let Harness { proto, regions, requests, gets, replies, completions, stats, internal, msg, now, .. } = self;
-        let mut target = Target { regions, requests, gets, replies, completions, stats, internal, msg };
+        let Harness { proto, regions, requests, gets, replies, completions, stats, internal, msg, mcast, now, .. } =
+            self;
+        if mw_wire::peek_packet_type(datagram) == Some(mw_wire::PacketType::Mcast) {
+            // Routed as the endpoint routes it: to the multicast engine.
+            mcast.on_datagram(proto, *now, datagram);
+            self.check_memory();
+            return;
+        }
+        let mut target = Target { regions, requests, gets, replies, completions, stats, internal, msg, mcast };
         let _ = proto.handle_datagram(*now, datagram, &mut |peer, msg| target.on_message(peer, msg));
         self.flush();
         self.check_memory();
@@ -166,8 +209,8 @@ impl Harness {
 
     /// Rewrites `datagram` into one that passes the protocol's header
     /// checks (magic, version, length, job id, target rank, a peer's rank,
-    /// a nonzero epoch, our epoch when `to_my_epoch`, and a valid MAC when
-    /// authentication is on), leaving type, flags, sequence numbers and
+    /// a nonzero epoch, our epoch when `to_my_epoch`, and a valid MAC or
+    /// checksum when the mode asks for one), leaving type, flags, sequence numbers and
     /// payload as the fuzzer made them. Shorter than a header: untouched.
     pub fn fixup(&self, datagram: &mut Vec<u8>, to_my_epoch: bool) {
         if datagram.len() < HEADER_LEN {
@@ -176,9 +219,11 @@ impl Harness {
         let mut flags = u16::from_le_bytes([datagram[4], datagram[5]]);
         if flags & Flags::MAC.bits() != 0 && datagram.len() >= HEADER_LEN + MAC_LEN {
             datagram.truncate(datagram.len() - MAC_LEN);
+        } else if flags & Flags::CHECKSUM.bits() != 0 && datagram.len() >= HEADER_LEN + CHECKSUM_LEN {
+            datagram.truncate(datagram.len() - CHECKSUM_LEN);
         }
         datagram.truncate(HEADER_LEN + usize::from(u16::MAX));
-        flags &= !Flags::MAC.bits();
+        flags &= !(Flags::MAC.bits() | Flags::CHECKSUM.bits());
         let payload_len = (datagram.len() - HEADER_LEN) as u16;
         datagram[0..2].copy_from_slice(&mw_wire::MAGIC.to_le_bytes());
         datagram[2] = mw_wire::VERSION;
@@ -199,6 +244,10 @@ impl Harness {
             datagram[4..6].copy_from_slice(&(flags | Flags::MAC.bits()).to_le_bytes());
             let tag = key.tag(datagram);
             datagram.extend_from_slice(&tag);
+        } else if self.checksum {
+            datagram[4..6].copy_from_slice(&(flags | Flags::CHECKSUM.bits()).to_le_bytes());
+            let crc = mw_wire::packet_checksum(datagram);
+            datagram.extend_from_slice(&crc.to_le_bytes());
         }
     }
 
@@ -281,7 +330,8 @@ impl Harness {
 /// Most datagrams taken from one fuzz input.
 const MAX_RECORDS: usize = 64;
 
-/// The fuzz target: `data[0]` bit 0 turns authentication on; the rest is a
+/// The fuzz target: `data[0]` is the mode (bit 0 turns authentication on,
+/// else bit 1 checksums, see [`MODE_AUTH`] and [`MODE_CHECKSUM`]); the rest is a
 /// sequence of records `[ctl, len_lo, len_hi, bytes…]`, each one datagram
 /// (the last may be short). `ctl` bit 0: [`Harness::fixup`] the datagram;
 /// bit 1: address it to our epoch; bits 2-7: advance that many times 50 µs
@@ -290,7 +340,7 @@ pub fn run(data: &[u8]) {
     let Some((&mode, mut rest)) = data.split_first() else {
         return;
     };
-    let mut harness = Harness::new(mode & 1 != 0);
+    let mut harness = Harness::new(mode);
     for _ in 0..MAX_RECORDS {
         let [ctl, lo, hi, tail @ ..] = rest else {
             break;
@@ -445,19 +495,18 @@ fn seed_ops(reqs: &[u32]) -> Vec<OpRepr<'static>> {
     ]
 }
 
-/// A fuzz input (authentication as given) whose records are the datagrams
+/// A fuzz input (in `mode`) whose records are the datagrams
 /// fresh protocol endpoints emit toward [`ME`] for `messages` (sender rank
 /// and message bytes each), so sequence numbers start where the harness
 /// expects them.
-fn capture(auth: bool, messages: &[(u32, Vec<u8>)]) -> Vec<u8> {
-    let key = auth.then(|| mw_proto::AuthKey::from_job_key(&JOB_KEY));
-    let config = mw_proto::Config { auth: key, ..mw_proto::Config::default() };
+fn capture(mode: u8, messages: &[(u32, Vec<u8>)]) -> Vec<u8> {
+    let config = proto_config(mode);
     let job = mw_proto::job_id_from_key(&JOB_KEY);
     let mut senders: Vec<mw_proto::Endpoint> =
         (0..RANKS).map(|rank| mw_proto::Endpoint::new(config.clone(), job, rank, 0xe0 + rank, RANKS)).collect();
     let now = Instant::from_nanos(1_000_000);
     let mut buf = vec![0u8; config.max_datagram];
-    let mut input = vec![u8::from(auth)];
+    let mut input = vec![mode];
     for (from, message) in messages {
         let ep = &mut senders[*from as usize];
         ep.submit(now, ME, &[message]).expect("valid submit");
@@ -470,14 +519,15 @@ fn capture(auth: bool, messages: &[(u32, Vec<u8>)]) -> Vec<u8> {
     input
 }
 
-/// Seed inputs: for each setting of authentication, one input per
-/// operation of [`seed_ops`] (sent by rank 1, or rank 2 for the atomic
+/// Seed inputs: for each mode (plain, authenticated, checksummed), one input
+/// per seed operation (every operation kind, in and out of bounds, with and
+/// without the rights, and replies; sent by rank 1, or rank 2 for the atomic
 /// reply), one with all of them in a row, and one large put that spans
 /// several datagrams.
 pub fn seeds() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    for auth in [false, true] {
-        let reqs = Harness::new(auth).request_ids();
+    for mode in MODES {
+        let reqs = Harness::new(mode).request_ids();
         let mut buf = vec![0u8; 4096];
         let messages: Vec<(u32, Vec<u8>)> = seed_ops(&reqs)
             .iter()
@@ -487,14 +537,44 @@ pub fn seeds() -> Vec<Vec<u8>> {
                 (from, buf[..len].to_vec())
             })
             .collect();
-        out.extend(messages.iter().map(|m| capture(auth, std::slice::from_ref(m))));
-        out.push(capture(auth, &messages));
+        out.extend(messages.iter().map(|m| capture(mode, std::slice::from_ref(m))));
+        out.push(capture(mode, &messages));
         let big = OpRepr::Put(op::Put { req: 1, key: KEY_ALL, offset: 0, body: &[0x5a; 3000] });
         let len = big.emit(&mut buf);
         // Longer than the region: a multi-datagram message rejected at the end.
-        out.push(capture(auth, &[(1, buf[..len].to_vec())]));
+        out.push(capture(mode, &[(1, buf[..len].to_vec())]));
+        out.push(mcast_seed(mode));
     }
     out
+}
+
+/// Multicast segments from the armed transfer's root: the right one, one in
+/// the wrong place, one past the end, one of another transfer, and a
+/// feedback operation (the harness roots nothing: it is dropped).
+fn mcast_seed(mode: u8) -> Vec<u8> {
+    let config = proto_config(mode);
+    let mut root =
+        mw_proto::Endpoint::new(config.clone(), mw_proto::job_id_from_key(&JOB_KEY), MCAST_ROOT, 0xe1, RANKS);
+    let data = [0x3c; MCAST_LEN as usize];
+    let seg = |transfer, offset: u64, len: usize| mw_wire::mcast::McastData {
+        team: MCAST_TEAM,
+        transfer,
+        total: MCAST_LEN,
+        offset,
+        data: &data[..len],
+    };
+    let mut input = vec![mode];
+    let mut buf = vec![0u8; config.max_datagram];
+    for (to, index, segment) in [
+        (None, 0, seg(MCAST_TRANSFER, 0, MCAST_LEN as usize)),
+        (Some(ME), 0, seg(MCAST_TRANSFER, 8, 100)),
+        (None, 1, seg(MCAST_TRANSFER, MCAST_LEN, 0)),
+        (None, 0, seg(MCAST_TRANSFER + 1, 0, MCAST_LEN as usize)),
+    ] {
+        let len = root.encode_mcast(to, index, &segment, &mut buf).expect("a segment fits");
+        push_record(&mut input, &buf[..len]);
+    }
+    input
 }
 
 #[cfg(test)]
@@ -518,7 +598,7 @@ mod tests {
             out
         };
         let all = seeds().into_iter().filter(|s| s[0] == 0).max_by_key(|s| records(s).len()).expect("seeds");
-        let mut h = Harness::new(false);
+        let mut h = Harness::new(0);
         for datagram in records(&all) {
             h.handle_datagram(&datagram);
         }
@@ -537,9 +617,34 @@ mod tests {
     }
 
     #[test]
+    fn multicast_segments_land_in_the_armed_range_only() {
+        for mode in MODES {
+            let seed = mcast_seed(mode);
+            let mut h = Harness::new(mode);
+            let mut rest = &seed[1..];
+            while let [_, lo, hi, tail @ ..] = rest {
+                let len = usize::from(u16::from_le_bytes([*lo, *hi]));
+                h.handle_datagram(&tail[..len]);
+                rest = &tail[len..];
+            }
+            let all = h.regions.get(RegionKey(KEY_ALL)).expect("registered").mem;
+            let mut got = vec![0u8; 256];
+            all.read(0, &mut got);
+            let start = h.offsets[0];
+            let initial = &h.initial[start..start + 256];
+            let armed = MCAST_AT..MCAST_AT + MCAST_LEN as usize;
+            assert!(got[armed.clone()].iter().all(|&b| b == 0x3c), "mode {mode}: the segment landed");
+            assert_eq!(got[..armed.start], initial[..armed.start]);
+            assert_eq!(got[armed.end..], initial[armed.end..]);
+            assert_eq!(h.mcast.stats.stray, 3, "wrong place, past the end, another transfer");
+            assert_eq!(h.proto.stats().mcast_received, 4);
+        }
+    }
+
+    #[test]
     fn fixup_makes_any_header_acceptable() {
-        for auth in [false, true] {
-            let mut h = Harness::new(auth);
+        for mode in MODES {
+            let mut h = Harness::new(mode);
             let body = OpRepr::Put(op::Put { req: 0, key: KEY_ALL, offset: 0, body: b"fixed up" });
             let mut datagram = vec![0xffu8; HEADER_LEN];
             datagram[3] = 1; // Data
@@ -553,7 +658,7 @@ mod tests {
             let all_region = h.regions.get(RegionKey(KEY_ALL)).expect("registered");
             let mut got = [0u8; 8];
             all_region.mem.read(0, &mut got);
-            assert_eq!(&got, b"fixed up", "auth {auth}");
+            assert_eq!(&got, b"fixed up", "mode {mode}");
         }
     }
 }

@@ -10,6 +10,10 @@
 //! being waited on (`wait`, `wait_all`), which it cannot be leaked during,
 //! a large get's data lands in the destination directly instead
 //! ([`Requests::pin`](crate::request::Requests::pin)), saving that copy.
+//!
+//! Must not: issue operations (`rma` does) or let a handle outlive the endpoint
+//! or the buffers it borrows; dropping an unfinished handle releases its slot,
+//! and the operation still completes unobserved.
 
 use std::marker::PhantomData;
 

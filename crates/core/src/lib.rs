@@ -81,11 +81,13 @@ mod coll;
 pub mod config;
 mod endpoint;
 mod error;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod get_window;
 mod handle;
 mod internal;
+mod mcast;
 mod memory;
 mod msg;
 pub mod region;
@@ -96,17 +98,19 @@ mod stats;
 mod target;
 
 pub use coll::{
-    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastGroup,
-    ReduceAlgo, ReduceOp, Team,
+    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastAlgo,
+    McastGroup, ReduceAlgo, ReduceOp, Team,
 };
 pub use config::{Config, ProgressMode, ShmCopy, TransportChoice};
 pub use endpoint::{Endpoint, PeerEvent};
 pub use error::{Error, Result};
 pub use handle::{wait_all, Handle};
 pub use internal::RESERVED_HANDLER_BASE;
+pub use mcast::McastStats;
 pub use memory::Region;
 pub use msg::{
-    AmContext, AmHandle, AmMessage, AmReplyData, Fifo, FifoKey, MsgStats, RecvHandle, RecvStatus, ANY_SOURCE, ANY_TAG,
+    AmContext, AmHandle, AmMessage, AmReplyData, Fifo, FifoKey, MsgStats, OwnedRecv, OwnedSend, RecvHandle, RecvStatus,
+    ANY_SOURCE, ANY_TAG,
 };
 pub use mw_wire::op::{AtomicOp, AtomicWidth, SignalOp};
 pub use region::{Access, Arrival, ArrivalKind, RegionKey};

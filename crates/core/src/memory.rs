@@ -2,7 +2,7 @@
 //! local access to region contents, and waiting on a signal word.
 //!
 //! Owns: the lifetime rule that makes registration safe. A [`Region`] either
-//! owns its memory (`alloc`, `alloc_symmetric`) or exists only inside
+//! owns its memory (`alloc_shared`, alias `alloc`; `alloc_symmetric`) or exists only inside
 //! [`Endpoint::with_registered`], whose scope ends with deregistration even
 //! on panic; so remote writes can never reach memory that Rust has freed or
 //! lent elsewhere. Must not: execute remote operations (target.rs does).
@@ -57,14 +57,25 @@ impl Endpoint {
     }
 
     /// Allocates `len` zeroed bytes, cache-line aligned, that remote ranks
-    /// may access with the given rights. With same-host peers the memory is
-    /// a shared memory file they map, so their puts, gets and atomics are
-    /// direct loads and stores.
-    pub fn alloc(&self, len: usize, access: Access) -> Result<Region<'_>> {
+    /// may access with the given rights (DESIGN §1 `alloc_shared`). With
+    /// same-host peers the memory is a shared memory file (memfd) they map,
+    /// so their puts, gets and atomics are direct loads and stores. The key
+    /// is random and this rank's alone: other ranks learn it from
+    /// [`Endpoint::exchange_keys`] (or use [`Endpoint::alloc_symmetric`]).
+    ///
+    /// The region borrows the endpoint, so it is dropped (deregistered)
+    /// before [`Endpoint::finalize`] can run.
+    pub fn alloc_shared(&self, len: usize, access: Access) -> Result<Region<'_>> {
         let buf = self.owned_mem(len);
         let mem = buf.raw(len);
         let key = self.insert_region(mem, access, None, buf.fd())?;
         Ok(Region { ep: self, key, mem, _owned: Some(buf) })
+    }
+
+    /// Short name of [`Endpoint::alloc_shared`]; identical in every respect.
+    #[inline]
+    pub fn alloc(&self, len: usize, access: Access) -> Result<Region<'_>> {
+        self.alloc_shared(len, access)
     }
 
     /// Collective: every rank allocates `len` bytes under the same key, so
@@ -219,6 +230,17 @@ pub(crate) fn readonly_mem(memory: &[u8]) -> RawMem {
     // operation writes through it (every write path checks WRITE or ATOMIC
     // first) and no `Region` handle exists for it; the caller deregisters it
     // before the borrow of `memory` ends (a drop guard, so also on unwind).
+    unsafe { RawMem::new(memory.as_ptr().cast_mut(), memory.len()) }
+}
+
+/// A raw view of a buffer handed over by `isend_owned`, exposed read-only to
+/// one rendezvous pull while the exposure owns the `Vec`.
+#[allow(unsafe_code)]
+pub(crate) fn owned_mem(memory: &[u8]) -> RawMem {
+    // SAFETY: registered with `Access::READ` only (no write path accepts
+    // it); the caller moves the `Vec` that owns these bytes into the
+    // exposure (moving a `Vec` does not move its heap buffer) and neither
+    // mutates nor drops it until the exposure is withdrawn from every table.
     unsafe { RawMem::new(memory.as_ptr().cast_mut(), memory.len()) }
 }
 

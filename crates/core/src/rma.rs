@@ -141,6 +141,9 @@ impl Endpoint {
     ) -> Result<()> {
         let chunk = self.put_chunk(rank, last.is_some());
         let count = data.len().div_ceil(chunk).max(1);
+        if count > 1 && !self.probe_put_extent(rank, key, offset, data.len(), id, count as u32)? {
+            return Ok(()); // refused: the request holds the error, nothing was written
+        }
         for index in 0..count {
             let start = index * chunk;
             let body = &data[start..data.len().min(start + chunk)];
@@ -160,6 +163,52 @@ impl Endpoint {
             state.send_op(now, rank, &repr, body, Some(id))?;
         }
         Ok(())
+    }
+
+    /// Before a put of `count > 1` messages (request `id`, started with
+    /// `count` parts): makes sure the target will accept all of them, so
+    /// that a put that does not fit its region, or lacks the right, writes
+    /// nothing at all rather than the messages that happen to fit. The
+    /// target checks each message on its own (it cannot know they belong
+    /// together), but its key and rights are the same for every one and only
+    /// the last can overrun: an empty put at the end of the range is accepted
+    /// exactly when every message will be. That probe costs a round trip, so
+    /// its verdict is remembered per (rank, key) and repeated puts into a
+    /// range already proven skip it (keys are random and never reused, so
+    /// the memory cannot apply to another region). Returns whether to go on.
+    fn probe_put_extent(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        len: usize,
+        id: RequestId,
+        count: u32,
+    ) -> Result<bool> {
+        let end = offset.checked_add(len as u64).ok_or(Error::InvalidArgument("offset + length overflows"))?;
+        {
+            let mut state = self.lock();
+            if state.verified_put_ends.get(&(rank, key.0)).is_some_and(|&known| end <= known) {
+                return Ok(true);
+            }
+            state.requests.set_pending(id, count + 1);
+            let probe = OpRepr::PutInline(op::PutInline { req: id.0, key: key.0, offset: end, body: &[] });
+            let now = self.shared.now();
+            state.send_op(now, rank, &probe, &[], Some(id))?;
+        }
+        // The probe's part completes (pending drops to `count`) or the
+        // request fails (pending reads 0).
+        self.wait_for(|state| state.requests.pending(id).is_none_or(|pending| pending <= count));
+        let mut state = self.lock();
+        if state.requests.is_done(id) != Some(false) {
+            return Ok(false);
+        }
+        if state.verified_put_ends.len() >= MAX_VERIFIED_PUT_ENDS {
+            state.verified_put_ends.clear();
+        }
+        let known = state.verified_put_ends.entry((rank, key.0)).or_insert(0);
+        *known = (*known).max(end);
+        Ok(true)
     }
 
     /// Nonblocking put: copies `data` to `offset` of region `key` at `rank`.
@@ -255,15 +304,24 @@ impl Endpoint {
         offset.checked_add(len as u64).ok_or(Error::InvalidArgument("offset + length overflows"))?;
         if rank != self.rank() && !self.shares_memory_with(rank) {
             // Over UDP the chunks are requested a window at a time (crate::get_window).
-            return self.start(rank, chunks as u32, Landing::Bytes(out), Output::Data(Vec::with_capacity(len)), |state, id| {
-                for index in 0..chunks {
-                    let start = index * chunk;
-                    let this = (len - start).min(chunk);
-                    state.gets.push(rank, GetChunk { req: id, key: key.0, offset: offset + start as u64, len: this as u64 });
-                }
-                state.pump_gets(self.shared.now());
-                Ok(())
-            });
+            return self.start(
+                rank,
+                chunks as u32,
+                Landing::Bytes(out),
+                Output::Data(Vec::with_capacity(len)),
+                |state, id| {
+                    for index in 0..chunks {
+                        let start = index * chunk;
+                        let this = (len - start).min(chunk);
+                        state.gets.push(
+                            rank,
+                            GetChunk { req: id, key: key.0, offset: offset + start as u64, len: this as u64 },
+                        );
+                    }
+                    state.pump_gets(self.shared.now());
+                    Ok(())
+                },
+            );
         }
         let handle =
             self.start(rank, chunks as u32, Landing::Bytes(out), Output::Data(Vec::with_capacity(len)), |_, _| Ok(()))?;
@@ -614,8 +672,10 @@ impl Endpoint {
     }
 }
 
-/// Too many bytes queued toward `rank` to issue more now (a dead peer never
-/// drains its queue, so it never blocks: its operations fail instead).
+/// Bound of `State::verified_put_ends` (forgotten all at once when full:
+/// the next multi-message put into each region probes again).
+const MAX_VERIFIED_PUT_ENDS: usize = 4096;
+
 impl State {
     /// Requests the get chunks the windows of their peers have room for
     /// (crate::get_window). Returns whether any went out.
@@ -649,6 +709,8 @@ impl State {
     }
 }
 
+/// Too many bytes queued toward `rank` to issue more now (a dead peer never
+/// drains its queue, so it never blocks: its operations fail instead).
 fn queue_full(state: &State, rank: u32) -> bool {
     let mut limit = state.config.max_queued_bytes;
     if rank != state.rank && !state.is_shm_peer(rank) {

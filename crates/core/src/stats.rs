@@ -30,4 +30,105 @@ pub struct CoreStats {
     pub shm_ring_sent: u64,
     /// Messages this rank took from its inbound rings and executed.
     pub shm_ring_received: u64,
+    /// IP multicast: transfers, segments, repairs, fallbacks.
+    pub mcast: crate::McastStats,
+    /// Datagrams the UDP socket dropped because they were longer than its
+    /// receive buffer (`mw_transport`'s `truncated_datagrams`); they never
+    /// reach the protocol, whose own `drops.oversized` counts datagrams
+    /// longer than the job's `max_datagram`.
+    pub udp_oversized: u64,
+    /// The same for the IP multicast socket.
+    pub mcast_oversized: u64,
+    /// What the fault injector (`MW_FAULT_*`) did to outgoing datagrams; all
+    /// zero without injection.
+    pub fault: mw_transport::FaultStats,
+}
+
+/// The `MW_STATS=1` report of one rank: a few labelled lines, each starting
+/// with `memwire rank N`, operation layer first, then transport, then the
+/// protocol's counters.
+pub fn report(rank: u32, core: &CoreStats, proto: &mw_proto::Stats) -> String {
+    use std::fmt::Write as _;
+    let mut lines = vec![
+        format!(
+            "operations {} initiated; rejected incoming: {} bad key, {} out of bounds, {} no permission, {} other; \
+             {} malformed, {} unsupported",
+            core.ops_initiated,
+            core.rejected_bad_key,
+            core.rejected_out_of_bounds,
+            core.rejected_no_permission,
+            core.rejected_other,
+            core.malformed_ops,
+            core.unsupported_ops
+        ),
+        format!(
+            "shm        {} direct ops, {} ring messages sent, {} received",
+            core.shm_direct_ops, core.shm_ring_sent, core.shm_ring_received
+        ),
+        format!(
+            "transport  {} send errors, oversized datagrams dropped: {} udp, {} multicast",
+            core.send_errors, core.udp_oversized, core.mcast_oversized
+        ),
+    ];
+    let f = &core.fault;
+    if f.offered > 0 {
+        lines.push(format!(
+            "faults     {} datagrams offered: {} dropped, {} duplicated, {} reordered",
+            f.offered, f.dropped, f.duplicated, f.reordered
+        ));
+    }
+    let m = &core.mcast;
+    if *m != crate::McastStats::default() {
+        lines.push(format!(
+            "ip mcast   {} transfers ({} tree fallbacks), {} group + {} unicast sends ({} repairs), \
+         received {} via group + {} via unicast, {} duplicates, {} stray, nacks {} sent / {} received, \
+         {} send errors, {} setup failures",
+            m.ip_transfers,
+            m.tree_fallbacks,
+            m.group_sends,
+            m.unicast_sends,
+            m.group_repairs,
+            m.received_via_group,
+            m.received_via_unicast,
+            m.duplicates,
+            m.stray,
+            m.nacks_sent,
+            m.nacks_received,
+            m.send_errors,
+            m.setup_failures
+        ));
+    }
+    lines.extend(proto.to_string().lines().map(str::to_string));
+    let mut out = String::new();
+    for line in lines {
+        let _ = writeln!(out, "memwire rank {rank} {line}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_is_labelled_lines_with_transport_counters() {
+        let core = CoreStats {
+            udp_oversized: 3,
+            fault: mw_transport::FaultStats { offered: 10, dropped: 2, duplicated: 1, reordered: 0 },
+            ..CoreStats::default()
+        };
+        let mut proto = mw_proto::Stats::default();
+        proto.drops.bad_version = 4;
+        let text = report(7, &core, &proto);
+        assert!(text.lines().all(|l| l.starts_with("memwire rank 7 ")), "{text}");
+        assert!(text.contains("oversized datagrams dropped: 3 udp, 0 multicast"), "{text}");
+        assert!(text.contains("10 datagrams offered: 2 dropped, 1 duplicated"), "{text}");
+        assert!(text.contains("drops      total 4 bad_version=4"), "{text}");
+        assert!(!text.contains('{'), "no Debug structs: {text}");
+        let quiet = report(0, &CoreStats::default(), &mw_proto::Stats::default());
+        assert!(!quiet.contains("faults"), "no fault line without injection");
+        assert!(!quiet.contains("ip mcast"), "no IP multicast line without IP multicast");
+        let mcast = CoreStats { mcast: crate::McastStats { ip_transfers: 2, ..Default::default() }, ..core };
+        assert!(report(1, &mcast, &proto).contains("ip mcast   2 transfers"));
+    }
 }

@@ -43,6 +43,7 @@ pub(crate) struct Target<'a> {
     pub stats: &'a mut CoreStats,
     pub internal: &'a mut crate::internal::Internal,
     pub msg: &'a mut crate::msg::MsgState,
+    pub mcast: &'a mut crate::mcast::McastState,
 }
 
 pub(crate) fn fail_status(status: Status) -> Error {
@@ -113,6 +114,7 @@ impl Target<'_> {
                 }
             }
             OpRepr::GetResponse(resp) => self.on_get_response(peer, &resp),
+            OpRepr::McastFeedback(fb) => self.mcast.on_feedback(peer, &fb),
             OpRepr::AtomicResponse(resp) => {
                 let id = RequestId(resp.req);
                 if resp.status == Status::Ok {
@@ -168,7 +170,11 @@ impl Target<'_> {
         let region = self.regions.get_mut(RegionKey(key))?;
         let (start, len) = region.check(Access::WRITE, offset, body.len() as u64)?;
         region.mem.write(start, body);
-        region.log(Arrival { kind, source: peer, offset, len: len as u64 });
+        if len > 0 {
+            // An empty put (a multi-message put's bounds probe, crate::rma)
+            // changes nothing, so nothing arrived.
+            region.log(Arrival { kind, source: peer, offset, len: len as u64 });
+        }
         Ok(())
     }
 

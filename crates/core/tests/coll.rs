@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{pattern, run_job};
+use common::{pattern, run_job, run_job_on_hosts, shm};
 use mw_core::{
     Access, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, Config, DType, Error, ReduceAlgo,
     ReduceOp, Team,
@@ -23,6 +23,9 @@ fn with_faults(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
     Config {
         fault: Some(mw_transport::fault::FaultConfig { drop, dup, reorder, seed }),
         rto_min: std::time::Duration::from_micros(300),
+        // Faults are injected into UDP datagrams: same-host ranks would
+        // otherwise talk through shared memory.
+        transport: mw_core::TransportChoice::Udp,
         ..base()
     }
 }
@@ -163,6 +166,56 @@ fn every_algorithm_on_team_sizes_1_to_9() {
             check_everything(&mut world, SIZES);
         });
     }
+}
+
+/// The same over shared memory (every rank on one host) and over a mix:
+/// two fake hosts (`MW_HOST`), shared memory inside each, UDP across, so
+/// every collective has both kinds of hops.
+#[test]
+fn every_algorithm_over_shared_memory_and_a_mix() {
+    for n in 1..=9u32 {
+        eprintln!("{n} ranks, shared memory");
+        run_job(n, shm(base()), |ep| {
+            let mut world = ep.team_world().unwrap();
+            check_everything(&mut world, SIZES);
+        });
+        if n >= 2 {
+            eprintln!("{n} ranks, two hosts");
+            let hosts = (0..n).map(|r| if r < n / 2 { "left" } else { "right" }.to_owned()).collect();
+            run_job_on_hosts(n, shm(base()), hosts, |ep| {
+                let mut world = ep.team_world().unwrap();
+                check_everything(&mut world, SIZES);
+            });
+        }
+    }
+}
+
+/// 4 MiB over shared memory and over the two-host mix.
+#[test]
+fn four_mebibytes_over_shared_memory_and_a_mix() {
+    const MIB4: usize = 4 << 20;
+    let body = |ep: &mw_core::Endpoint| {
+        let mut team = ep.team_world().unwrap();
+        let me = team.rank();
+        let p = team.size();
+        for algo in [BcastAlgo::Binomial, BcastAlgo::ScatterAllgather] {
+            let want = block(1, 5, MIB4);
+            let mut buf = if me == 1 { want.clone() } else { vec![0; MIB4] };
+            team.broadcast_with(algo, 1, &mut buf).unwrap();
+            assert!(buf == want, "broadcast {algo:?}");
+        }
+        let count = MIB4 / 8;
+        let want = reference(DType::F64, ReduceOp::Sum, p as usize, count);
+        let mut recv = vec![0; MIB4];
+        team.allreduce(DType::F64, ReduceOp::Sum, &input(DType::F64, me as usize, count), &mut recv).unwrap();
+        assert!(recv == want, "allreduce");
+        let want: Vec<u8> = (0..p).flat_map(|r| block(r, 0, MIB4 / 2)).collect();
+        let mut all = vec![0; MIB4 / 2 * p as usize];
+        team.allgather(&block(me, 0, MIB4 / 2), &mut all).unwrap();
+        assert!(all == want, "allgather");
+    };
+    run_job(3, shm(base()), body);
+    run_job_on_hosts(4, shm(base()), ["a", "a", "b", "b"].iter().map(|h| h.to_string()).collect(), body);
 }
 
 #[test]

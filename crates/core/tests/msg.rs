@@ -1,4 +1,5 @@
-//! Messaging across 2-8 ranks over UDP on loopback, lossless and with
+//! Messaging across 2-8 ranks over shared memory (direct and with the
+//! two-copy ring fallback) and over UDP on loopback, lossless and with
 //! injected loss, duplication and reordering: tagged matching under every
 //! arrival order, eager and rendezvous sizes, truncation, credit-bounded
 //! floods, active messages, remote FIFOs, raw datagrams, and overlap with
@@ -14,9 +15,9 @@ use mw_core::{Config, Error, FifoKey, ProgressMode, ANY_SOURCE, ANY_TAG, RESERVE
 
 fn configs() -> Vec<(&'static str, Config)> {
     vec![
-        // Messaging over shared memory (MW_TRANSPORT=auto) is not in this
-        // list: it can hang intermittently (known bug, see README).
-        ("clean", Config::default()),
+        ("shm", common::shm(Config::default())),
+        ("shm two-copy", common::shm(Config { shm_copy: mw_core::ShmCopy::Rings, ..Config::default() })),
+        ("clean", common::udp(Config::default())),
         ("drop5", lossy(0.05, 0.0, 0.0, 21)),
         ("dup5+reorder5", lossy(0.0, 0.05, 0.05, 22)),
         ("mixed", lossy(0.03, 0.03, 0.03, 23)),
@@ -232,7 +233,9 @@ fn truncation_is_a_clear_error() {
 
 #[test]
 fn credit_flood_is_bounded_and_lossless() {
-    for (name, cfg) in [("clean", Config::default()), ("mixed", lossy(0.03, 0.03, 0.03, 31))] {
+    for (name, cfg) in
+        [("shm", Config::default()), ("clean", common::udp(Config::default())), ("mixed", lossy(0.03, 0.03, 0.03, 31))]
+    {
         eprintln!("config {name}");
         let cfg = Config { eager_limit: 1024, unexpected_credit: 16 << 10, ..cfg };
         run_job(3, cfg, |ep| {
@@ -510,7 +513,14 @@ fn irecv_completes_during_compute_with_progress_thread() {
 
 #[test]
 fn eight_ranks_all_to_one_and_ring() {
-    run_job(8, small_eager(lossy(0.02, 0.02, 0.02, 51)), |ep| {
+    for (name, cfg) in [("shm", Config::default()), ("lossy", lossy(0.02, 0.02, 0.02, 51))] {
+        eprintln!("config {name}");
+        eight_ranks_all_to_one_and_ring_with(cfg);
+    }
+}
+
+fn eight_ranks_all_to_one_and_ring_with(cfg: Config) {
+    run_job(8, small_eager(cfg), |ep| {
         let me = ep.rank();
         let n = ep.size();
         if me != 0 {
@@ -582,4 +592,70 @@ fn self_sends_contexts_cancel_and_probe() {
         }
         ep.barrier().unwrap();
     });
+}
+
+#[test]
+fn owned_buffers_send_and_receive_in_place() {
+    for (name, cfg) in configs() {
+        eprintln!("config {name}");
+        let big = if name.starts_with("shm") || name == "clean" { 3 << 20 } else { 300_000 };
+        // Same-host ranks with cross-memory attach pull large payloads directly.
+        let expect_direct = name == "shm";
+        run_job(2, small_eager(cfg), move |ep| {
+            let sizes = [0usize, 1, 1023, 1024, 1025, 100_003, big + 7];
+            let peer = 1 - ep.rank();
+            let direct_before = ep.stats().0.shm_direct_ops;
+            for (i, &len) in sizes.iter().enumerate() {
+                let tag = i as u64;
+                if ep.rank() == 0 {
+                    let data = pattern(i as u32, len);
+                    let (back, result) = ep.isend_owned(peer, tag, data.clone()).unwrap().wait();
+                    result.unwrap();
+                    assert_eq!(back, data, "the send buffer comes back unchanged");
+                } else {
+                    // Posted before arrival for even sizes, after for odd ones.
+                    if i % 2 == 1 {
+                        ep.probe(peer, tag).unwrap();
+                    }
+                    let h = ep.irecv_owned(peer, tag, vec![0xee; len + 3]).unwrap();
+                    let (buf, status) = h.wait();
+                    let status = status.unwrap();
+                    assert_eq!((status.source, status.tag, status.len), (peer, tag, len));
+                    assert_eq!(buf.len(), len + 3, "the whole buffer comes back");
+                    assert_eq!(&buf[..len], &pattern(i as u32, len)[..], "size {len}");
+                    assert_eq!(&buf[len..], &[0xee; 3], "bytes past the message untouched");
+                }
+            }
+            if ep.rank() == 1 && expect_direct {
+                assert!(ep.stats().0.shm_direct_ops > direct_before, "large messages pulled directly");
+            }
+            // A too-small buffer: Truncated, buffer back untouched; later messages fine.
+            if ep.rank() == 0 {
+                ep.send(peer, 50, &[1u8; 5000]).unwrap();
+                ep.send(peer, 51, b"after").unwrap();
+            } else {
+                let (buf, result) = ep.irecv_owned(peer, 50, vec![9u8; 100]).unwrap().wait();
+                assert_eq!(result, Err(Error::Truncated));
+                assert_eq!(buf, vec![9u8; 100]);
+                let (buf, result) = ep.irecv_owned(peer, 51, vec![0u8; 16]).unwrap().wait();
+                assert_eq!(result.unwrap().len, 5);
+                assert_eq!(&buf[..5], b"after");
+            }
+            // Dropping an unmatched receive cancels it; leaking a matched one
+            // leaks its buffer and nothing else.
+            if ep.rank() == 1 {
+                drop(ep.irecv_owned(peer, 60, vec![0u8; 8]).unwrap());
+                std::mem::forget(ep.irecv_owned(peer, 61, vec![0u8; 2 << 20]).unwrap());
+            }
+            ep.barrier().unwrap();
+            if ep.rank() == 0 {
+                ep.send(peer, 61, &pattern(61, 2 << 20)).unwrap();
+                ep.send(peer, 60, b"late").unwrap();
+            } else {
+                let mut buf = [0u8; 8];
+                assert_eq!(ep.recv(peer, 60, &mut buf).unwrap().len, 4, "the cancelled receive did not take it");
+            }
+            ep.barrier().unwrap();
+        });
+    }
 }

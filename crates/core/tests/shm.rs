@@ -183,3 +183,125 @@ fn a_sleeping_rank_is_woken_by_a_direct_store_and_by_a_ring_message() {
         }
     });
 }
+
+#[test]
+fn a_sender_sleeping_until_its_operation_is_consumed_is_woken() {
+    // A put into a region with an arrival log goes through the ring (the
+    // owner logs what it executes) and completes when the owner has
+    // consumed the record: the ring's head is the acknowledgement. The
+    // sender blocks in the kernel at once; the owner is busy elsewhere and
+    // its watchdog takes the record a few ms later, and nothing else
+    // travels toward the sender: only a doorbell on consumption wakes it.
+    let cfg = Config {
+        shm_spin: std::time::Duration::ZERO,
+        spin: std::time::Duration::ZERO,
+        yield_for: std::time::Duration::ZERO,
+        ..shm(Config::default())
+    };
+    run_job(2, cfg, |ep| {
+        let region = ep.alloc_symmetric(64, Access::ALL).unwrap();
+        region.enable_arrival_log(64);
+        let key = region.key();
+        ep.barrier().unwrap();
+        for round in 0..20u64 {
+            if ep.rank() == 0 {
+                ep.put(1, key, 8, &round.to_le_bytes()).unwrap();
+            } else {
+                std::thread::sleep(std::time::Duration::from_millis(3));
+            }
+        }
+        ep.barrier().unwrap();
+        if ep.rank() == 1 {
+            assert_eq!(region.load_u64(8).unwrap(), 19);
+        }
+    });
+}
+
+#[test]
+fn two_application_threads_waiting_on_one_endpoint_both_wake() {
+    // Two threads of rank 0 wait at once on different messages; whichever
+    // thread's poll takes the doorbell, the other must still see its message.
+    let cfg = Config {
+        shm_spin: std::time::Duration::ZERO,
+        spin: std::time::Duration::ZERO,
+        yield_for: std::time::Duration::ZERO,
+        ..shm(Config::default())
+    };
+    run_job(2, cfg, |ep| {
+        for round in 0..10u64 {
+            if ep.rank() == 0 {
+                std::thread::scope(|s| {
+                    for tag in [2 * round, 2 * round + 1] {
+                        s.spawn(move || {
+                            let mut buf = [0u8; 8];
+                            ep.recv(1, tag, &mut buf).unwrap();
+                            assert_eq!(u64::from_le_bytes(buf), tag);
+                        });
+                    }
+                });
+            } else {
+                for tag in [2 * round + 1, 2 * round] {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    ep.send(0, tag, &tag.to_le_bytes()).unwrap();
+                }
+            }
+        }
+        ep.barrier().unwrap();
+    });
+}
+
+#[test]
+fn a_freed_region_is_never_reached_through_a_cached_window() {
+    // Rank 1 direct-accesses many of rank 0's regions (more than a thread
+    // caches at once), rank 0 frees them; every later access must fail with
+    // BadKey (the owner decides, through the ring), never land in memory
+    // that no longer belongs to the region, and a new region works at once.
+    run_job(2, shm(Config::default()), |ep| {
+        const REGIONS: usize = 20;
+        let regions: Vec<_> = if ep.rank() == 0 {
+            (0..REGIONS).map(|_| Some(ep.alloc(4096, Access::ALL).unwrap())).collect()
+        } else {
+            Vec::new()
+        };
+        let mine: Vec<u64> = regions.iter().flatten().map(|r| r.key().0).collect();
+        let blob: Vec<u8> = mine.iter().flat_map(|k| k.to_le_bytes()).collect();
+        let keys: Vec<mw_core::RegionKey> = ep.allgather_bytes(&blob).unwrap()[0]
+            .chunks(8)
+            .map(|c| mw_core::RegionKey(u64::from_le_bytes(c.try_into().unwrap())))
+            .collect();
+        if ep.rank() == 1 {
+            for (i, &key) in keys.iter().enumerate() {
+                ep.put(0, key, 8, &(i as u64).to_le_bytes()).unwrap();
+                let mut back = [0u8; 8];
+                ep.get(0, key, 8, &mut back).unwrap();
+                assert_eq!(u64::from_le_bytes(back), i as u64);
+            }
+        }
+        ep.barrier().unwrap();
+        let mut regions = regions;
+        if ep.rank() == 0 {
+            for (i, region) in regions.iter().enumerate() {
+                assert_eq!(region.as_ref().unwrap().load_u64(8).unwrap(), i as u64);
+            }
+            regions.clear(); // frees every region
+        }
+        ep.barrier().unwrap();
+        if ep.rank() == 1 {
+            for &key in &keys {
+                assert_eq!(ep.put(0, key, 8, b"too late"), Err(mw_core::Error::BadKey));
+                let mut back = [0u8; 8];
+                assert_eq!(ep.get(0, key, 8, &mut back), Err(mw_core::Error::BadKey));
+                assert_eq!(ep.fetch_add_u64(0, key, 8, 1), Err(mw_core::Error::BadKey));
+            }
+        }
+        ep.barrier().unwrap();
+        let fresh = ep.alloc_symmetric(64, Access::ALL).unwrap();
+        ep.put(1 - ep.rank(), fresh.key(), 0, &[7u8; 8]).unwrap();
+        ep.barrier().unwrap();
+        assert_eq!(fresh.load_u64(0).unwrap(), u64::from_le_bytes([7u8; 8]));
+        let (core, _) = ep.stats();
+        if ep.rank() == 1 {
+            assert!(core.shm_direct_ops > 0, "the accesses before the free went direct: {core:?}");
+        }
+    });
+}

@@ -1,9 +1,9 @@
 //! The example applications as end-to-end tests: small instances run as
 //! real multi-process jobs (ranks started in the `MW_*` environment-variable
-//! mode, rank 0 serving the rendezvous), their own verification switched on.
+//! mode, the test serving the rendezvous as a launcher would), their own
+//! verification switched on.
 //! `cargo test` builds the package's examples before running this.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
@@ -18,7 +18,12 @@ fn example(name: &str) -> PathBuf {
 /// Runs `n` ranks of example `name` with `args`; returns each rank's output.
 fn run_job(n: u32, name: &str, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
     let program = example(name);
-    let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    // The test holds the listening socket from the start (a port picked
+    // here and bound later by rank 0 could be taken by a concurrent test).
+    let job_key = mw_bootstrap::random_job_key().expect("job key");
+    let server = mw_bootstrap::RendezvousServer::bind("127.0.0.1:0", n, job_key).expect("bind rendezvous");
+    let rendezvous = server.local_addr().to_string();
+    let _server = server.spawn().expect("serve rendezvous");
     let children: Vec<_> = (0..n)
         .map(|rank| {
             Command::new(&program)
@@ -26,7 +31,8 @@ fn run_job(n: u32, name: &str, args: &[&str], env: &[(&str, &str)]) -> Vec<Outpu
                 .envs(env.iter().copied())
                 .env("MW_RANK", rank.to_string())
                 .env("MW_SIZE", n.to_string())
-                .env("MW_BOOTSTRAP", format!("127.0.0.1:{port}"))
+                .env("MW_BOOTSTRAP", &rendezvous)
+                .env("MW_JOB_KEY", mw_bootstrap::job_key_to_hex(&job_key))
                 .env("MW_BOOTSTRAP_TIMEOUT", "60")
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

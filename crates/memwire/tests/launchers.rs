@@ -170,3 +170,60 @@ fn mw_port_range_bounds_the_data_path_ports() {
     assert!(!short.status.success(), "{stderr}");
     assert!(stderr.contains("every UDP port of MW_PORT_RANGE=47213-47213"), "{stderr}");
 }
+
+/// IP multicast between real hosts: the `multicast` example over 4 netns
+/// hosts on the bridge, which forwards the group (`MW_MCAST=1`: IP multicast
+/// required); again with 10% loss on every host (repairs); then with one
+/// host's firewall dropping multicast, where the team falls back to the
+/// tree (`auto`), or fails clearly when IP multicast is required.
+#[test]
+fn ip_multicast_across_four_netns_hosts() {
+    if !netns_allowed("ip_multicast_across_four_netns_hosts") {
+        return;
+    }
+    let cluster = Cluster::up("mwmt", "10.78.4", 4);
+    let hosts: Vec<String> = (1..=4).map(|i| cluster.host(i)).collect();
+    let example = hello_rma().with_file_name("multicast");
+    let job = |mcast: &str| {
+        let mut command = Command::new(support::mwrun());
+        command
+            .args(["-n", "4", "--hosts", &hosts.join(",")])
+            .arg("--launcher-exec")
+            .arg(support::script("netns-exec"))
+            .args(["--bootstrap-addr", &cluster.root_addr(), "-q"])
+            .arg(&example)
+            .env("MW_MCAST", mcast);
+        run(&mut command, LIMIT)
+    };
+    let assert_by = |out: &std::process::Output, how: &str| {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "job failed ({}):\n{stdout}\n{stderr}", out.status);
+        for rank in 0..4 {
+            let line = format!("rank {rank}/4: multicast ok by {how}");
+            assert!(stdout.contains(&line), "missing {line:?} in:\n{stdout}\n{stderr}");
+        }
+    };
+    assert_by(&job("1"), "IP multicast");
+    for host in &hosts {
+        let out = cluster.script(&["loss", host, "10"]);
+        assert!(out.status.success(), "loss: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_by(&job("1"), "IP multicast");
+    for host in &hosts {
+        cluster.script(&["loss", host, "0"]);
+    }
+    for rule in [
+        "add table inet mw_no_multicast",
+        "add chain inet mw_no_multicast input { type filter hook input priority 0; policy accept; }",
+        "add rule inet mw_no_multicast input ip daddr 224.0.0.0/4 drop",
+    ] {
+        let out = Command::new("ip").args(["netns", "exec", &hosts[2], "nft", rule]).output().unwrap();
+        assert!(out.status.success(), "nft {rule}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_by(&job("auto"), "the tree");
+    let required = job("1");
+    let stderr = String::from_utf8_lossy(&required.stderr);
+    assert!(!required.status.success(), "IP multicast required but blocked, yet the job passed");
+    assert!(stderr.contains("IP multicast unavailable"), "{stderr}");
+}

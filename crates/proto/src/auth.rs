@@ -1,13 +1,17 @@
-//! Packet authentication: the one place where a MAC is computed on every
-//! packet sent and verified on every packet received.
+//! Packet authentication and integrity: the one place where a packet's
+//! trailer (a MAC, or a CRC32C checksum) is computed on every packet sent
+//! and verified on every packet received.
 //!
 //! Owns: [`AuthKey`] (the per-job MAC key, derived from the job key),
 //! [`job_id_from_key`] (the public job identity on the wire), [`seal`] and
 //! [`seal_parts`] (one of them called exactly once per emitted packet, by
-//! `Endpoint::poll_transmit`, `Endpoint::poll_transmit_parts` and
-//! `Endpoint::encode_raw`) and [`verify`] (called exactly once per received
-//! datagram, by `Endpoint::handle_datagram`, after the header parses and the
-//! job id matches, before any other field is trusted).
+//! `Endpoint::poll_transmit`, `Endpoint::poll_transmit_parts`,
+//! `Endpoint::encode_raw` and `Endpoint::encode_mcast`), [`check_checksum`]
+//! (called first on every received datagram, before its header is parsed:
+//! with checksums on, no field but magic and version is read from a
+//! corrupted packet) and [`verify`] (called exactly once per received
+//! datagram after the header parses and the job id matches, before any
+//! other field is trusted).
 //!
 //! Must not: know about sequence numbers, acks or peers. Replay protection is
 //! not done here: a MAC only proves a packet was built by a holder of the job
@@ -28,11 +32,11 @@
 //! derived the same way under another context, so neither reveals anything
 //! about the other or about the job key.
 
-use crate::DropReason;
-use mw_wire::{Flags, Header, HeaderRepr, HEADER_LEN, MAC_LEN};
+use crate::{Config, DropReason};
+use mw_wire::{Flags, Header, HeaderRepr, CHECKSUM_LEN, HEADER_LEN, MAC_LEN};
 
-/// Bytes any packet's trailer may take: `MAC_LEN` with authentication, 0
-/// without. Size buffers for the larger.
+/// Bytes any packet's trailer may take: `MAC_LEN` with authentication,
+/// `CHECKSUM_LEN` with checksums, 0 without. Size buffers for the largest.
 pub const TRAILER_RESERVE: usize = MAC_LEN;
 
 /// BLAKE3 `derive_key` context for the packet MAC key (never change it
@@ -83,52 +87,91 @@ pub fn job_id_from_key(job_key: &[u8; 16]) -> u64 {
     u64::from_le_bytes(id)
 }
 
-/// Trailer bytes a packet carries under `key`.
-pub(crate) fn trailer_len(key: Option<&AuthKey>) -> usize {
-    if key.is_some() {
+/// Trailer bytes every packet carries under `config`.
+pub(crate) fn trailer_len(config: &Config) -> usize {
+    if config.auth.is_some() {
         MAC_LEN
+    } else if config.checksum {
+        CHECKSUM_LEN
     } else {
         0
     }
 }
 
 /// Finishes an emitted packet of `len` bytes in `buf` (header and payload
-/// written, `buf` at least `len + trailer_len(key)` long) and returns its
-/// final length, trailer included.
-pub(crate) fn seal(key: Option<&AuthKey>, buf: &mut [u8], len: usize) -> usize {
-    let Some(key) = key else {
-        return len;
-    };
-    Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::MAC, true);
-    let tag = key.tag(&buf[..len]);
-    buf[len..len + MAC_LEN].copy_from_slice(&tag);
-    len + MAC_LEN
+/// written, `buf` at least `len + trailer_len(config)` long): sets the
+/// trailer's flag, appends the MAC or checksum over header and payload, and
+/// returns the final length, trailer included.
+pub(crate) fn seal(config: &Config, buf: &mut [u8], len: usize) -> usize {
+    if let Some(key) = &config.auth {
+        Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::MAC, true);
+        let tag = key.tag(&buf[..len]);
+        buf[len..len + MAC_LEN].copy_from_slice(&tag);
+        return len + MAC_LEN;
+    }
+    if config.checksum {
+        Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::CHECKSUM, true);
+        let crc = mw_wire::packet_checksum(&buf[..len]);
+        buf[len..len + CHECKSUM_LEN].copy_from_slice(&crc.to_le_bytes());
+        return len + CHECKSUM_LEN;
+    }
+    len
+}
+
+/// With checksums on, the first check of a received datagram: magic and
+/// version (which say how the packet is laid out), then the CRC32C trailer
+/// over everything before it, before any length, flag or address in the
+/// header is believed. A corrupted packet fails here whichever byte was hit
+/// (a hit on magic or version is reported as such). Without checksums a no-op.
+pub(crate) fn check_checksum(config: &Config, datagram: &[u8]) -> Result<(), DropReason> {
+    if !config.checksum {
+        return Ok(());
+    }
+    mw_wire::check_preamble(datagram).map_err(DropReason::Malformed)?;
+    if !mw_wire::checksum_matches(datagram) {
+        return Err(DropReason::BadChecksum);
+    }
+    Ok(())
 }
 
 /// Seals a packet whose payload is not behind its header: the header
 /// (`head_len` bytes) is in `buf`, the payload is `payload` (in order), and
 /// the trailer is written at `buf[head_len..]` for the caller to send after
-/// the payload. Returns the trailer length. The MAC is the same as
-/// [`seal`]'s over the concatenated packet.
-pub(crate) fn seal_parts(key: Option<&AuthKey>, buf: &mut [u8], head_len: usize, payload: &[&[u8]]) -> usize {
-    let Some(key) = key else {
-        return 0;
-    };
-    Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::MAC, true);
-    let mut hasher = blake3::Hasher::new_keyed(&key.0);
-    hasher.update(&buf[..head_len]);
-    for part in payload {
-        hasher.update(part);
+/// the payload. Returns the trailer length. The trailer (MAC or checksum) is
+/// the same as [`seal`]'s over the concatenated packet.
+pub(crate) fn seal_parts(config: &Config, buf: &mut [u8], head_len: usize, payload: [&[u8]; 2]) -> usize {
+    if let Some(key) = &config.auth {
+        Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::MAC, true);
+        let mut hasher = blake3::Hasher::new_keyed(&key.0);
+        hasher.update(&buf[..head_len]);
+        for part in payload {
+            hasher.update(part);
+        }
+        buf[head_len..head_len + MAC_LEN].copy_from_slice(&hasher.finalize().as_bytes()[..MAC_LEN]);
+        return MAC_LEN;
     }
-    buf[head_len..head_len + MAC_LEN].copy_from_slice(&hasher.finalize().as_bytes()[..MAC_LEN]);
-    MAC_LEN
+    if config.checksum {
+        Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::CHECKSUM, true);
+        let crc = mw_wire::packet_checksum_parts(&[&buf[..head_len], payload[0], payload[1]]);
+        buf[head_len..head_len + CHECKSUM_LEN].copy_from_slice(&crc.to_le_bytes());
+        return CHECKSUM_LEN;
+    }
+    0
 }
 
 /// Accepts or rejects a received datagram whose header parsed as `repr`
-/// (so its length matches what the header announces).
-pub(crate) fn verify(key: Option<&AuthKey>, datagram: &[u8], repr: &HeaderRepr) -> Result<(), DropReason> {
+/// (so its length matches what the header announces, trailer included):
+/// its trailer must be the one `config` asks for, and a MAC must verify.
+/// (A checksum was already verified by [`check_checksum`].)
+pub(crate) fn verify(config: &Config, datagram: &[u8], repr: &HeaderRepr) -> Result<(), DropReason> {
+    if repr.flags.contains(Flags::CHECKSUM) != config.checksum {
+        // Checksums on: the CRC matched bytes that do not announce one (a
+        // 2^-32 chance per corrupted packet). Off: a rank that checksums
+        // while we do not; ranks of one job must agree.
+        return Err(DropReason::BadChecksum);
+    }
     let has_mac = repr.flags.contains(Flags::MAC);
-    let Some(key) = key else {
+    let Some(key) = &config.auth else {
         // We cannot check it, so we cannot trust it: ranks of one job must
         // agree on authentication (they decide it from the same inputs).
         return if has_mac { Err(DropReason::BadMac) } else { Ok(()) };
@@ -174,16 +217,25 @@ mod tests {
         (buf, HEADER_LEN + payload.len())
     }
 
+    fn config(key: Option<&AuthKey>, checksum: bool) -> Config {
+        Config { auth: key.cloned(), checksum, ..Config::default() }
+    }
+
     fn check(key: Option<&AuthKey>, datagram: &[u8]) -> Result<(), DropReason> {
+        check_with(&config(key, false), datagram)
+    }
+
+    fn check_with(config: &Config, datagram: &[u8]) -> Result<(), DropReason> {
+        check_checksum(config, datagram)?;
         let (repr, _) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
-        verify(key, datagram, &repr)
+        verify(config, datagram, &repr)
     }
 
     #[test]
     fn sealed_packets_verify_and_every_bit_flip_is_caught() {
         let key = AuthKey::from_job_key(&[5; 16]);
         let (mut buf, len) = packet(b"eight by");
-        let len = seal(Some(&key), &mut buf, len);
+        let len = seal(&config(Some(&key), false), &mut buf, len);
         assert_eq!(len, buf.len());
         assert_eq!(check(Some(&key), &buf), Ok(()));
         for bit in 0..buf.len() * 8 {
@@ -197,18 +249,21 @@ mod tests {
     fn sealing_in_parts_gives_the_same_packet() {
         let key = AuthKey::from_job_key(&[5; 16]);
         let payload = b"a payload split in three places";
-        let (mut whole, len) = packet(payload);
-        let whole_len = seal(Some(&key), &mut whole, len);
-        for cut in [0, 1, 17, payload.len()] {
-            let (mut head, _) = packet(payload);
-            let parts: [&[u8]; 2] = [&payload[..cut], &payload[cut..]];
-            let trailer = seal_parts(Some(&key), &mut head, HEADER_LEN, &parts);
-            let mut joined = head[..HEADER_LEN].to_vec();
-            joined.extend_from_slice(payload);
-            joined.extend_from_slice(&head[HEADER_LEN..HEADER_LEN + trailer]);
-            assert_eq!(joined, whole[..whole_len], "cut at {cut}");
+        for config in [config(Some(&key), false), config(None, true), config(None, false)] {
+            let (mut whole, len) = packet(payload);
+            let whole_len = seal(&config, &mut whole, len);
+            for cut in [0, 1, 17, payload.len()] {
+                let (mut head, _) = packet(payload);
+                let parts: [&[u8]; 2] = [&payload[..cut], &payload[cut..]];
+                let trailer = seal_parts(&config, &mut head, HEADER_LEN, parts);
+                assert_eq!(trailer, trailer_len(&config));
+                let mut joined = head[..HEADER_LEN].to_vec();
+                joined.extend_from_slice(payload);
+                joined.extend_from_slice(&head[HEADER_LEN..HEADER_LEN + trailer]);
+                assert_eq!(joined, whole[..whole_len], "cut at {cut}");
+                assert_eq!(check_with(&config, &joined), Ok(()), "cut at {cut}");
+            }
         }
-        assert_eq!(seal_parts(None, &mut [0u8; 64], HEADER_LEN, &[b"x"]), 0);
     }
 
     #[test]
@@ -217,7 +272,7 @@ mod tests {
         let other = AuthKey::from_job_key(&[6; 16]);
         let (mut buf, len) = packet(b"x");
         let plain = buf[..len].to_vec();
-        seal(Some(&key), &mut buf, len);
+        seal(&config(Some(&key), false), &mut buf, len);
         assert_eq!(check(Some(&other), &buf), Err(DropReason::BadMac));
         assert_eq!(check(None, &buf), Err(DropReason::BadMac), "a MAC we cannot check is not trusted");
         assert_eq!(check(Some(&key), &plain), Err(DropReason::BadMac), "missing MAC");
@@ -231,6 +286,35 @@ mod tests {
         assert_ne!(&key.0[..8], &job_id_from_key(&job_key).to_le_bytes());
         assert_ne!(job_id_from_key(&job_key), job_id_from_key(&[8; 16]));
         assert_eq!(format!("{key:?}"), "AuthKey(<redacted>)");
-        assert_eq!(seal(None, &mut [0u8; 64], 48), 48);
+        assert_eq!(seal(&Config::default(), &mut [0u8; 64], 48), 48);
+    }
+
+    #[test]
+    fn checksummed_packets_verify_and_every_bit_flip_is_caught_first() {
+        let crc = config(None, true);
+        let (mut buf, len) = packet(b"eight by");
+        let len = seal(&crc, &mut buf, len);
+        assert_eq!(len, HEADER_LEN + 8 + CHECKSUM_LEN);
+        let buf = &buf[..len];
+        assert_eq!(check_with(&crc, buf), Ok(()));
+        for bit in 0..buf.len() * 8 {
+            let mut bad = buf.to_vec();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            let want = match bit / 8 {
+                0 | 1 => DropReason::Malformed(mw_wire::Error::BadMagic),
+                2 => DropReason::Malformed(mw_wire::Error::BadVersion),
+                _ => DropReason::BadChecksum,
+            };
+            assert_eq!(check_with(&crc, &bad), Err(want), "flip of bit {bit}");
+        }
+        // Truncated, stripped of its trailer, or checksummed where not expected.
+        assert_eq!(check_with(&crc, &buf[..len - 1]), Err(DropReason::BadChecksum));
+        let mut stripped = buf[..len - CHECKSUM_LEN].to_vec();
+        stripped[4] &= !(Flags::CHECKSUM.bits() as u8);
+        assert_eq!(check_with(&crc, &stripped), Err(DropReason::BadChecksum));
+        assert_eq!(check_with(&config(None, false), &stripped), Ok(()));
+        assert_eq!(check_with(&config(None, false), buf), Err(DropReason::BadChecksum));
+        let key = AuthKey::from_job_key(&[5; 16]);
+        assert_eq!(check_with(&config(Some(&key), false), buf), Err(DropReason::BadChecksum));
     }
 }

@@ -1,10 +1,12 @@
 //! Protocol tuning knobs.
 //!
 //! Owns: [`Config`] and its defaults. Every rank of a job must use the same
-//! `max_datagram`, `recv_window`, `initial_seq` and `auth` (the sender sizes
-//! its window from its own `recv_window`, both ends start sequence numbers at
-//! `initial_seq`, and a rank rejects packets it cannot authenticate); the
-//! other fields may differ per rank.
+//! `max_datagram`, `max_message`, `recv_window`, `initial_seq`, `auth` and
+//! `checksum` (a rank drops datagrams longer than its `max_datagram` and
+//! messages longer than its `max_message`, the sender sizes its window from
+//! its own `recv_window`, both ends start sequence numbers at `initial_seq`,
+//! and a rank rejects packets it cannot authenticate or checksum); the other
+//! fields may differ per rank.
 //!
 //! Must not: read the environment or files (the endpoint layer maps `MW_*`
 //! variables onto these fields).
@@ -17,11 +19,22 @@ use mw_wire::HEADER_LEN;
 /// loopback; the comments give the reasoning for each default.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// Largest datagram the protocol emits, header and MAC trailer included.
+    /// Largest datagram the protocol emits, header and trailer included; a
+    /// received datagram longer than this is dropped (`DropReason::Oversized`).
     /// Sets the segment size: `max_datagram - 48` payload bytes per Data
-    /// packet (16 fewer with `auth`). Default 1472 = Ethernet MTU 1500 - IPv4 20 - UDP 8, so no
-    /// IP fragmentation on a standard LAN. Must be in `49..=65583`.
+    /// packet (16 fewer with `auth`, 4 fewer with `checksum`). Default 1472 =
+    /// Ethernet MTU 1500 - IPv4 20 - UDP 8, so no IP fragmentation on a
+    /// standard LAN. Must be in `49..=65583`.
     pub max_datagram: usize,
+    /// Largest message [`Endpoint::submit`](crate::Endpoint::submit) accepts
+    /// and a receiver reassembles. A peer whose segments add up to more (no
+    /// correct sender does) has the message discarded and counted
+    /// (`DropReason::OversizedMessage`) instead of growing the reassembly
+    /// buffer without bound: this caps the memory one peer can make us hold
+    /// for a message in progress. Default 64 MiB + 64 KiB: the largest
+    /// operation chunk the endpoint layer allows (`MW_CHUNK`) plus room for
+    /// operation headers. Must be at least 1.
+    pub max_message: usize,
     /// Longest a receiver delays an acknowledgement hoping to coalesce it with
     /// more acks or piggyback it on reverse Data. Default 100 µs: a few LAN
     /// round trips, so delayed acks cost little latency; senders that wait on
@@ -91,12 +104,23 @@ pub struct Config {
     /// packet without a valid one is dropped (`DropReason::BadMac`). Default
     /// `None`: the endpoint layer turns it on between hosts.
     pub auth: Option<AuthKey>,
+    /// When set, every packet carries a 4-byte CRC32C trailer, verified
+    /// before any other field of a received packet is used (only magic and
+    /// version are looked at first); a packet without a matching one is
+    /// dropped (`DropReason::BadChecksum`). It catches corruption the UDP
+    /// checksum let through (a middlebox that rewrote the packet and
+    /// recomputed it, or a 1-in-65536 collision) when packets are not
+    /// authenticated; the MAC already does, so the two are exclusive.
+    /// Default `false`: the endpoint layer turns it on between hosts when
+    /// authentication is off, and leaves loopback without it.
+    pub checksum: bool,
 }
 
 impl Default for Config {
     fn default() -> Config {
         Config {
             max_datagram: 1472,
+            max_message: (64 << 20) + (64 << 10),
             max_ack_delay: Duration::from_micros(100),
             ack_every: 8,
             ack_every_bytes: 128 << 10,
@@ -112,6 +136,7 @@ impl Default for Config {
             keepalive: None,
             initial_seq: 0,
             auth: None,
+            checksum: false,
         }
     }
 }
@@ -130,6 +155,10 @@ pub enum ConfigError {
     Rto,
     /// `ack_every` or `ack_every_bytes` is zero.
     AckEvery,
+    /// `max_message` is zero.
+    MaxMessage,
+    /// Both `auth` and `checksum` are set: a packet carries one trailer at most.
+    Trailer,
 }
 
 impl core::fmt::Display for ConfigError {
@@ -140,6 +169,8 @@ impl core::fmt::Display for ConfigError {
             ConfigError::RecvWindow => "recv_window out of range",
             ConfigError::Rto => "inconsistent RTO limits",
             ConfigError::AckEvery => "ack_every and ack_every_bytes must be at least 1",
+            ConfigError::MaxMessage => "max_message must be at least 1",
+            ConfigError::Trailer => "auth and checksum are exclusive (the MAC already detects corruption)",
         })
     }
 }
@@ -149,7 +180,10 @@ impl std::error::Error for ConfigError {}
 impl Config {
     /// Checks the invariants [`Endpoint::new`](crate::Endpoint::new) relies on.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let trailer = trailer_len(self.auth.as_ref());
+        if self.auth.is_some() && self.checksum {
+            return Err(ConfigError::Trailer);
+        }
+        let trailer = trailer_len(self);
         if self.max_datagram <= HEADER_LEN + trailer || self.max_datagram > HEADER_LEN + usize::from(u16::MAX) + trailer
         {
             return Err(ConfigError::MaxDatagram);
@@ -166,12 +200,15 @@ impl Config {
         if self.ack_every == 0 || self.ack_every_bytes == 0 {
             return Err(ConfigError::AckEvery);
         }
+        if self.max_message == 0 {
+            return Err(ConfigError::MaxMessage);
+        }
         Ok(())
     }
 
     /// Payload bytes per Data packet.
     pub fn segment_size(&self) -> usize {
-        self.max_datagram - HEADER_LEN - trailer_len(self.auth.as_ref())
+        self.max_datagram - HEADER_LEN - trailer_len(self)
     }
 }
 
@@ -188,6 +225,11 @@ mod tests {
         assert_eq!(Config { max_datagram: 48, ..Config::default() }.validate(), Err(ConfigError::MaxDatagram));
         let auth = Config { auth: Some(AuthKey::from_bytes([1; 32])), ..Config::default() };
         assert_eq!(auth.segment_size(), 1408);
-        assert_eq!(Config { max_datagram: 64, ..auth }.validate(), Err(ConfigError::MaxDatagram));
+        assert_eq!(Config { max_datagram: 64, ..auth.clone() }.validate(), Err(ConfigError::MaxDatagram));
+        let crc = Config { checksum: true, ..Config::default() };
+        assert_eq!(crc.validate(), Ok(()));
+        assert_eq!(crc.segment_size(), 1420);
+        assert_eq!(Config { checksum: true, ..auth }.validate(), Err(ConfigError::Trailer));
+        assert_eq!(Config { max_message: 0, ..Config::default() }.validate(), Err(ConfigError::MaxMessage));
     }
 }

@@ -1,7 +1,7 @@
 //! The endpoint: one per process, holding a connection to every rank of the job.
 //!
 //! Owns: header validation and drop accounting for every received datagram
-//! (job, MAC, target, rank, epoch), dispatch to the right [`Peer`], the
+//! (size, checksum, job, MAC, target, rank, epoch), dispatch to the right [`Peer`], the
 //! round-robin list of peers with something to send, the endpoint-wide timer
 //! queue, the event queue, and peer death and restart.
 //!
@@ -13,7 +13,8 @@ use crate::auth;
 use crate::peer::{Ids, Peer};
 use crate::time::Instant;
 use crate::timer::{TimerKind, TimerQueue};
-use crate::{Config, DropReason, Event, MsgId, PeerStats, Stats, SubmitError, Transmit, TransmitParts};
+use crate::{Config, DropReason, Event, McastSegment, MsgId, PeerStats, Stats, SubmitError, Transmit, TransmitParts};
+use mw_wire::mcast::{McastData, GROUP_RANK};
 use mw_wire::{Flags, HeaderRepr, PacketType, HEADER_LEN};
 use std::collections::VecDeque;
 
@@ -137,13 +138,17 @@ impl Endpoint {
     }
 
     /// Queues one message, the concatenation of `parts`, for reliable
-    /// in-order delivery to `peer`. The bytes are copied. Any length, zero
+    /// in-order delivery to `peer`. The bytes are copied. Any length up to
+    /// `Config::max_message` (longer: [`SubmitError::TooLarge`]), zero
     /// included; it is cut into Data packets of `Config::segment_size` bytes.
     /// The caller bounds memory with [`queued_bytes`](Self::queued_bytes).
     pub fn submit(&mut self, now: Instant, peer: u32, parts: &[&[u8]]) -> Result<MsgId, SubmitError> {
         let index = self.peer_index(peer).ok_or(SubmitError::BadRank)?;
         if self.peers[index].dead {
             return Err(SubmitError::PeerDead);
+        }
+        if parts.iter().map(|p| p.len()).sum::<usize>() > self.config.max_message {
+            return Err(SubmitError::TooLarge);
         }
         self.note_call(now);
         let id = self.peers[index].send.submit(parts);
@@ -198,17 +203,34 @@ impl Endpoint {
         result
     }
 
+    /// The checks every received datagram passes first, in this order:
+    /// size, checksum (before any header field but magic and version is
+    /// read), header syntax, job, MAC or checksum flag.
+    fn admit<'a>(&self, datagram: &'a [u8]) -> Result<(HeaderRepr, &'a [u8]), DropReason> {
+        if datagram.len() > self.config.max_datagram {
+            return Err(DropReason::Oversized);
+        }
+        auth::check_checksum(&self.config, datagram)?;
+        let (repr, payload) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
+        if repr.job_id != self.ids.job {
+            return Err(DropReason::WrongJob);
+        }
+        auth::verify(&self.config, datagram, &repr)?;
+        Ok((repr, payload))
+    }
+
     fn receive(
         &mut self,
         now: Instant,
         datagram: &[u8],
         deliver: &mut dyn FnMut(u32, &[u8]),
     ) -> Result<(), DropReason> {
-        let (repr, payload) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
-        if repr.job_id != self.ids.job {
-            return Err(DropReason::WrongJob);
+        let (repr, payload) = self.admit(datagram)?;
+        if repr.packet_type == PacketType::Mcast {
+            // Outside any connection: `accept_mcast` takes these; here one
+            // is misrouted and must not touch connection state.
+            return Err(DropReason::WrongTarget);
         }
-        auth::verify(self.config.auth.as_ref(), datagram, &repr)?;
         if repr.dst_rank != self.ids.rank {
             return Err(DropReason::WrongTarget);
         }
@@ -250,8 +272,14 @@ impl Endpoint {
         match repr.packet_type {
             PacketType::Data => {
                 let deliver_from = &mut |message: &[u8]| deliver(src, message);
-                match p.recv.on_data(now, &self.config, repr.seq, repr.flags, payload, deliver_from) {
-                    Ok(received) => self.stats.messages_delivered += u64::from(received.delivered),
+                let drops = &mut self.stats.drops;
+                match p.recv.on_data(now, &self.config, repr.seq, repr.flags, payload, drops, deliver_from) {
+                    Ok(received) => {
+                        self.stats.messages_delivered += u64::from(received.delivered);
+                        if let Some(reason) = received.rejected {
+                            result = Err(reason);
+                        }
+                    }
                     Err(reason) => result = Err(reason),
                 }
                 if repr.flags.contains(Flags::ACK) {
@@ -269,6 +297,7 @@ impl Endpoint {
                 self.events.push_back(Event::Raw { peer: src, data: payload.to_vec() });
             }
             PacketType::Reset => {} // the epoch check above did its work
+            PacketType::Mcast => {} // returned above: never reaches a connection
         }
         let p = &mut self.peers[index];
         if let Some(upto) = p.send.release(p.recv.rcv_nxt()) {
@@ -333,13 +362,13 @@ impl Endpoint {
         if let Some(packet) = &emitted.data {
             self.peers[peer as usize].send.copy_payload(packet, &mut buf[emitted.head_len..emitted.len()]);
         }
-        let len = auth::seal(self.config.auth.as_ref(), buf, emitted.len());
+        let len = auth::seal(&self.config, buf, emitted.len());
         Some(Transmit { peer, len })
     }
 
     /// [`poll_transmit`](Self::poll_transmit) without the payload copy: the
     /// datagram is `head`, then `payload[0]`, `payload[1]`, then `trailer`
-    /// (the MAC, if any), to be sent as one datagram with a vectored send.
+    /// (the MAC or checksum, if any), to be sent as one datagram with a vectored send.
     /// `head` and `trailer` live in `buf`; the payload is lent straight from
     /// the retransmission buffer, so bulk data is copied once on its way to
     /// the socket (at `submit`) instead of twice.
@@ -356,7 +385,7 @@ impl Endpoint {
             None => [&[][..], &[][..]],
         };
         let head_len = emitted.head_len;
-        let trailer_len = auth::seal_parts(self.config.auth.as_ref(), buf, head_len, &payload);
+        let trailer_len = auth::seal_parts(&self.config, buf, head_len, payload);
         let buf: &'a [u8] = buf;
         Some(TransmitParts { peer, head: &buf[..head_len], payload, trailer: &buf[head_len..head_len + trailer_len] })
     }
@@ -364,7 +393,7 @@ impl Endpoint {
     /// Picks the next packet (round robin over the ready peers), writes its
     /// header into `buf` and counts it as sent.
     fn next_emitted(&mut self, now: Instant, buf: &mut [u8]) -> Option<(u32, crate::peer::Emitted)> {
-        let trailer = auth::trailer_len(self.config.auth.as_ref());
+        let trailer = auth::trailer_len(&self.config);
         while let Some(&peer) = self.ready.front() {
             let index = peer as usize;
             let Some(emitted) = self.peers[index].poll_transmit(now, self.ids, buf, &mut self.stats) else {
@@ -435,7 +464,7 @@ impl Endpoint {
             return Err(SubmitError::TooLarge);
         }
         let len = HEADER_LEN + data.len();
-        if buf.len() < len + auth::trailer_len(self.config.auth.as_ref()) {
+        if buf.len() < len + auth::trailer_len(&self.config) {
             return Err(SubmitError::BufferTooSmall);
         }
         let repr = HeaderRepr {
@@ -453,7 +482,101 @@ impl Endpoint {
         };
         repr.emit_into(buf);
         buf[HEADER_LEN..len].copy_from_slice(data);
-        Ok(auth::seal(self.config.auth.as_ref(), buf, len))
+        Ok(auth::seal(&self.config, buf, len))
+    }
+
+    /// Payload bytes one multicast segment can carry in a packet of at most
+    /// `Config::max_datagram` bytes (trailer included: MAC or checksum).
+    pub fn mcast_segment_size(&self) -> usize {
+        self.config.max_datagram - HEADER_LEN - McastData::HEADER_LEN - auth::trailer_len(&self.config)
+    }
+
+    /// Builds the `Mcast` packet carrying segment `index` (`segment`) in
+    /// `buf`, sealed like every packet of the job (job id, our rank and
+    /// epoch, MAC when authenticating), addressed to the whole group
+    /// (`to: None`) or to one member as a repair. Returns its length.
+    /// Segments travel outside every connection: nothing is sequenced,
+    /// acknowledged or retransmitted here (see [`crate::mcast`]).
+    pub fn encode_mcast(
+        &mut self,
+        to: Option<u32>,
+        index: u32,
+        segment: &McastData<'_>,
+        buf: &mut [u8],
+    ) -> Result<usize, SubmitError> {
+        let dst_epoch = match to {
+            None => 0,
+            Some(peer) => {
+                let p = &self.peers[self.peer_index(peer).ok_or(SubmitError::BadRank)?];
+                if p.dead {
+                    return Err(SubmitError::PeerDead);
+                }
+                p.epoch
+            }
+        };
+        let payload = segment.buffer_len();
+        if payload > self.config.max_datagram - HEADER_LEN - auth::trailer_len(&self.config) {
+            return Err(SubmitError::TooLarge);
+        }
+        let len = HEADER_LEN + payload;
+        if buf.len() < len + auth::trailer_len(&self.config) {
+            return Err(SubmitError::BufferTooSmall);
+        }
+        let repr = HeaderRepr {
+            packet_type: PacketType::Mcast,
+            flags: Flags::empty(),
+            payload_len: payload as u16,
+            job_id: self.ids.job,
+            src_rank: self.ids.rank,
+            dst_rank: to.unwrap_or(GROUP_RANK),
+            src_epoch: self.ids.epoch,
+            dst_epoch,
+            seq: index,
+            ack: 0,
+            sack: 0,
+        };
+        repr.emit_into(buf);
+        segment.emit(&mut buf[HEADER_LEN..len]);
+        let len = auth::seal(&self.config, buf, len);
+        self.stats.mcast_sent += 1;
+        Ok(len)
+    }
+
+    /// Checks a datagram that claims to be a multicast segment exactly as
+    /// every packet is checked (size, checksum, well-formed, this job, valid MAC, addressed
+    /// to the group or to us, from another rank of the job in the
+    /// incarnation we know, not declared dead) and returns it. Rejections
+    /// are counted in [`Stats::drops`]. Touches no connection state.
+    pub fn accept_mcast<'a>(&mut self, datagram: &'a [u8]) -> Result<McastSegment<'a>, DropReason> {
+        let result = self.check_mcast(datagram);
+        match &result {
+            Ok(_) => self.stats.mcast_received += 1,
+            Err(reason) => self.stats.drops.count(reason),
+        }
+        result
+    }
+
+    fn check_mcast<'a>(&self, datagram: &'a [u8]) -> Result<McastSegment<'a>, DropReason> {
+        let (repr, payload) = self.admit(datagram)?;
+        if repr.packet_type != PacketType::Mcast {
+            return Err(DropReason::Malformed(mw_wire::Error::UnknownType));
+        }
+        if repr.dst_rank != GROUP_RANK && repr.dst_rank != self.ids.rank {
+            return Err(DropReason::WrongTarget);
+        }
+        let index = self.peer_index(repr.src_rank).ok_or(DropReason::UnknownPeer)?;
+        if repr.dst_epoch != 0 && repr.dst_epoch != self.ids.epoch {
+            return Err(DropReason::StaleEpoch);
+        }
+        let p = &self.peers[index];
+        if p.is_retired(repr.src_epoch) || (p.epoch != 0 && p.epoch != repr.src_epoch) {
+            return Err(DropReason::StaleEpoch);
+        }
+        if p.dead {
+            return Err(DropReason::DeadPeer);
+        }
+        let data = McastData::parse(payload).map_err(DropReason::Malformed)?;
+        Ok(McastSegment { from: repr.src_rank, index: repr.seq, to_group: repr.dst_rank == GROUP_RANK, data })
     }
 
     /// Endpoint-wide counters.
@@ -478,6 +601,7 @@ impl Endpoint {
             unacked_messages: p.send.unreported() as usize,
             rcv_nxt: p.recv.rcv_nxt(),
             out_of_order: p.recv.out_of_order(),
+            reassembly_bytes: p.recv.reassembly_bytes(),
         })
     }
 

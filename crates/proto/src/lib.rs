@@ -1,7 +1,8 @@
 //! memwire's reliability protocol as a deterministic, sans-IO state machine.
 //!
 //! Owns: everything between "a message to rank P" and "datagrams on the
-//! wire": per-peer sequence numbers, cumulative acks with a SACK bitmap,
+//! wire" (and, in [`mcast`], between "these bytes to every member of a
+//! group" and segments multicast or repaired): per-peer sequence numbers, cumulative acks with a SACK bitmap,
 //! delayed and piggybacked acks, Nacks, fast and timeout retransmission, RTT
 //! estimation, the congestion window, segmentation and reassembly,
 //! exactly-once in-order delivery, connection epochs, peer-dead detection,
@@ -34,6 +35,7 @@
 mod auth;
 mod config;
 mod endpoint;
+pub mod mcast;
 mod peer;
 mod stats;
 pub mod time;
@@ -71,7 +73,8 @@ pub struct TransmitParts<'a> {
     /// The payload, in place in the retransmission buffer (two slices when
     /// it wraps around that ring).
     pub payload: [&'a [u8]; 2],
-    /// The MAC trailer (empty without authentication).
+    /// The trailer: the MAC with authentication, the CRC32C with checksums,
+    /// else empty.
     pub trailer: &'a [u8],
 }
 
@@ -109,6 +112,19 @@ impl TransmitParts<'_> {
         }
         at
     }
+}
+
+/// A multicast segment accepted by [`Endpoint::accept_mcast`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McastSegment<'a> {
+    /// The root that sent it.
+    pub from: u32,
+    /// The segment's index within its transfer.
+    pub index: u32,
+    /// Sent to the whole group (else to this endpoint alone, as a repair).
+    pub to_group: bool,
+    /// The segment.
+    pub data: mw_wire::mcast::McastData<'a>,
 }
 
 /// Something the layer above must know, from [`Endpoint::poll_event`].
@@ -161,7 +177,8 @@ pub enum SubmitError {
     PeerDead,
     /// The rank is outside the job, or is this endpoint itself.
     BadRank,
-    /// A raw datagram larger than one segment (`Config::segment_size`).
+    /// A raw datagram larger than one segment (`Config::segment_size`), or
+    /// a message larger than `Config::max_message`.
     TooLarge,
     /// The output buffer is smaller than the packet.
     BufferTooSmall,
@@ -172,7 +189,7 @@ impl core::fmt::Display for SubmitError {
         f.write_str(match self {
             SubmitError::PeerDead => "peer declared dead",
             SubmitError::BadRank => "rank out of range or self",
-            SubmitError::TooLarge => "raw datagram larger than one segment",
+            SubmitError::TooLarge => "raw datagram larger than one segment, or message larger than max_message",
             SubmitError::BufferTooSmall => "output buffer too small",
         })
     }
@@ -185,8 +202,21 @@ impl std::error::Error for SubmitError {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DropReason {
-    /// Not a well-formed memwire packet.
+    /// Not a well-formed memwire packet (the wire error says how), or, with
+    /// `mw_wire::Error::Malformed`, a segment that continues no message.
     Malformed(mw_wire::Error),
+    /// Longer than `Config::max_datagram`: no rank of this job built it.
+    Oversized,
+    /// A Data segment that would make the peer's message longer than
+    /// `Config::max_message`; the message in progress is discarded (its
+    /// remaining segments are dropped the same way) so a peer cannot make
+    /// the reassembly buffer grow without bound. The sequence number is
+    /// still consumed and acknowledged.
+    OversizedMessage,
+    /// Checksum trailer missing or not matching the bytes (checksum on: the
+    /// packet was corrupted on the way), or present while this endpoint does
+    /// not checksum (ranks disagree on `Config::checksum`).
+    BadChecksum,
     /// Another job's packet.
     WrongJob,
     /// Addressed to another rank.
@@ -211,6 +241,9 @@ impl core::fmt::Display for DropReason {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             DropReason::Malformed(e) => write!(f, "malformed packet: {e}"),
+            DropReason::Oversized => f.write_str("datagram longer than max_datagram"),
+            DropReason::OversizedMessage => f.write_str("message longer than max_message"),
+            DropReason::BadChecksum => f.write_str("bad, missing or unexpected checksum"),
             DropReason::WrongJob => f.write_str("packet of another job"),
             DropReason::WrongTarget => f.write_str("packet for another rank"),
             DropReason::UnknownPeer => f.write_str("packet from an unknown rank"),

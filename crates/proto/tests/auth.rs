@@ -113,7 +113,7 @@ fn forged_and_bit_flipped_packets_are_rejected_and_counted() {
     }
     let d = b.stats().drops.clone();
     assert_eq!(d.total(), flips as u64);
-    assert_eq!(d.bad_mac + d.malformed + d.wrong_job, flips as u64);
+    assert_eq!(d.bad_mac + d.not_well_formed() + d.wrong_job, flips as u64);
     assert!(d.bad_mac as usize >= (good.len() - HEADER_LEN) * 8, "payload and MAC flips are MAC failures");
 
     // A forger who knows the format but not the key: right header, made-up MAC.

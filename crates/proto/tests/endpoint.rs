@@ -154,8 +154,9 @@ fn invalid_packets_are_dropped_and_counted() {
     let mut bad = good.clone();
     bad[16] = 1; // claims to be b itself
     assert_eq!(b.handle_datagram(at(0), &bad, &mut none), Err(DropReason::UnknownPeer));
-    assert!(matches!(b.handle_datagram(at(0), &good[..30], &mut none), Err(DropReason::Malformed(_))));
-    assert!(matches!(b.handle_datagram(at(0), b"garbage", &mut none), Err(DropReason::Malformed(_))));
+    let truncated = Err(DropReason::Malformed(mw_wire::Error::Truncated));
+    assert_eq!(b.handle_datagram(at(0), &good[..30], &mut none), truncated);
+    assert_eq!(b.handle_datagram(at(0), b"garbage", &mut none), truncated);
     let mut bad = good.clone();
     bad[28..32].copy_from_slice(&0x99u32.to_le_bytes()); // for an earlier incarnation of b
     assert_eq!(b.handle_datagram(at(0), &bad, &mut none), Err(DropReason::StaleEpoch));
@@ -169,9 +170,191 @@ fn invalid_packets_are_dropped_and_counted() {
     assert_eq!(got, vec![b"hello".to_vec()]);
     let d = &b.stats().drops;
     assert_eq!(
-        (d.wrong_job, d.wrong_target, d.unknown_peer, d.malformed, d.stale_epoch, d.duplicate),
+        (d.wrong_job, d.wrong_target, d.unknown_peer, d.truncated, d.stale_epoch, d.duplicate),
         (1, 1, 2, 2, 1, 1)
     );
+    assert_eq!(d.total(), 8);
+}
+
+/// Feeds `datagram` to `ep` and checks that it was rejected with `want` and
+/// counted under `counter` alone.
+fn rejected_and_counted(ep: &mut Endpoint, datagram: &[u8], want: DropReason, counter: &str) {
+    let before = ep.stats().drops.clone();
+    let got = ep.handle_datagram(at(0), datagram, &mut |_, _| panic!("nothing may be delivered"));
+    assert_eq!(got, Err(want), "{counter}");
+    let after = ep.stats().drops.clone();
+    for ((name, old), (_, new)) in before.by_reason().into_iter().zip(after.by_reason()) {
+        let step = if name == counter { 1 } else { 0 };
+        assert_eq!(new, old + step, "counter {name} after a {counter} datagram");
+    }
+}
+
+#[test]
+fn each_kind_of_bad_datagram_has_its_own_counter() {
+    use mw_wire::Error;
+    let (mut a, mut b) = pair(Config::default());
+    a.submit(at(0), 1, &[b"hello"]).unwrap();
+    let good = drain(&mut a, at(0)).remove(0).1;
+    let malformed = DropReason::Malformed;
+
+    let mut bad = good.clone();
+    bad[2] = mw_wire::VERSION + 1;
+    rejected_and_counted(&mut b, &bad, malformed(Error::BadVersion), "bad_version");
+    let mut bad = good.clone();
+    bad[0] ^= 0xff;
+    rejected_and_counted(&mut b, &bad, malformed(Error::BadMagic), "bad_magic");
+    rejected_and_counted(&mut b, &good[..HEADER_LEN - 1], malformed(Error::Truncated), "truncated");
+    rejected_and_counted(&mut b, &good[..good.len() - 1], malformed(Error::Truncated), "truncated");
+    let mut bad = good.clone();
+    bad.push(0);
+    rejected_and_counted(&mut b, &bad, malformed(Error::BadLength), "bad_length");
+    let mut bad = good.clone();
+    bad[3] = 0x42;
+    rejected_and_counted(&mut b, &bad, malformed(Error::UnknownType), "unknown_type");
+    let mut bad = good.clone();
+    bad[5] = 0x80; // a reserved flag bit
+    rejected_and_counted(&mut b, &bad, malformed(Error::Malformed), "malformed");
+    let mut bad = good.clone();
+    bad[8] ^= 1;
+    rejected_and_counted(&mut b, &bad, DropReason::WrongJob, "wrong_job");
+    // Longer than max_datagram, whatever its header says: no rank built it.
+    let mut big = good.clone();
+    big.resize(b.config().max_datagram + 1, 0);
+    rejected_and_counted(&mut b, &big, DropReason::Oversized, "oversized");
+    let mut bad = good.clone();
+    bad[4] |= mw_wire::Flags::CHECKSUM.bits() as u8;
+    bad.extend_from_slice(&[0; mw_wire::CHECKSUM_LEN]);
+    rejected_and_counted(&mut b, &bad, DropReason::BadChecksum, "bad_checksum");
+
+    // None of it disturbed the connection.
+    let mut got = Vec::new();
+    b.handle_datagram(at(0), &good, &mut |_, m| got.push(m.to_vec())).unwrap();
+    assert_eq!(got, vec![b"hello".to_vec()]);
+}
+
+/// A Data packet from rank 0 (epoch 0xa) to rank 1, built by hand.
+fn data_packet(seq: u32, flags: mw_wire::Flags, payload: &[u8]) -> Vec<u8> {
+    let repr = HeaderRepr {
+        packet_type: PacketType::Data,
+        flags,
+        payload_len: payload.len() as u16,
+        job_id: JOB,
+        src_rank: 0,
+        dst_rank: 1,
+        src_epoch: 0xa,
+        dst_epoch: 0,
+        seq,
+        ack: 0,
+        sack: 0,
+    };
+    let mut buf = vec![0u8; repr.buffer_len()];
+    repr.emit_into(&mut buf);
+    buf[HEADER_LEN..].copy_from_slice(payload);
+    buf
+}
+
+#[test]
+fn endless_continuation_segments_cannot_grow_reassembly_memory() {
+    use mw_wire::Flags;
+    let config = Config { max_message: 64 << 10, ..Config::default() };
+    let (mut a, mut b) = pair(config.clone());
+    assert_eq!(a.submit(at(0), 1, &[&vec![0u8; (64 << 10) + 1]]), Err(SubmitError::TooLarge));
+    let segment = vec![0x5au8; config.segment_size()];
+    let mut none = |_: u32, _: &[u8]| panic!("nothing may be delivered");
+    b.handle_datagram(at(0), &data_packet(0, Flags::FIRST, &segment), &mut none).unwrap();
+    let fit = (64 << 10) / segment.len(); // segments that still fit, FIRST included
+    let endless = 5_000u32; // ~7 MB if it were all kept
+    for seq in 1..=endless {
+        let result = b.handle_datagram(at(0), &data_packet(seq, Flags::empty(), &segment), &mut none);
+        if (seq as usize) < fit {
+            assert_eq!(result, Ok(()));
+        } else {
+            assert_eq!(result, Err(DropReason::OversizedMessage), "seq {seq}");
+        }
+        let held = b.peer_stats(0).unwrap().reassembly_bytes;
+        assert!(held <= config.max_message, "{held} bytes held at seq {seq}");
+    }
+    let stats = b.peer_stats(0).unwrap();
+    assert_eq!(stats.rcv_nxt, endless + 1, "every segment is consumed, so the peer is acked, not stuck");
+    assert_eq!(b.stats().drops.oversized_message, u64::from(endless) + 1 - fit as u64);
+    // The stream recovers at the next message.
+    let end = data_packet(endless + 1, Flags::LAST, &segment);
+    assert_eq!(b.handle_datagram(at(0), &end, &mut none), Err(DropReason::OversizedMessage));
+    let mut got = Vec::new();
+    let next = data_packet(endless + 2, Flags::FIRST | Flags::LAST, b"after");
+    b.handle_datagram(at(0), &next, &mut |_, m| got.push(m.to_vec())).unwrap();
+    assert_eq!(got, vec![b"after".to_vec()]);
+    assert_eq!(b.peer_stats(0).unwrap().reassembly_bytes, 0);
+}
+
+#[test]
+fn checksummed_packets_corrupted_anywhere_are_rejected_and_counted() {
+    let config = Config { checksum: true, ..Config::default() };
+    let (mut a, mut b) = pair(config);
+    a.submit(at(0), 1, &[b"8 bytes!"]).unwrap();
+    let good = drain(&mut a, at(0)).remove(0).1;
+    assert_eq!(good.len(), HEADER_LEN + 8 + mw_wire::CHECKSUM_LEN);
+    let mut rejected = 0;
+    for position in 0..good.len() {
+        for mask in 1..=255u8 {
+            let mut bad = good.clone();
+            bad[position] ^= mask;
+            let counter = match position {
+                0 | 1 => "bad_magic",
+                2 => "bad_version",
+                _ => "bad_checksum",
+            };
+            let want = match counter {
+                "bad_magic" => DropReason::Malformed(mw_wire::Error::BadMagic),
+                "bad_version" => DropReason::Malformed(mw_wire::Error::BadVersion),
+                _ => DropReason::BadChecksum,
+            };
+            rejected_and_counted(&mut b, &bad, want, counter);
+            rejected += 1;
+        }
+    }
+    // Every truncation, too.
+    for len in 0..good.len() {
+        let got = b.handle_datagram(at(0), &good[..len], &mut |_, _| panic!("nothing may be delivered"));
+        assert!(got.is_err(), "a packet cut to {len} bytes was accepted");
+        rejected += 1;
+    }
+    assert_eq!(b.stats().drops.total(), rejected);
+    assert_eq!(b.stats().drops.bad_checksum, (good.len() as u64 - 3) * 255 + good.len() as u64 - HEADER_LEN as u64);
+    let mut got = Vec::new();
+    b.handle_datagram(at(0), &good, &mut |_, m| got.push(m.to_vec())).unwrap();
+    assert_eq!(got, vec![b"8 bytes!".to_vec()]);
+}
+
+#[test]
+fn ranks_that_disagree_on_checksums_do_not_talk() {
+    let (mut plain, _) = pair(Config::default());
+    let (_, mut checked) = pair(Config { checksum: true, ..Config::default() });
+    plain.submit(at(0), 1, &[b"x"]).unwrap();
+    let packet = drain(&mut plain, at(0)).remove(0).1;
+    rejected_and_counted(&mut checked, &packet, DropReason::BadChecksum, "bad_checksum");
+    let (mut crc, _) = pair(Config { checksum: true, ..Config::default() });
+    let (_, mut plain_b) = pair(Config::default());
+    crc.submit(at(0), 1, &[b"x"]).unwrap();
+    let packet = drain(&mut crc, at(0)).remove(0).1;
+    rejected_and_counted(&mut plain_b, &packet, DropReason::BadChecksum, "bad_checksum");
+}
+
+#[test]
+fn checksummed_traffic_of_every_kind_flows() {
+    let config = Config { checksum: true, max_datagram: 300, ..Config::default() };
+    let (mut a, mut b) = pair(config);
+    let big: Vec<u8> = (0..5_000u32).map(|i| i as u8).collect();
+    a.submit(at(0), 1, &[&big]).unwrap();
+    b.submit(at(0), 0, &[b"reply"]).unwrap();
+    let mut now = at(0);
+    let (at_a, at_b) = settle(&mut a, &mut b, &mut now);
+    assert_eq!((at_a, at_b), (vec![b"reply".to_vec()], vec![big]));
+    let mut buf = vec![0u8; 300];
+    let len = a.encode_raw(1, b"raw", &mut buf).unwrap();
+    assert_eq!(len, HEADER_LEN + 3 + mw_wire::CHECKSUM_LEN);
+    b.handle_datagram(now, &buf[..len], &mut |_, _| panic!("raw is not a message")).unwrap();
+    assert_eq!(a.stats().drops.total() + b.stats().drops.total(), 0);
 }
 
 #[test]
@@ -425,10 +608,11 @@ fn vectored_transmit_sends_the_same_bytes_as_copied_transmit() {
     // Two identical senders driven identically, one emitting with
     // poll_transmit, the other with poll_transmit_parts: every datagram must
     // be byte-identical, also when payloads wrap around the stream ring and
-    // with authentication (the MAC over the parts).
+    // with authentication (the MAC over the parts) or checksums (the CRC32C
+    // over the parts).
     let auth = Some(mw_proto::AuthKey::from_job_key(&[7; 16]));
-    for auth in [None, auth] {
-        let config = Config { max_datagram: 300, auth, ..Config::default() };
+    for (auth, checksum) in [(None, false), (auth, false), (None, true)] {
+        let config = Config { max_datagram: 300, auth, checksum, ..Config::default() };
         let (mut copied, mut copied_peer) = pair(config.clone());
         let (mut vectored, mut vectored_peer) = pair(config);
         let mut now = at(0);

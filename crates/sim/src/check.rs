@@ -39,6 +39,9 @@ struct Log {
     recv_next: HashMap<u32, usize>,
     /// Where each receiver incarnation's connection began.
     recv_base: HashMap<u32, usize>,
+    /// Receiver incarnations that took the connection over from the start
+    /// because the sender never heard from an earlier one (see `on_deliver`).
+    taken_over: Vec<u32>,
     acked: Option<u64>,
     failed_upto: Option<u64>,
 }
@@ -119,10 +122,23 @@ impl Checker {
     }
 
     /// Node `dst` (incarnation `dst_inc`) delivered `data` from the sender of `log`.
-    pub fn on_deliver(&mut self, now: Instant, log: LogKey, dst_inc: u32, data: &[u8]) {
+    ///
+    /// `sender_knew_none_before`: the sender has never heard from an earlier
+    /// incarnation of `dst`, so its packets name no receiver epoch and a new
+    /// incarnation legitimately takes the connection over from its first
+    /// message, with no `PeerRestarted` at the sender. Messages the crashed
+    /// incarnation had already delivered (and never acknowledged: the sender
+    /// heard nothing) are then delivered again, to the new one: exactly once
+    /// per incarnation, never twice to one.
+    pub fn on_deliver(&mut self, now: Instant, log: LogKey, dst_inc: u32, sender_knew_none_before: bool, data: &[u8]) {
         let Some(entry) = self.logs.get_mut(&log) else {
             return self.fail(now, format!("log {log:?}: delivery of a message never submitted"));
         };
+        if dst_inc > 0 && sender_knew_none_before && !entry.recv_next.contains_key(&dst_inc) && entry.acked.is_none() {
+            entry.recv_next.insert(dst_inc, 0);
+            entry.recv_base.insert(dst_inc, 0);
+            entry.taken_over.push(dst_inc);
+        }
         let Some(&next) = entry.recv_next.get(&dst_inc) else {
             return self.fail(
                 now,
@@ -139,7 +155,7 @@ impl Checker {
             return self
                 .fail(now, format!("log {log:?}: message #{next} corrupted: {} bytes, expected {len}", data.len()));
         }
-        if msg.delivered {
+        if msg.delivered && !entry.taken_over.contains(&dst_inc) {
             return self.fail(now, format!("log {log:?}: message #{next} delivered twice"));
         }
         msg.delivered = true;

@@ -13,7 +13,7 @@ use crate::rng::Rng;
 use crate::scenario::{Report, Scenario, JOB_ID};
 use mw_proto::time::{Duration, Instant};
 use mw_proto::{Endpoint, Event, SubmitError};
-use mw_wire::HeaderRepr;
+use mw_wire::{HeaderRepr, HEADER_LEN};
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 
@@ -40,11 +40,42 @@ struct PlanItem {
 /// Garbage kinds and the drop counter each must land in.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Expected {
-    malformed: u64,
+    truncated: u64,
+    bad_magic: u64,
+    bad_version: u64,
+    bad_length: u64,
+    oversized: u64,
+    bad_checksum: u64,
     wrong_job: u64,
     wrong_target: u64,
     unknown_peer: u64,
     stale_epoch: u64,
+}
+
+impl Expected {
+    fn from_drops(d: &mw_proto::DropCounts) -> Expected {
+        Expected {
+            truncated: d.truncated,
+            bad_magic: d.bad_magic,
+            bad_version: d.bad_version,
+            bad_length: d.bad_length,
+            oversized: d.oversized,
+            bad_checksum: d.bad_checksum,
+            wrong_job: d.wrong_job,
+            wrong_target: d.wrong_target,
+            unknown_peer: d.unknown_peer,
+            stale_epoch: d.stale_epoch,
+        }
+    }
+}
+
+/// Recomputes the checksum trailer of `packet` after its header was
+/// rewritten, as a rank with a bug (not the network) would: the packet must
+/// then be rejected for what it says, not for its checksum.
+fn reseal(packet: &mut [u8]) {
+    let covered = packet.len() - mw_wire::CHECKSUM_LEN;
+    let crc = mw_wire::packet_checksum(&packet[..covered]);
+    packet[covered..].copy_from_slice(&crc.to_le_bytes());
 }
 
 struct Driver<'a> {
@@ -65,6 +96,9 @@ struct Driver<'a> {
     completed_at: Option<Instant>,
     /// Nodes that saw `PeerRestarted`.
     restart_seen: Vec<u32>,
+    /// (node, peer, peer incarnation): node has accepted a packet of that
+    /// incarnation of the peer, so it knows the peer's epoch.
+    heard: std::collections::HashSet<(u32, u32, u32)>,
 }
 
 /// Runs one scenario to completion (or stall) and reports.
@@ -126,6 +160,7 @@ impl<'a> Driver<'a> {
             expected: vec![Expected::default(); n as usize],
             completed_at: None,
             restart_seen: Vec::new(),
+            heard: std::collections::HashSet::new(),
         };
         for src in 0..n {
             d.make_plans(src, Instant::ZERO, false);
@@ -256,11 +291,17 @@ impl<'a> Driver<'a> {
                 .and_then(|h| self.nodes.get(h.src_rank as usize)?.epochs.iter().position(|&e| e == h.src_epoch))
                 .map_or(u32::MAX, |i| i as u32);
             let dst_inc = self.nodes[dst as usize].inc;
+            // Whether the sender ever heard from an earlier incarnation of dst.
+            let sender_knew_none_before =
+                header.is_some_and(|h| (0..dst_inc).all(|inc| !self.heard.contains(&(h.src_rank, dst, inc))));
             let ep = self.nodes[dst as usize].ep.as_mut().expect("checked up");
             let checker = &mut self.checker;
             let result = ep.handle_datagram(now, &bytes, &mut |from, msg| {
-                checker.on_deliver(now, (from, src_inc, dst), dst_inc, msg)
+                checker.on_deliver(now, (from, src_inc, dst), dst_inc, sender_knew_none_before, msg)
             });
+            if let Some(h) = header.filter(|h| ep.peer_epoch(h.src_rank) == Some(h.src_epoch)) {
+                self.heard.insert((dst, h.src_rank, src_inc));
+            }
             if self.sc.trace {
                 match header {
                     Some(h) => println!("{now:?} recv {h} -> {result:?}"),
@@ -429,12 +470,18 @@ impl<'a> Driver<'a> {
     }
 
     fn inject_garbage(&mut self, now: Instant, src: u32, dst: u32, len: usize) {
+        let checksum = self.sc.config.checksum;
         let mut bad = self.buf[..len].to_vec();
         let e = &mut self.expected[dst as usize];
-        match self.rng.range(0, 6) {
+        match self.rng.range(0, 9) {
             0 => {
-                bad.truncate(self.rng.range(0, len as u64 - 1) as usize);
-                e.malformed += 1;
+                let cut = self.rng.range(0, len as u64 - 1) as usize;
+                bad.truncate(cut);
+                if checksum && cut >= HEADER_LEN {
+                    e.bad_checksum += 1; // checked before the header's length
+                } else {
+                    e.truncated += 1;
+                }
             }
             1 => {
                 let n = self.rng.range(0, 100) as usize;
@@ -442,11 +489,19 @@ impl<'a> Driver<'a> {
                 if let Some(b) = bad.first_mut() {
                     *b = 0; // never the magic
                 }
-                e.malformed += 1;
+                if n < HEADER_LEN {
+                    e.truncated += 1;
+                } else {
+                    e.bad_magic += 1;
+                }
             }
             2 => {
                 bad[2] = 99; // version
-                e.malformed += 1;
+                e.bad_version += 1;
+            }
+            7 if len == self.sc.config.max_datagram => {
+                bad.push(0); // one byte past the longest datagram
+                e.oversized += 1;
             }
             3 => {
                 bad[8] ^= 0x5a;
@@ -461,11 +516,40 @@ impl<'a> Driver<'a> {
                 bad[16..20].copy_from_slice(&who.to_le_bytes());
                 e.unknown_peer += 1;
             }
+            6 => {
+                // Longer than any rank of the job sends.
+                bad.resize(self.sc.config.max_datagram + 1 + self.rng.range(0, 100) as usize, 0xee);
+                e.oversized += 1;
+            }
+            7 => {
+                // Bytes after the announced packet (the trailer moves, if any).
+                if checksum {
+                    bad.truncate(len - mw_wire::CHECKSUM_LEN);
+                    bad.push(0);
+                    bad.extend_from_slice(&[0; mw_wire::CHECKSUM_LEN]);
+                } else {
+                    bad.push(0);
+                }
+                e.bad_length += 1;
+            }
+            8 if checksum => {
+                // Corruption on the way that the UDP checksum missed: any
+                // byte past magic and version, any nonzero change.
+                let at = self.rng.range(3, len as u64 - 1) as usize;
+                bad[at] ^= self.rng.range(1, 255) as u8;
+                e.bad_checksum += 1;
+                let at = now + self.sc.link.delay;
+                return self.net.inject(at, src, dst, bad);
+            }
             _ => {
                 let mine = self.nodes[dst as usize].epochs.clone();
                 bad[28..32].copy_from_slice(&new_epoch(&mut self.rng, &mine).to_le_bytes());
                 e.stale_epoch += 1;
             }
+        }
+        let rewritten_header = bad.len() == len && bad != self.buf[..len];
+        if checksum && (rewritten_header || bad.len() == len + 1) && bad.len() > HEADER_LEN {
+            reseal(&mut bad);
         }
         let at = now + self.sc.link.delay;
         self.net.inject(at, src, dst, bad);
@@ -575,13 +659,10 @@ impl<'a> Driver<'a> {
         for (rank, node) in self.nodes.iter().enumerate() {
             let Some(ep) = &node.ep else { continue };
             let d = &ep.stats().drops;
-            let got = Expected {
-                malformed: d.malformed,
-                wrong_job: d.wrong_job,
-                wrong_target: d.wrong_target,
-                unknown_peer: d.unknown_peer,
-                stale_epoch: d.stale_epoch,
-            };
+            let got = Expected::from_drops(d);
+            if d.malformed + d.unknown_type + d.oversized_message + d.bad_mac != 0 {
+                errors.push(format!("node {rank}: drops no garbage kind explains: {d}"));
+            }
             if got != self.expected[rank] {
                 errors.push(format!("node {rank}: drop counters {got:?}, injected {:?}", self.expected[rank]));
             }

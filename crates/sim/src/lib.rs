@@ -7,7 +7,8 @@
 //! generator ([`rng`]); workloads whose message contents derive from
 //! (sender, receiver, index) so every delivery is checked byte for byte
 //! ([`check`]); crash, restart and garbage injection; and the scenario
-//! families with their replay entry point ([`scenario`]).
+//! families with their replay entry point ([`scenario`]); and multicast
+//! transfers, one root to many members, with their own families ([`mcast`]).
 //!
 //! Must not: be a dependency of anything but tests and benchmarks, or read
 //! real clocks: a seed and a family name determine a run completely, so a
@@ -18,6 +19,7 @@
 
 pub mod check;
 mod driver;
+pub mod mcast;
 pub mod net;
 pub mod rng;
 pub mod scenario;

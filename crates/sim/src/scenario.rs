@@ -165,6 +165,9 @@ fn small_config(rng: &mut Rng) -> Config {
     let mut c = Config {
         max_datagram: rng.pick(&[200, 600, 1472, 1472, 1472, 9000]),
         ack_every: rng.pick(&[1, 2, 8, 8, 16]),
+        // A quarter of the runs checksum every packet, as ranks do between
+        // hosts when authentication is off.
+        checksum: rng.chance(0.25),
         ..Config::default()
     };
     if rng.chance(0.3) {
@@ -193,6 +196,32 @@ fn small_workload(rng: &mut Rng) -> Workload {
     }
 }
 
+/// Most runs have 2 to 4 nodes; one in five has 5 to 16, with the workload
+/// thinned so that every node count costs about the same to simulate.
+fn draw_nodes(rng: &mut Rng) -> u32 {
+    if rng.chance(0.2) {
+        rng.range(5, 16) as u32
+    } else {
+        rng.range(2, 4) as u32
+    }
+}
+
+/// Scales a workload drawn for a few nodes down to `nodes`: about as many
+/// messages in total as 4 nodes would send, no message over 20 kB.
+fn thin_for(nodes: u32, w: &mut Workload) {
+    if nodes <= 4 {
+        return;
+    }
+    let pairs = u64::from(nodes * (nodes - 1));
+    w.messages = ((u64::from(w.messages) * 12).div_ceil(pairs)).max(1) as u32;
+    w.max_size = w.max_size.min(20_000);
+}
+
+/// One-way propagation delays the links are drawn from: loopback-like to a
+/// millisecond (longer than the initial RTO, so the first packets are
+/// retransmitted spuriously until an RTT sample arrives).
+const DELAYS_US: [u64; 7] = [1, 10, 10, 10, 50, 200, 1000];
+
 impl Scenario {
     /// The scenario `seed` of family `family` (see [`FAMILIES`]); `None` for an unknown family.
     pub fn family(family: &str, seed: u64) -> Option<Scenario> {
@@ -204,8 +233,8 @@ impl Scenario {
         let mut sc = Scenario {
             family: family.to_string(),
             seed,
-            nodes: rng.range(2, 4) as u32,
-            link: LinkConfig::default(),
+            nodes: draw_nodes(&mut rng),
+            link: LinkConfig { delay: Duration::from_micros(rng.pick(&DELAYS_US)), ..LinkConfig::default() },
             config: small_config(&mut rng),
             workload: small_workload(&mut rng),
             crash: None,
@@ -249,11 +278,14 @@ impl Scenario {
                 sc.workload.messages = rng.range(1, 4) as u32;
                 sc.workload.max_size = 20_000;
                 sc.workload.pair_chance = 1.0;
-                sc.link.loss = rng.pick(&[0.0, 0.01]);
+                sc.link.loss = rng.pick(&[0.0, 0.01, 0.05]);
+                sc.link.duplicate = rng.pick(&[0.0, 0.0, 0.02, 0.1]);
+                sc.link.reorder = rng.pick(&[0.0, 0.0, 0.05, 0.2]);
+                sc.link.reorder_delay = Duration::from_micros(rng.range(10, 200));
                 sc.link.jitter = Duration::from_micros(rng.range(0, 20));
             }
             "crash" | "restart" => {
-                sc.nodes = rng.range(2, 4) as u32;
+                sc.nodes = rng.range(2, 5) as u32;
                 sc.link.loss = rng.pick(&[0.0, 0.0, 0.01, 0.05]);
                 sc.config.peer_dead_after = Duration::from_millis(rng.pick(&[50, 200, 2000]));
                 sc.workload.messages = rng.range(20, 60) as u32;
@@ -270,6 +302,7 @@ impl Scenario {
                 });
             }
             "no_false_dead" => {
+                sc.nodes = rng.range(2, 4) as u32; // seconds of keepalives: kept small
                 sc.link.loss = 0.2;
                 sc.config.keepalive = Some(Duration::from_millis(100));
                 sc.config.peer_dead_after = Duration::from_secs(2);
@@ -283,6 +316,9 @@ impl Scenario {
                 sc.link.loss = rng.pick(&[0.0, 0.01]);
             }
             _ => return None,
+        }
+        if family != "all_to_all16" {
+            thin_for(sc.nodes, &mut sc.workload);
         }
         Some(sc)
     }

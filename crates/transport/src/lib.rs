@@ -8,6 +8,8 @@
 //!   then yield the CPU, then block in `ppoll` until a deadline;
 //! - [`FaultInjector`]: seeded drop/duplicate/reorder on the send path,
 //!   configured by `MW_FAULT_*`, always compiled;
+//! - [`McastSocket`]: the receiving side of IPv4 multicast groups (sending
+//!   is the UDP socket's, after [`UdpTransport::enable_multicast_send`]);
 //! - `sys`: the unsafe island, the one module here allowed `unsafe`.
 //!
 //! Must not: hold protocol logic. No sequence numbers, acks, timers or
@@ -24,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod fault;
+pub mod mcast;
 pub mod shm;
 #[allow(unsafe_code)]
 mod sys;
@@ -31,5 +34,6 @@ pub mod udp;
 pub mod wait;
 
 pub use fault::{FaultAction, FaultConfig, FaultConfigError, FaultInjector, FaultStats};
+pub use mcast::McastSocket;
 pub use udp::{RecvBatch, RecvIter, UdpConfig, UdpTransport};
 pub use wait::{Idle, WaitPolicy, Waiter};

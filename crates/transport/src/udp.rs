@@ -149,6 +149,13 @@ impl UdpTransport {
         let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
         socket.set_nonblocking(true)?;
         socket.bind(&addr.into())?;
+        Self::from_bound(socket, cfg)
+    }
+
+    /// Finishes a nonblocking socket bound by the caller (the multicast
+    /// socket sets its own options first): buffers, GSO/GRO probes.
+    pub(crate) fn from_bound(socket: Socket, cfg: &UdpConfig) -> io::Result<Self> {
+        cfg.validate()?;
         let local_addr = socket
             .local_addr()?
             .as_socket()
@@ -177,6 +184,11 @@ impl UdpTransport {
             truncated: 0,
             cfg: cfg.clone(),
         })
+    }
+
+    /// The socket itself, for option setters elsewhere in this crate.
+    pub(crate) fn socket_ref(&self) -> &Socket {
+        &self.socket
     }
 
     /// The address the socket is bound to (with the real port if 0 was asked).

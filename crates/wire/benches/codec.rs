@@ -98,5 +98,14 @@ fn bench_packet(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_header, bench_ops, bench_packet);
+/// The CRC32C checksum trailer over a small, an Ethernet-sized and a
+/// loopback-sized packet (computed once by the sender, once by the receiver).
+fn bench_checksum(c: &mut Criterion) {
+    for len in [64usize, 1472, 65_000] {
+        let buf = vec![0xa5u8; len];
+        c.bench_function(&format!("checksum/{len}B"), |b| b.iter(|| mw_wire::packet_checksum(black_box(&buf))));
+    }
+}
+
+criterion_group!(benches, bench_header, bench_ops, bench_packet, bench_checksum);
 criterion_main!(benches);

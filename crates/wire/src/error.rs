@@ -1,4 +1,8 @@
 //! Parse errors. Each variant is a distinct drop reason the endpoint counts.
+//!
+//! Owns: the one error type of the crate. Must not: carry data from the
+//! rejected bytes (no allocation, nothing an attacker controls reaches a log)
+//! or say what the endpoint does about it.
 
 /// Why a byte string is not a valid memwire packet or operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

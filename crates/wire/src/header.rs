@@ -13,14 +13,28 @@
 //! 24      4   src epoch    random per endpoint incarnation, never 0
 //! 28      4   dst epoch    the sender's idea of the target's epoch, 0 = unknown yet
 //! 32      4   seq          Data: this packet's sequence number; Ack/Nack/Probe:
-//!                          the sender's next unused sequence number (its watermark)
+//!                          the sender's next unused sequence number (its watermark);
+//!                          Mcast: the segment's index within its transfer
 //! 36      4   ack          next sequence number expected from the peer (valid with ACK)
 //! 40      8   sack         bit i set: seq ack+1+i was received (valid with ACK)
 //! 48    ...   payload      payload_len bytes
 //!  .     16   MAC          present iff flags has MAC
+//!  .      4   checksum     present iff flags has CHECKSUM (never with MAC)
 //! ```
 //! All integers are little-endian. The layout is fixed for a version; changing
 //! it means bumping [`VERSION`], never a flag that switches layouts.
+//!
+//! The trailer is optional and of one kind at most: a 16-byte MAC (keyed,
+//! computed by the protocol layer, which holds the key), or a 4-byte CRC32C
+//! ([`packet_checksum`], Castagnoli polynomial, little-endian) of the header
+//! (with the `CHECKSUM` flag already set) and payload, which catches
+//! corruption that the UDP checksum missed when packets are not
+//! authenticated. Both cover exactly [`Header::authenticated_bytes`].
+//!
+//! Owns: this layout, its checked view and [`HeaderRepr`]. Must not: verify the
+//! MAC or compare the job id, ranks and epochs with the receiver's (the
+//! protocol does: this only exposes them), or look inside the payload (`op`
+//! does).
 
 use crate::{Error, Result};
 
@@ -28,6 +42,8 @@ use crate::{Error, Result};
 pub const HEADER_LEN: usize = 48;
 /// Size of the optional message authentication code trailer.
 pub const MAC_LEN: usize = 16;
+/// Size of the optional CRC32C trailer.
+pub const CHECKSUM_LEN: usize = 4;
 /// First two bytes of every memwire packet ("MW" on the wire).
 pub const MAGIC: u16 = 0x574D;
 /// The protocol version this build speaks.
@@ -69,6 +85,11 @@ pub enum PacketType {
     /// "I do not know you in this epoch": tells a peer its connection state is
     /// stale (the sender restarted or never met it).
     Reset = 6,
+    /// One segment of a one-to-many transfer, outside any connection: sent
+    /// to a team's IP multicast group (`dst_rank` [`GROUP_RANK`](crate::mcast::GROUP_RANK))
+    /// or, as a repair, to one member. The payload is a
+    /// [`McastData`](crate::mcast::McastData); no ack fields, no segment flags.
+    Mcast = 7,
 }
 
 impl PacketType {
@@ -81,9 +102,64 @@ impl PacketType {
             4 => PacketType::Raw,
             5 => PacketType::Probe,
             6 => PacketType::Reset,
+            7 => PacketType::Mcast,
             _ => return Err(Error::UnknownType),
         })
     }
+}
+
+/// The CRC32C (Castagnoli) of `covered`: a packet's checksum trailer is this
+/// over its header (`CHECKSUM` flag set) and payload, little-endian.
+/// Hardware-accelerated where the CPU has CRC32C instructions.
+pub fn packet_checksum(covered: &[u8]) -> u32 {
+    crc32c::crc32c(covered)
+}
+
+/// [`packet_checksum`] of the concatenation of `parts` (a packet whose
+/// header and payload are not contiguous, e.g. sent with a vectored send).
+pub fn packet_checksum_parts(parts: &[&[u8]]) -> u32 {
+    parts.iter().fold(0, |crc, part| crc32c::crc32c_append(crc, part))
+}
+
+/// Checks what must be checked before anything else of a received datagram
+/// can be read: that it is as long as a header and starts with memwire's
+/// magic number and this build's version (they say how the rest is laid
+/// out, trailer included). [`Header::new_checked`] repeats these checks.
+pub fn check_preamble(bytes: &[u8]) -> Result<()> {
+    let Some(head) = bytes.get(..HEADER_LEN) else {
+        return Err(Error::Truncated);
+    };
+    if le16(&head[field::MAGIC]) != MAGIC {
+        return Err(Error::BadMagic);
+    }
+    if head[field::VERSION] != VERSION {
+        return Err(Error::BadVersion);
+    }
+    Ok(())
+}
+
+/// Whether the last [`CHECKSUM_LEN`] bytes of `datagram` are the CRC32C of
+/// the bytes before them, i.e. whether a checksummed packet arrived intact.
+/// Reads no header field: call it right after [`check_preamble`], before
+/// trusting any length or flag. `false` when the datagram is too short to
+/// hold a checksum.
+pub fn checksum_matches(datagram: &[u8]) -> bool {
+    let Some(covered_len) = datagram.len().checked_sub(CHECKSUM_LEN) else {
+        return false;
+    };
+    let (covered, trailer) = datagram.split_at(covered_len);
+    packet_checksum(covered) == le32(trailer)
+}
+
+/// The packet type of `bytes` if they start like a memwire packet of this
+/// version (magic, version, known type), without checking anything else: a
+/// cheap routing decision before the full [`HeaderRepr::parse_packet`].
+pub fn peek_packet_type(bytes: &[u8]) -> Option<PacketType> {
+    let head = bytes.get(..HEADER_LEN)?;
+    if le16(&head[field::MAGIC]) != MAGIC || head[field::VERSION] != VERSION {
+        return None;
+    }
+    PacketType::from_u8(head[field::PTYPE]).ok()
 }
 
 /// Header flag bits.
@@ -101,7 +177,9 @@ impl Flags {
     pub const MAC: Flags = Flags(1 << 3);
     /// The receiver should acknowledge at once instead of delaying.
     pub const ACK_NOW: Flags = Flags(1 << 4);
-    const KNOWN: u16 = 0x1f;
+    /// A CRC32C trailer follows the payload (never together with `MAC`).
+    pub const CHECKSUM: Flags = Flags(1 << 5);
+    const KNOWN: u16 = 0x3f;
 
     /// No flags.
     pub const fn empty() -> Flags {
@@ -111,12 +189,24 @@ impl Flags {
     pub const fn bits(self) -> u16 {
         self.0
     }
-    /// Parses raw bits, rejecting unknown ones.
+    /// Parses raw bits, rejecting unknown ones and a MAC together with a
+    /// checksum (a packet has one trailer at most).
     pub fn from_bits(bits: u16) -> Result<Flags> {
-        if bits & !Self::KNOWN != 0 {
+        let both = Self::MAC.0 | Self::CHECKSUM.0;
+        if bits & !Self::KNOWN != 0 || bits & both == both {
             return Err(Error::Malformed);
         }
         Ok(Flags(bits))
+    }
+    /// Bytes of trailer these flags announce after the payload.
+    pub const fn trailer_len(self) -> usize {
+        if self.contains(Flags::MAC) {
+            MAC_LEN
+        } else if self.contains(Flags::CHECKSUM) {
+            CHECKSUM_LEN
+        } else {
+            0
+        }
     }
     /// Whether every bit of `other` is set.
     pub const fn contains(self, other: Flags) -> bool {
@@ -184,8 +274,7 @@ impl<T: AsRef<[u8]>> Header<T> {
             return Err(Error::BadVersion);
         }
         let flags = Flags::from_bits(le16(&data[field::FLAGS]))?;
-        let trailer = if flags.contains(Flags::MAC) { MAC_LEN } else { 0 };
-        let want = HEADER_LEN + usize::from(self.payload_len()) + trailer;
+        let want = HEADER_LEN + usize::from(self.payload_len()) + flags.trailer_len();
         if data.len() < want {
             return Err(Error::Truncated);
         }
@@ -258,7 +347,7 @@ impl<T: AsRef<[u8]>> Header<T> {
         let end = HEADER_LEN + usize::from(self.payload_len());
         &data[HEADER_LEN..end]
     }
-    /// Header plus payload: the bytes a MAC covers.
+    /// Header plus payload: the bytes a MAC or checksum covers.
     pub fn authenticated_bytes(&self) -> &[u8] {
         let end = HEADER_LEN + usize::from(self.payload_len());
         &self.buffer.as_ref()[..end]
@@ -271,6 +360,14 @@ impl<T: AsRef<[u8]>> Header<T> {
         }
         let start = HEADER_LEN + usize::from(self.payload_len());
         Some(&self.buffer.as_ref()[start..start + MAC_LEN])
+    }
+    /// The checksum trailer, when the CHECKSUM flag is set (checked views only).
+    pub fn checksum(&self) -> Option<u32> {
+        if !Flags(self.flags_raw()).contains(Flags::CHECKSUM) {
+            return None;
+        }
+        let start = HEADER_LEN + usize::from(self.payload_len());
+        Some(le32(&self.buffer.as_ref()[start..start + CHECKSUM_LEN]))
     }
 }
 
@@ -356,6 +453,12 @@ impl HeaderRepr {
                     return Err(Error::Malformed);
                 }
             }
+            PacketType::Mcast => {
+                let ack_bits = flags.contains(Flags::ACK) || flags.contains(Flags::ACK_NOW);
+                if segment_bits || ack_bits || header.ack() != 0 || header.sack() != 0 {
+                    return Err(Error::Malformed);
+                }
+            }
         }
         if header.src_epoch() == 0 {
             return Err(Error::Malformed);
@@ -386,8 +489,7 @@ impl HeaderRepr {
 
     /// Bytes the whole packet occupies: header, payload and trailer.
     pub fn buffer_len(&self) -> usize {
-        let trailer = if self.flags.contains(Flags::MAC) { MAC_LEN } else { 0 };
-        HEADER_LEN + usize::from(self.payload_len) + trailer
+        HEADER_LEN + usize::from(self.payload_len) + self.flags.trailer_len()
     }
 
     /// Writes the header fields (not payload or trailer) into `header`.
@@ -434,6 +536,9 @@ impl core::fmt::Display for HeaderRepr {
         }
         if self.flags.contains(Flags::MAC) {
             f.write_str(" mac")?;
+        }
+        if self.flags.contains(Flags::CHECKSUM) {
+            f.write_str(" crc")?;
         }
         Ok(())
     }
@@ -518,6 +623,100 @@ mod tests {
         let view = Header::new_checked(&buf[..]).unwrap();
         assert_eq!(view.mac(), Some(&[0xab; MAC_LEN][..]));
         assert_eq!(view.authenticated_bytes().len(), HEADER_LEN + 5);
+    }
+
+    #[test]
+    fn checksum_trailer_located_and_verified() {
+        let mut repr = sample();
+        repr.flags = repr.flags | Flags::CHECKSUM;
+        let mut buf = vec![0u8; repr.buffer_len()];
+        assert_eq!(buf.len(), HEADER_LEN + 5 + CHECKSUM_LEN);
+        repr.emit_into(&mut buf);
+        buf[HEADER_LEN..HEADER_LEN + 5].copy_from_slice(b"hello");
+        let crc = packet_checksum(&buf[..HEADER_LEN + 5]);
+        buf[HEADER_LEN + 5..].copy_from_slice(&crc.to_le_bytes());
+        assert!(checksum_matches(&buf));
+        let view = Header::new_checked(&buf[..]).unwrap();
+        assert_eq!(view.checksum(), Some(crc));
+        assert_eq!(view.mac(), None);
+        assert_eq!(HeaderRepr::parse_packet(&buf).unwrap().1, b"hello");
+        for bit in 0..buf.len() * 8 {
+            let mut bad = buf.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(!checksum_matches(&bad), "flip of bit {bit} not detected");
+        }
+        assert!(!checksum_matches(&buf[..3]));
+        // CRC32C of "123456789" is the standard check value 0xE3069283.
+        assert_eq!(packet_checksum(b"123456789"), 0xe306_9283);
+    }
+
+    #[test]
+    fn checksum_of_parts_equals_checksum_of_concatenation() {
+        let whole: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+        for cuts in [(0, 0), (0, 3000), (17, 17), (24, 1500), (1, 2999), (3000, 3000)] {
+            let (a, rest) = whole.split_at(cuts.0);
+            let (b, c) = rest.split_at(cuts.1 - cuts.0);
+            assert_eq!(packet_checksum_parts(&[a, b, c, &[]]), packet_checksum(&whole), "cuts {cuts:?}");
+        }
+        assert_eq!(packet_checksum_parts(&[]), packet_checksum(&[]));
+    }
+
+    #[test]
+    fn mac_and_checksum_are_exclusive() {
+        assert_eq!(Flags::from_bits((Flags::MAC | Flags::CHECKSUM).bits()), Err(Error::Malformed));
+        assert_eq!(Flags::CHECKSUM.trailer_len(), CHECKSUM_LEN);
+        assert_eq!(Flags::MAC.trailer_len(), MAC_LEN);
+        assert_eq!(Flags::empty().trailer_len(), 0);
+    }
+
+    #[test]
+    fn preamble_is_checked_first() {
+        let repr = sample();
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit_into(&mut buf);
+        assert_eq!(check_preamble(&buf), Ok(()));
+        assert_eq!(check_preamble(&buf[..HEADER_LEN - 1]), Err(Error::Truncated));
+        buf[2] = VERSION + 1;
+        assert_eq!(check_preamble(&buf), Err(Error::BadVersion));
+        buf[0] = 0;
+        assert_eq!(check_preamble(&buf), Err(Error::BadMagic));
+    }
+
+    #[test]
+    fn mcast_packets_carry_no_ack_or_segment_fields() {
+        let mut repr = sample();
+        repr.packet_type = PacketType::Mcast;
+        repr.flags = Flags::empty();
+        repr.ack = 0;
+        repr.sack = 0;
+        repr.dst_rank = crate::mcast::GROUP_RANK;
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit_into(&mut buf);
+        assert_eq!(HeaderRepr::parse_packet(&buf).unwrap().0, repr);
+        for bad in [
+            HeaderRepr { flags: Flags::FIRST, ..repr },
+            HeaderRepr { flags: Flags::ACK, ..repr },
+            HeaderRepr { flags: Flags::ACK_NOW, ..repr },
+            HeaderRepr { ack: 1, ..repr },
+            HeaderRepr { sack: 1, ..repr },
+        ] {
+            bad.emit_into(&mut buf);
+            assert_eq!(HeaderRepr::parse_packet(&buf).unwrap_err(), Error::Malformed, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn peeking_at_the_type() {
+        let repr = sample();
+        let mut buf = vec![0u8; repr.buffer_len()];
+        repr.emit_into(&mut buf);
+        assert_eq!(peek_packet_type(&buf), Some(PacketType::Data));
+        assert_eq!(peek_packet_type(&buf[..HEADER_LEN - 1]), None);
+        buf[3] = 7;
+        assert_eq!(peek_packet_type(&buf), Some(PacketType::Mcast));
+        buf[0] = 0;
+        assert_eq!(peek_packet_type(&buf), None);
+        assert_eq!(peek_packet_type(b"MWDB"), None);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! Owns: the byte layout of every datagram memwire sends: the versioned
 //! little-endian [`header`], the typed operation views in [`op`] that sit at the
-//! start of a reassembled message, and the layout of the optional MAC trailer.
+//! start of a reassembled message, and the layout of the optional trailer (a
+//! MAC, or a CRC32C checksum that this crate computes).
+//! [`mcast`] owns the payload of the packets of an IP multicast transfer.
 //! Each type comes as a checked view over `&[u8]` (`*::new_checked`) plus a
 //! validated representation (`*Repr::parse` / `emit` / `buffer_len`), in the
 //! style of smoltcp's `wire` module. Operations are emitted header-only
@@ -16,8 +18,12 @@
 
 mod error;
 pub mod header;
+pub mod mcast;
 pub mod op;
 
 pub use error::{Error, Result};
-pub use header::{Flags, Header, HeaderRepr, PacketType, HEADER_LEN, MAC_LEN, MAGIC, VERSION};
+pub use header::{
+    check_preamble, checksum_matches, packet_checksum, packet_checksum_parts, peek_packet_type, Flags, Header,
+    HeaderRepr, PacketType, CHECKSUM_LEN, HEADER_LEN, MAC_LEN, MAGIC, VERSION,
+};
 pub use op::{OpCode, OpRepr};

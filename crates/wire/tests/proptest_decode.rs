@@ -8,7 +8,7 @@
 mod decode_check;
 
 use mw_wire::op::*;
-use mw_wire::{Error, Flags, HeaderRepr, PacketType, HEADER_LEN, MAC_LEN};
+use mw_wire::{Error, Flags, HeaderRepr, PacketType, CHECKSUM_LEN, HEADER_LEN, MAC_LEN};
 use proptest::prelude::*;
 
 /// A `'static` byte slice of `len` in `range` (leaked: a test process only).
@@ -142,14 +142,33 @@ fn op() -> impl Strategy<Value = OpRepr<'static>> {
             body
         })),
         (any::<u8>(), any::<u32>()).prop_map(|(class, amount)| OpRepr::Credit(Credit { class, amount })),
+        mcast_feedback().prop_map(OpRepr::McastFeedback),
     ]
+}
+
+/// Valid feedback: ascending, non-touching ranges at or above `contig`.
+fn mcast_feedback() -> impl Strategy<Value = McastFeedback<'static>> {
+    (any::<u64>(), any::<u64>(), 0u32..1000, any::<bool>(), prop::collection::vec((1u32..50, 1u32..50), 0..20))
+        .prop_map(|(team, transfer, contig, done, gaps)| {
+            let mut pairs = Vec::new();
+            if !done {
+                let mut at = contig;
+                for (skip, len) in gaps.into_iter().take(MCAST_RANGES_MAX) {
+                    let start = at + skip;
+                    pairs.push((start, start + len));
+                    at = start + len;
+                }
+            }
+            let pairs: &'static [(u32, u32)] = Box::leak(pairs.into_boxed_slice());
+            McastFeedback { team, transfer, contig, done, missing: McastRanges::from_pairs(pairs) }
+        })
 }
 
 /// Valid headers of every packet type (payload_len is set by `packet`).
 fn header() -> impl Strategy<Value = HeaderRepr> {
     (
-        1u8..=6,
-        0u16..0x20,
+        1u8..=7,
+        0u16..0x40,
         any::<u64>(),
         any::<u32>(),
         any::<u32>(),
@@ -159,7 +178,9 @@ fn header() -> impl Strategy<Value = HeaderRepr> {
         any::<u64>(),
     )
         .prop_map(|(ptype, bits, job_id, src_rank, dst_rank, src_epoch, dst_epoch, [seq, ack], sack)| {
-            let packet_type = PacketType::from_u8(ptype).expect("1..=6 are packet types");
+            let packet_type = PacketType::from_u8(ptype).expect("1..=7 are packet types");
+            // One trailer at most: a MAC wins over a checksum.
+            let bits = if bits & Flags::MAC.bits() != 0 { bits & !Flags::CHECKSUM.bits() } else { bits };
             let mut flags = Flags::from_bits(bits).expect("known bits");
             if packet_type != PacketType::Data {
                 flags.set(Flags::FIRST | Flags::LAST, false);
@@ -167,6 +188,12 @@ fn header() -> impl Strategy<Value = HeaderRepr> {
             if matches!(packet_type, PacketType::Ack | PacketType::Nack) {
                 flags.set(Flags::ACK, true);
             }
+            let (ack, sack) = if packet_type == PacketType::Mcast {
+                flags.set(Flags::ACK | Flags::ACK_NOW, false);
+                (0, 0)
+            } else {
+                (ack, sack)
+            };
             HeaderRepr {
                 packet_type,
                 flags,
@@ -197,7 +224,7 @@ fn packet(mut header: HeaderRepr, op: &OpRepr<'_>) -> Vec<u8> {
     let mut buf = vec![0u8; header.buffer_len()];
     header.emit_into(&mut buf);
     buf[HEADER_LEN..HEADER_LEN + payload.len()].copy_from_slice(&payload);
-    if header.flags.contains(Flags::MAC) {
+    if header.flags.contains(Flags::MAC) || header.flags.contains(Flags::CHECKSUM) {
         buf[HEADER_LEN + payload.len()..].fill(0xa5);
     }
     buf
@@ -300,7 +327,7 @@ proptest! {
         prop_assert!(op.to_string().starts_with(op.opcode().name()));
     }
 
-    // (c) Every valid header round-trips, with and without MAC trailer.
+    // (c) Every valid header round-trips, with and without a MAC or checksum trailer.
     #[test]
     fn valid_packets_round_trip(header in header(), op in op()) {
         let bytes = packet(header, &op);
@@ -309,7 +336,14 @@ proptest! {
         prop_assert_eq!(parsed.flags, header.flags);
         prop_assert_eq!(parsed.seq, header.seq);
         prop_assert_eq!(usize::from(parsed.payload_len), payload.len());
-        prop_assert_eq!(bytes.len(), HEADER_LEN + payload.len() + if parsed.flags.contains(Flags::MAC) { MAC_LEN } else { 0 });
+        let trailer = if parsed.flags.contains(Flags::MAC) {
+            MAC_LEN
+        } else if parsed.flags.contains(Flags::CHECKSUM) {
+            CHECKSUM_LEN
+        } else {
+            0
+        };
+        prop_assert_eq!(bytes.len(), HEADER_LEN + payload.len() + trailer);
         if !payload.is_empty() {
             prop_assert_eq!(OpRepr::parse(payload), Ok(op));
         }

@@ -1,12 +1,13 @@
 //! The physical limits shared-memory results are judged by, measured in the
 //! same run: a two-process cache-line ping-pong over a shared page (op
-//! `cacheline`, DESIGN §6's `shm_floor`), and single-thread `memcpy`
-//! bandwidth (op `memcpy`).
+//! `shm_floor`), and `memcpy` (single-thread copy bandwidth; for `bibw` two
+//! threads copying at once; for `overhead` the time of one copy).
 //!
 //! The ping-pong's second process is this executable started again with
-//! `--cacheline-child PID FD ITERS`: it maps the parent's memory file
+//! `--shm-floor-child PID FD ITERS`: it maps the parent's memory file
 //! through `/proc/PID/fd/FD`, exactly as memwire ranks map each other's.
-//! `unsafe` here is only the view of one mapped word as an atomic.
+//! `unsafe` here is only the view of one mapped word as an atomic. Owns
+//! these measurements; must not print (the runner emits the rows).
 #![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,7 +15,8 @@ use std::time::Instant;
 
 use mw_transport::shm::Segment;
 
-use crate::points::{latency_row, Row};
+use crate::pingpong::warmup;
+use crate::row::Row;
 
 fn word(seg: &Segment) -> &AtomicU64 {
     // SAFETY: the mapping is at least one page, page aligned (so 8-aligned),
@@ -24,7 +26,7 @@ fn word(seg: &Segment) -> &AtomicU64 {
 }
 
 /// The child side: waits for odd values, answers with the next even one.
-pub fn cacheline_child(pid: u32, fd: i32, iters: u64) {
+pub fn shm_floor_child(pid: u32, fd: i32, iters: u64) {
     let seg = Segment::open_peer(pid, fd, 4096).expect("map the parent's page");
     let w = word(&seg);
     for i in 0..iters {
@@ -36,14 +38,14 @@ pub fn cacheline_child(pid: u32, fd: i32, iters: u64) {
 }
 
 /// Two-process ping-pong of one cache line: half the round trip.
-pub fn pingpong_cacheline(iters: usize) -> Row {
-    let warm = (iters / 10).max(100);
+pub fn pingpong_shm_floor(iters: usize) -> Row {
+    let warm = warmup(iters);
     let total = (iters + warm) as u64;
-    let seg = Segment::create("mwbench-cacheline", 4096).expect("memory file");
+    let seg = Segment::create("mwbench-shm-floor", 4096).expect("memory file");
     let exe = std::env::current_exe().expect("own path");
     let mut child = std::process::Command::new(exe)
         .args([
-            "--cacheline-child",
+            "--shm-floor-child",
             &std::process::id().to_string(),
             &seg.fd().expect("own segment").to_string(),
             &total.to_string(),
@@ -63,20 +65,48 @@ pub fn pingpong_cacheline(iters: usize) -> Row {
         }
     }
     child.wait().expect("partner exit");
-    latency_row("cacheline", "shm", 8, samples).emit()
+    Row::latency("pingpong", "shm_floor", "shm", 8, samples)
 }
 
-/// Single-thread copy bandwidth between two warm buffers of `size` bytes.
-pub fn bandwidth_memcpy(size: usize, total: usize) -> Row {
+/// Copy bandwidth between warm buffers of `size` bytes: one thread
+/// (`bandwidth`) or two at once, each with its own buffers (`bibw`, bytes
+/// of both counted).
+pub fn memcpy_bandwidth(bench: &str, size: usize, count: usize) -> Row {
+    let threads = if bench == "bibw" { 2 } else { 1 };
+    let copiers: Vec<_> = (0..threads)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let src = vec![7u8; size];
+                let mut dst = vec![0u8; size];
+                dst.copy_from_slice(&src);
+                let start = Instant::now();
+                for _ in 0..count {
+                    dst.copy_from_slice(std::hint::black_box(&src));
+                    std::hint::black_box(&mut dst);
+                }
+                start.elapsed().as_secs_f64()
+            })
+        })
+        .collect();
+    let seconds = copiers.into_iter().map(|c| c.join().expect("copier")).fold(0.0, f64::max);
+    Row::throughput(bench, "memcpy", "shm", size, count, (threads * count * size) as f64, seconds)
+}
+
+/// The time of one copy of `size` bytes between warm buffers (the shared
+/// memory reference of `overhead`: a put into a mapped region is a copy).
+pub fn memcpy_overhead(size: usize, iters: usize) -> Row {
     let src = vec![7u8; size];
     let mut dst = vec![0u8; size];
-    dst.copy_from_slice(&src);
-    let count = total.div_ceil(size).max(1);
-    let t0 = Instant::now();
-    for _ in 0..count {
+    let total = iters + warmup(iters);
+    let mut samples = Vec::with_capacity(iters);
+    for i in 0..total {
+        let t0 = Instant::now();
         dst.copy_from_slice(std::hint::black_box(&src));
         std::hint::black_box(&mut dst);
+        let us = t0.elapsed().as_secs_f64() * 1e6;
+        if i >= total - iters {
+            samples.push(us);
+        }
     }
-    let mbps = (count * size) as f64 / t0.elapsed().as_secs_f64() / 1e6;
-    Row::bandwidth("memcpy", "shm", size, count, mbps).emit()
+    Row::latency("overhead", "memcpy", "shm", size, samples)
 }

@@ -1,187 +1,246 @@
 //! `mwbench`: memwire's benchmark suite (DESIGN §6 output contract).
 //!
-//! Every point is one JSON object per line on stdout; a readable table and
-//! progress go to stderr. Baselines are ops of their own measured in the
-//! same run on the same path (`udp_raw` for UDP; `cacheline`, a two-process
-//! cache-line ping-pong, and `memcpy` for shared memory), so ratios hold on
-//! a noisy machine. memwire's two ranks run as two threads of one process,
-//! each with its own endpoint: over UDP the same syscalls as two processes,
-//! over shared memory the same mappings (each endpoint maps the other's
-//! memory files through `/proc`, as separate processes do).
+//! Every measured point is one JSON object per line on stdout; notes, a
+//! progress bar (on a terminal) and a readable table with ratios go to
+//! stderr. Baselines are ops of their own measured in the same run on the
+//! same path (`udp_raw`, `tcp_raw`, `shm_floor`, `memcpy`, `mpich`,
+//! `openmpi`), so ratios hold on a noisy machine.
+//!
+//! memwire's ranks run as threads of this process, each with its own
+//! endpoint (over UDP the same syscalls as separate processes; over shared
+//! memory the same mappings, each endpoint mapping the other's memory files
+//! through `/proc`), or as real processes when mwbench runs under mwrun
+//! (`mwrun -n 2 -q target/release/mwbench --bench pingpong,bandwidth`).
+//! `mwbench report` turns result files into the README's performance
+//! section and PNG plots; `mwbench machine` records the machine line.
+//!
+//! Owns: the command line (one option vocabulary for every bench, STYLE habit
+//! 12) and dispatching to the bench modules, `report` and `machine`. Must not:
+//! measure or format rows itself (the bench modules and `out` do), or print
+//! anything on stdout but JSON lines (result rows, the machine line).
+
+#![deny(unsafe_code)]
 
 mod coll;
 mod floor;
 mod harness;
-mod points;
+mod mpi;
+mod nton;
+mod out;
+mod pingpong;
+mod plan;
+mod plot;
+mod raw;
+mod report;
+mod row;
+mod run;
+mod stream;
+mod table;
 
-use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
 
-/// memwire benchmarks.
+use clap::{Parser, Subcommand};
+
+/// memwire benchmarks: JSON points on stdout, table and progress on stderr.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version, about, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    measure: Args,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Write the README's performance section and PNG plots from result files.
+    Report {
+        /// Directory of *.jsonl results (one file per run), machine-start.json,
+        /// machine-end.json and commands.txt.
+        #[arg(long, default_value = "bench/results")]
+        results: PathBuf,
+        /// The README whose section between <!-- bench:begin --> and <!-- bench:end --> is replaced.
+        #[arg(long, default_value = "README.md")]
+        readme: PathBuf,
+        /// Where the PNG plots go.
+        #[arg(long, default_value = "bench/plots")]
+        plots: PathBuf,
+    },
+    /// Print the machine line (CPU, cores, kernel, load average, time) as JSON.
+    Machine,
+}
+
+/// What to measure.
+#[derive(Debug, clap::Args)]
 struct Args {
-    /// Short standard set (under a minute).
+    /// Short standard set, under a minute: ping-pong at 8 B and 1 MiB and
+    /// bandwidth at 1 MiB, every op and baseline, both transports.
     #[arg(long)]
     quick: bool,
-    /// Which benchmarks, comma-separated: pingpong, bandwidth, overlap, barrier,
-    /// bcast, allgather, alltoall, allreduce (default: all).
-    #[arg(long)]
-    bench: Option<String>,
-    /// Comma-separated ops (put_signal, put_signal_auth, fetch_add, get, put,
-    /// send_recv, am, udp_raw, cacheline, memcpy). put_signal_auth measures
-    /// put_signal with packet authentication forced on against it forced off,
-    /// in alternating blocks (UDP).
+    /// Comma-separated benches: pingpong, bandwidth, bibw, rate, overhead,
+    /// nton, barrier, bcast, allgather, alltoall, allreduce, multicast, loss, overlap
+    /// (default: all; with --quick pingpong,bandwidth).
+    #[arg(long, value_delimiter = ',')]
+    bench: Vec<String>,
+    /// Comma-separated ops, memwire's and baselines' (e.g. put_signal,udp_raw;
+    /// default: all of the selected benches). put_signal_auth (put_signal with
+    /// packet authentication forced on, against it forced off, alternating)
+    /// and put_signal_crc (the same with the CRC32C checksum, authentication
+    /// off) run only when named. `cacheline` is an old name of shm_floor.
     #[arg(long, value_delimiter = ',')]
     op: Vec<String>,
-    /// Comma-separated sizes in bytes.
-    #[arg(long, value_delimiter = ',')]
-    sizes: Vec<usize>,
-    /// Transport: udp or shm (default: both).
+    /// Transport: udp or shm (default: both; under mwrun the job's, from MW_TRANSPORT).
     #[arg(long)]
     transport: Option<String>,
-    /// Operations kept outstanding by the put and get bandwidth benchmarks
-    /// (default 8; get keeps between half of it and all of it in flight).
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    window: u32,
-    /// Iterations per latency point (default 20000, 5000 with --quick;
-    /// collectives 2000, 300 with --quick).
+    /// Comma-separated message sizes in bytes; K and M suffixes mean KiB and MiB.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    sizes: Vec<usize>,
+    /// Iterations (latency samples, messages of a throughput point, or
+    /// collective calls) for every point, instead of the size-scaled defaults.
     #[arg(long)]
     iters: Option<usize>,
-    /// Internal: the second process of the cache-line ping-pong.
-    #[arg(long, num_args = 3, hide = true, value_names = ["PID", "FD", "ITERS"])]
-    cacheline_child: Vec<u64>,
-    /// Comma-separated job sizes for the collective benchmarks (default 2,4).
+    /// Comma-separated job sizes for nton (default 4) and collectives (default 2,4).
     #[arg(long, value_delimiter = ',')]
     ranks: Vec<u32>,
-    /// Comma-separated algorithms of a collective benchmark (e.g. a,b,c,d,e
-    /// for barrier; default: auto and every algorithm, auto only with --quick).
+    /// Comma-separated collective algorithms (e.g. a,b,c,d,e for barrier) or
+    /// nton send orders (in_order, shifted, multicast).
     #[arg(long, value_delimiter = ',')]
     method: Vec<String>,
-    /// Also run the MPI baselines (mpi/coll_bench.c with mpicc.mpich and
-    /// mpicc.openmpi, over shared memory and over TCP) for the collective points.
+    /// Outstanding operations in bandwidth, bibw and loss.
+    #[arg(long, default_value_t = 8)]
+    window: usize,
+    /// Outstanding operations in rate.
+    #[arg(long, default_value_t = 64)]
+    rate_window: usize,
+    /// Comma-separated injected loss percentages of the loss bench (default 0,0.1,1,5).
+    #[arg(long, value_delimiter = ',')]
+    loss: Vec<f64>,
+    /// Skip the MPI baselines (mpich, openmpi) even when installed.
     #[arg(long)]
-    mpi: bool,
+    no_mpi: bool,
+    /// Seconds a step may take (default 300, 20 with --quick): a point that
+    /// takes longer is reported and abandoned (under mwrun it ends the run
+    /// with status 3); an MPI launch is stopped.
+    #[arg(long)]
+    step_timeout: Option<u64>,
+    /// Internal: the second process of the shared-memory cache-line ping-pong.
+    #[arg(long, num_args = 3, hide = true, value_names = ["PID", "FD", "ITERS"])]
+    shm_floor_child: Vec<u64>,
+}
+
+/// `4096`, `4K`, `1M`.
+fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let (digits, unit) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        _ => (t, 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| format!("{text:?} is not a size (bytes, or with a K or M suffix)"))
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("mwbench: {message}");
+    std::process::exit(2);
 }
 
 fn main() {
-    let args = Args::parse();
-    if let [pid, fd, iters] = args.cacheline_child[..] {
-        floor::cacheline_child(pid as u32, fd as i32, iters);
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Report { results, readme, plots }) => {
+            if let Err(e) = report::report(&results, &readme, &plots) {
+                fail(&e);
+            }
+            return;
+        }
+        Some(Command::Machine) => {
+            println!("{}", report::machine_json());
+            return;
+        }
+        None => {}
+    }
+    let args = cli.measure;
+    if let [pid, fd, iters] = args.shm_floor_child[..] {
+        floor::shm_floor_child(pid as u32, fd as i32, iters);
         return;
     }
-    let transports: Vec<&'static str> = match args.transport.as_deref() {
-        None => vec!["udp", "shm"],
-        Some("udp") => vec!["udp"],
-        Some("shm") => vec!["shm"],
-        Some(other) => {
-            eprintln!("mwbench: unknown transport {other:?} (udp or shm)");
-            std::process::exit(2);
+    let transport = |t: &str| -> &'static str {
+        match t {
+            "udp" => "udp",
+            "shm" => "shm",
+            other => fail(&format!("unknown transport {other:?} (udp or shm)")),
         }
     };
-    let iters = args.iters.unwrap_or(if args.quick { 5_000 } else { 20_000 });
-    let wants = |op: &str| args.op.is_empty() || args.op.iter().any(|o| o == op);
-    let bench_on = |b: &str| args.bench.as_deref().is_none_or(|x| x.split(',').any(|x| x == b));
-    let mut rows = Vec::new();
-    for &transport in &transports {
-        if bench_on("pingpong") {
-            let sizes = if args.sizes.is_empty() { vec![8] } else { args.sizes.clone() };
-            if transport == "shm" && wants("cacheline") {
-                rows.push(floor::pingpong_cacheline(iters * 4));
-            }
-            for &size in &sizes {
-                if transport == "udp" && wants("udp_raw") {
-                    rows.push(points::pingpong_udp_raw(size, iters));
-                }
-                let iters = if transport == "shm" { iters * 4 } else { iters };
-                if transport == "udp" && wants("put_signal_auth") {
-                    rows.extend(points::pingpong_put_signal_auth_pair(size, iters));
-                } else if wants("put_signal") {
-                    rows.push(points::pingpong_put_signal(transport, size, iters));
-                }
-                if wants("fetch_add") && size == 8 {
-                    rows.push(points::pingpong_fetch_add(transport, iters));
-                }
-                if wants("get") {
-                    rows.push(points::pingpong_get(transport, size, iters));
-                }
-                if wants("send_recv") {
-                    rows.push(points::pingpong_send_recv(transport, size, iters));
-                }
-                if wants("am") {
-                    rows.push(points::pingpong_am(transport, size, iters));
-                }
-            }
+    let (job, transports) = if harness::under_launcher() {
+        let t = match args.transport.as_deref() {
+            Some(t) => transport(t),
+            None if std::env::var("MW_TRANSPORT").is_ok_and(|v| v == "auto") => "shm",
+            None => "udp",
+        };
+        match harness::Job::join_process(t) {
+            Ok(job) => (job, vec![t]),
+            Err(e) => fail(&e),
         }
-        if bench_on("bandwidth") {
-            let sizes = if args.sizes.is_empty() {
-                if transport == "shm" {
-                    vec![1 << 20, 16 << 20]
-                } else {
-                    vec![1 << 20]
-                }
-            } else {
-                args.sizes.clone()
-            };
-            let total = if args.quick { 256 << 20 } else { 1 << 30 };
-            let total = if transport == "shm" { total * 4 } else { total };
-            for &size in &sizes {
-                if transport == "udp" && wants("udp_raw") {
-                    rows.push(points::bandwidth_udp_raw(size, total));
-                }
-                if transport == "shm" && wants("memcpy") {
-                    rows.push(floor::bandwidth_memcpy(size, total));
-                }
-                if wants("put") {
-                    rows.push(points::bandwidth_put(transport, size, total, args.window as usize));
-                }
-                if wants("get") {
-                    rows.push(points::bandwidth_get(transport, size, total, args.window as usize));
-                }
-                if wants("send_recv") {
-                    rows.push(points::bandwidth_send_recv(transport, size, total));
-                }
-            }
-        }
+    } else {
+        let ts = args.transport.as_deref().map_or(vec!["udp", "shm"], |t| vec![transport(t)]);
+        (harness::Job::Threads, ts)
+    };
+    if job.rank() != 0 {
+        out::set_silent();
     }
-    if bench_on("overlap") {
-        let sizes = if args.sizes.is_empty() { vec![16 << 20] } else { args.sizes.clone() };
-        for &size in &sizes {
-            rows.push(points::overlap_recv(size, if args.quick { 5 } else { 15 }));
-        }
+    let ops = args.op.iter().map(|o| if o == "cacheline" { "shm_floor".to_string() } else { o.clone() }).collect();
+    let options = plan::Options {
+        quick: args.quick,
+        benches: args.bench,
+        ops,
+        transports,
+        sizes: args.sizes,
+        iters: args.iters,
+        ranks: args.ranks,
+        methods: args.method,
+        window: args.window,
+        rate_window: args.rate_window,
+        loss: args.loss,
+        process: job.process_size().zip(job.process_transport()),
+        mpi_installed: mpi::LABELS.iter().copied().filter(|l| !args.no_mpi && mpi::installed(l)).collect(),
+    };
+    for label in mpi::LABELS.iter().filter(|l| !args.no_mpi && !options.mpi_installed.contains(l)) {
+        out::note(&format!("mwbench: {label} is not installed (no mpicc/launcher on PATH): no {label} baseline"));
     }
-    if !rows.is_empty() {
-        points::print_table(&rows);
-    }
-    let benches: Vec<&str> = coll::BENCHES.iter().copied().filter(|b| bench_on(b)).collect();
-    if !benches.is_empty() {
-        let ranks = if args.ranks.is_empty() { vec![2, 4] } else { args.ranks.clone() };
-        let sizes = if args.sizes.is_empty() { vec![8, 65_536] } else { args.sizes.clone() };
-        let iters = args.iters.unwrap_or(if args.quick { 300 } else { 2_000 });
-        let mut crows = Vec::new();
-        for &n in &ranks {
-            for &bench in &benches {
-                let algos: Vec<String> = if !args.method.is_empty() {
-                    args.method.clone()
-                } else if args.quick {
-                    vec!["auto".into()]
-                } else {
-                    coll::algos(bench).into_iter().map(String::from).collect()
-                };
-                let bench_sizes = if bench == "barrier" { vec![0] } else { sizes.clone() };
-                for algo in &algos {
-                    if !coll::algos(bench).contains(&algo.as_str()) {
-                        eprintln!("mwbench: {bench} has no algorithm {algo:?} (have {:?})", coll::algos(bench));
-                        std::process::exit(2);
-                    }
-                    for &size in &bench_sizes {
-                        crows.push(coll::measure(bench, algo, n, size, iters));
-                    }
-                }
-            }
-            if args.mpi {
-                crows.extend(coll::measure_mpi(&benches, n, &sizes, iters));
+    let steps = match plan::build(&options) {
+        Ok(steps) => steps,
+        Err(e) => fail(&e),
+    };
+    match run::run(job, &steps, Duration::from_secs(args.step_timeout.unwrap_or(if args.quick { 20 } else { 300 }))) {
+        Ok((_, problems)) if !problems.is_empty() => {
+            out::note(&format!(
+                "mwbench: {} step(s) had problems (points they did not print are missing):",
+                problems.len()
+            ));
+            for p in problems {
+                out::note(&format!("  {p}"));
             }
         }
-        coll::print_table(&crows);
+        Ok(_) => {}
+        Err(e) => fail(&e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("8"), Ok(8));
+        assert_eq!(parse_size("64K"), Ok(65_536));
+        assert_eq!(parse_size("1M"), Ok(1 << 20));
+        assert!(parse_size("1G").is_err());
+        assert!(parse_size("").is_err());
     }
 }

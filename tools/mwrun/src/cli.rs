@@ -1,4 +1,8 @@
 //! mwrun's command line.
+//!
+//! Owns: [`Cli`] (clap derive: every option, its default and its help text) and
+//! the small value parsers. Must not: act on the options (main, `hosts` and
+//! `launch` do) or read the environment.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -1,4 +1,9 @@
 //! Host lists (`--hosts`, `--hostfile`) and the placement of ranks on hosts.
+//!
+//! Owns: parsing `host[:slots]` lists and hostfiles into [`HostSpec`]s with
+//! errors naming the entry or file line, and the block and round-robin
+//! placement with its local rank and size. Must not: resolve or contact hosts
+//! (whether a name is this host is a string comparison), or start anything.
 
 use crate::cli::MapBy;
 

@@ -1,5 +1,10 @@
 //! Turning a rank's placement into the command that starts it: directly on
 //! this host, or through ssh or a user-given remote-exec command elsewhere.
+//!
+//! Owns: each rank's environment (mwrun's `MW_*` over `-x` over the caller's),
+//! the local command, and the ssh or `--launcher-exec` command line with its
+//! shell quoting. Must not: start or watch processes (`supervise` does), or let
+//! a remote word reach a shell unquoted.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::CommandExt;

@@ -3,6 +3,10 @@
 //! Each stream of each rank has a thread that reads lines and writes each one
 //! with a single `write_all` while holding the lock of mwrun's stream, so
 //! lines of different ranks never mix within a line.
+//!
+//! Owns: the forwarding threads and the optional `[rank] ` prefix. Must not:
+//! buffer a rank's output without bound (a line is cut at a fixed maximum) or
+//! stop the job when a stream closes (`supervise` decides).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::thread::{self, JoinHandle};

@@ -5,6 +5,12 @@
 //! cheaper and simpler than a SIGCHLD pipe, and the latency is invisible next
 //! to a process start. Ranks are signalled by process group, and only while
 //! not yet reaped, so a recycled pid is never hit.
+//!
+//! Owns: the job's processes, its exit status (the failed rank's status, 128+N
+//! for signal N, 124 past the time limit) and the message naming the rank and
+//! the cause. Must not: signal a process it has reaped, or return before every
+//! process it started (the rank itself, or the ssh or launcher process of a
+//! remote rank) has been reaped, killed after the grace period if need be.
 
 use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;

@@ -1,6 +1,11 @@
 //! The only `unsafe` in mwrun: signalling process groups and catching the
 //! signals that should stop the job. Everything here is a thin wrapper around
 //! one libc call.
+//!
+//! Owns: the signal handler (one atomic store, async-signal-safe), taking the
+//! pending signal, and `kill` on a process group. Must not: do anything in the
+//! handler beyond that store, or hold any policy about which signal to send
+//! when (`supervise` does).
 #![allow(unsafe_code)]
 
 use std::io;

@@ -24,6 +24,8 @@ fn main() -> ExitCode {
     let cases: &[(&str, fn())] = &[
         ("collectives_across_4_processes", collectives_across_4_processes),
         ("quiesce_sigstop_sigcont_loses_nothing", quiesce_sigstop_sigcont_loses_nothing),
+        ("ip_multicast_across_4_processes", ip_multicast_across_4_processes),
+        ("multicast_across_two_hosts_with_shared_memory", multicast_across_two_hosts_with_shared_memory),
     ];
     let mut failed = 0;
     for (name, case) in cases {
@@ -48,11 +50,35 @@ fn main() -> ExitCode {
 
 // ---------------------------------------------------------------- driver side
 
+/// A free TCP port on loopback for rank 0's rendezvous server (bound, then
+/// released; the ranks start right after). Taken below the kernel's
+/// ephemeral range (32768+), so no concurrent test's outgoing connection
+/// can be handed the same port in between.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    use std::hash::{BuildHasher, Hasher};
+    let mut seed = std::collections::hash_map::RandomState::new().build_hasher();
+    seed.write_u32(std::process::id());
+    let mut next = seed.finish();
+    loop {
+        let port = 20_000 + (next % 12_000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+        next = next.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    }
 }
 
 fn spawn_ranks(n: u32, role: &str, extra: &[(&str, &str)]) -> Vec<Child> {
+    spawn_ranks_with(n, role, extra, |_| Vec::new())
+}
+
+/// [`spawn_ranks`] with variables of its own for each rank.
+fn spawn_ranks_with(
+    n: u32,
+    role: &str,
+    extra: &[(&str, &str)],
+    per_rank: impl Fn(u32) -> Vec<(&'static str, String)>,
+) -> Vec<Child> {
     let me = std::env::current_exe().expect("own path");
     let boot = format!("127.0.0.1:{}", free_port());
     (0..n)
@@ -67,6 +93,9 @@ fn spawn_ranks(n: u32, role: &str, extra: &[(&str, &str)]) -> Vec<Child> {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
             for (k, v) in extra {
+                cmd.env(k, v);
+            }
+            for (k, v) in per_rank(rank) {
                 cmd.env(k, v);
             }
             cmd.spawn().expect("spawn rank")
@@ -89,6 +118,23 @@ fn finish(children: Vec<Child>, role: &str) {
 
 fn collectives_across_4_processes() {
     finish(spawn_ranks(4, "collectives", &[]), "collectives");
+}
+
+/// Four processes on one host, UDP between all: every multicast goes by IP
+/// multicast (required: `MW_MCAST=1`), each process with its own socket on
+/// the group port; under send-path faults too.
+fn ip_multicast_across_4_processes() {
+    finish(spawn_ranks(4, "multicast", &[("MW_MCAST", "1"), ("MW_TRANSPORT", "udp")]), "multicast");
+    let faults =
+        [("MW_MCAST", "1"), ("MW_FAULT_DROP", "3%"), ("MW_FAULT_REORDER", "3%"), ("MW_FAULT_MCAST_DROP", "3%")];
+    finish(spawn_ranks(4, "multicast", &faults), "multicast");
+}
+
+/// Two fake hosts of two processes each, shared memory inside a host: the
+/// root's host-mate gets a direct put, the other host's ranks the group.
+fn multicast_across_two_hosts_with_shared_memory() {
+    let hosts = |rank: u32| vec![("MW_HOST", if rank < 2 { "alpha" } else { "beta" }.to_owned())];
+    finish(spawn_ranks_with(4, "multicast", &[("MW_TRANSPORT", "auto")], hosts), "multicast");
 }
 
 fn signal(children: &[Child], sig: i32) {
@@ -148,6 +194,7 @@ fn rank_main(role: &str) -> ExitCode {
     match role {
         "collectives" => collectives(&ep),
         "preempt" => preempt(&ep),
+        "multicast" => multicast(&ep),
         _ => panic!("unknown role {role}"),
     }
     println!("{role} ok");
@@ -187,6 +234,34 @@ fn collectives(ep: &Endpoint) {
             }
         }
     }
+}
+
+fn multicast(ep: &Endpoint) {
+    let mut team = ep.team_world().expect("team");
+    let (p, me) = (team.size(), team.rank());
+    const MIB4: usize = 4 << 20;
+    let region = ep.alloc(MIB4 + 64, Access::READ_WRITE).expect("alloc");
+    let group = team.multicast_group(&region).expect("multicast group");
+    assert!(team.uses_ip_multicast(), "rank {me}: IP multicast between processes on loopback");
+    for (round, (root, offset, len)) in
+        [(0u32, 0usize, 0usize), (1, 5, 1000), (2, 0, 64_921), (3, 64, 1 << 20), (0, 1, MIB4)].into_iter().enumerate()
+    {
+        let root = root % p;
+        let data: Vec<u8> =
+            (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).wrapping_add(round as u32) as u8).collect();
+        if me == root {
+            region.write(offset as u64, &data).expect("write");
+        }
+        team.multicast(&group, root, offset, len).expect("multicast");
+        let mut got = vec![0u8; len];
+        region.read(offset as u64, &mut got).expect("read");
+        assert!(got == data, "rank {me} round {round}: {len} bytes from {root}");
+        team.barrier().expect("barrier");
+    }
+    let (core, _) = ep.stats();
+    eprintln!("rank {me}: {:?}", core.mcast);
+    let shm_with_all_roots = (0..p).filter(|&r| r != me).all(|r| ep.shares_memory_with(r));
+    assert!(core.mcast.received_via_group > 0 || shm_with_all_roots, "rank {me}: {:?}", core.mcast);
 }
 
 fn preempt(ep: &Endpoint) {

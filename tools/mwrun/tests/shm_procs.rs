@@ -117,7 +117,7 @@ fn me() -> String {
 }
 
 fn mwrun(args: &[&str]) -> std::process::Output {
-    Command::new(MWRUN).env("MW_TRANSPORT", "auto").args(args).stdin(Stdio::null()).output().expect("mwrun runs")
+    Command::new(MWRUN).args(args).stdin(Stdio::null()).output().expect("mwrun runs")
 }
 
 fn normal_exit() {

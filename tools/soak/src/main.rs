@@ -17,6 +17,11 @@
 //!
 //! Exit status: 0 when every check passed; a failed check panics (mwrun
 //! then stops the job and names the rank); 1 when memory grew too much.
+//!
+//! Owns: the command line, the phase loop and its end-of-phase checks; `ops`
+//! owns the operation mix and the model. Must not: use anything but memwire's
+//! public API (it checks what a user gets), or judge speed: it fails only on a
+//! wrong byte, a lost or doubled atomic, or memory growth.
 
 mod ops;
 

@@ -19,6 +19,7 @@ mod conn;
 mod fd;
 mod pmi1;
 mod pmi2;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 use std::fmt::Debug;

@@ -5,6 +5,11 @@
 //! limits), `get_my_kvsname`; then `put`s into that key-value space,
 //! `barrier_in` (which also publishes the puts: Hydra's proxies hold them
 //! until the barrier) and `get`s; finally `finalize`, or `abort`.
+//!
+//! Owns: this command sequence and the checks of each answer (the expected
+//! `cmd`, `rc=0`, the key and value limits). Must not: touch the socket's bytes
+//! directly (`conn` does), or keep going after a refused answer: the session is
+//! poisoned and every later call fails.
 
 use std::os::unix::net::UnixStream;
 use std::time::Duration;

@@ -7,6 +7,11 @@
 //! Requests used: `fullinit` (with `pmijobid`, `pmirank`, `threaded`, all of
 //! which Slurm requires), `kvs-put`, `kvs-fence` (publishes the puts and
 //! waits for every rank), `kvs-get`, `finalize`, and `abort` (no answer).
+//!
+//! Owns: this command sequence and the checks of each answer (the expected
+//! `cmd`, `rc=0`). Must not: touch the socket's bytes directly (`conn` does,
+//! and reads frames with either padding), or keep going after a refused answer:
+//! the session is poisoned and every later call fails.
 
 use std::os::unix::net::UnixStream;
 use std::time::Duration;

@@ -1,5 +1,9 @@
 //! Allgather: ring, recursive doubling, Bruck. Blocks land in the
 //! all-dependent area at their final offsets and are copied out from there.
+//!
+//! Owns: the three allgather schedules over the team's scratch area. Must not:
+//! choose among them (`tuning` does) or reuse the all-dependent area outside
+//! the phase rule of `coll`'s module doc.
 
 use super::tuning::{pick_allgather, AllgatherAlgo};
 use super::Team;

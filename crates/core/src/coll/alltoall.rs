@@ -1,5 +1,9 @@
 //! Alltoall: pairwise exchange (every block straight to its destination)
 //! and Bruck (ceil(log2 N) rounds of packed blocks, for small blocks).
+//!
+//! Owns: the two alltoall schedules. Must not: choose between them (`tuning`
+//! does), or reuse a phase of the all-dependent area before the rule in
+//! `coll`'s module doc allows it.
 
 use super::tuning::{pick_alltoall, AlltoallAlgo};
 use super::Team;

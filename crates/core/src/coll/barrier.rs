@@ -1,5 +1,10 @@
 //! Barrier by the five methods of Cenju-4 §6.3 (seed 000), plus the default.
 //! Barriers move no data: only signal words (and, for C, an atomic counter).
+//!
+//! Owns: one function per method (all-to-all signals, tree, counters,
+//! multicast, dissemination). Must not: move user data, or leave a signal word
+//! or counter in a state the next collective of the team could misread (every
+//! word only grows within a team).
 
 use mw_wire::op::{AtomicOp, AtomicWidth};
 

@@ -1,5 +1,10 @@
 //! Broadcast: binomial tree (small data, per-writer slots with credits) and
 //! scatter + ring allgather (large data, all-dependent area).
+//!
+//! Owns: the two broadcast schedules, and the ring allgather of blocks
+//! (`ring_blocks`) that the large one shares with allgather. Must not: choose
+//! between them (`tuning` does) or write a member's slot before its credit came
+//! back.
 
 use super::tree::{binomial_children, binomial_parent};
 use super::tuning::{pick_bcast, BcastAlgo};

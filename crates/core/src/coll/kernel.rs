@@ -1,5 +1,10 @@
 //! Reduction kernels: element types, operations, and `acc[i] = acc[i] op src[i]`
 //! over byte buffers in native byte order. Pure; no I/O.
+//!
+//! Owns: [`DType`], [`ReduceOp`], the element-wise combine (in place) and the
+//! typed-slice conversions. Must not: do I/O, allocate while combining, or know
+//! whose data it combines: `reduce` fixes the order that keeps every rank's
+//! result bit-identical.
 
 /// Element type of a reduction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -2,6 +2,9 @@
 //! byte a collective moves is a `put_signal` into a peer's team scratch
 //! region (or a direct put into a multicast group's regions), every wait is
 //! `wait_for` on a signal word, so waiting yields the CPU like any other wait.
+//! The one exception is multicast by IP multicast, whose segments the
+//! endpoint's multicast engine (`crate::mcast`) moves; this module decides
+//! when to use it and keeps its members in step with signal words.
 //!
 //! Owns: teams (world, split, explicit list), their scratch regions, the
 //! sequence numbers that keep consecutive collectives and concurrent teams
@@ -64,7 +67,9 @@ use crate::{Error, Result};
 
 pub use kernel::{DType, Element, ReduceOp};
 pub use multicast::McastGroup;
-pub use tuning::{AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, ReduceAlgo};
+pub use tuning::{
+    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, McastAlgo, ReduceAlgo,
+};
 
 /// Bits of a signal value below the sequence number (the step).
 const STEP_BITS: u32 = 20;
@@ -90,7 +95,7 @@ pub(crate) struct Layout {
 
 impl Layout {
     fn new(p: usize) -> Layout {
-        let ctrl = (8 * (3 * p + 1)).div_ceil(64) * 64;
+        let ctrl = (8 * (4 * p + 1)).div_ceil(64) * 64;
         let slot = (ROOTED_PHASE_TARGET / p.max(1)).clamp(ROOTED_SLOT_MIN, ROOTED_SLOT_MAX) / 64 * 64;
         Layout { p, ctrl, full: FULL_PHASE_BYTES, slot }
     }
@@ -106,9 +111,14 @@ impl Layout {
     fn arrival(&self, origin: usize) -> u64 {
         (8 * (2 * self.p + origin)) as u64
     }
+    /// Word written only by team rank `writer` with its IP multicast
+    /// report when it enters a multicast this rank roots.
+    fn health(&self, writer: usize) -> u64 {
+        (8 * (3 * self.p + writer)) as u64
+    }
     /// The atomic counter of barrier C.
     fn counter(&self) -> u64 {
-        (8 * 3 * self.p) as u64
+        (8 * 4 * self.p) as u64
     }
     fn full_base(&self, phase: u64) -> u64 {
         (self.ctrl + (phase as usize % 2) * self.full) as u64
@@ -165,6 +175,8 @@ pub struct Team<'ep> {
     /// the critical path of the one that consumed the data).
     owed_credits: Vec<(usize, u64)>,
     tuning: CollTuning,
+    /// IP multicast on this team (decided with its first multicast group).
+    ip: multicast::TeamIp,
 }
 
 impl Endpoint {
@@ -211,6 +223,7 @@ impl<'ep> Team<'ep> {
             last_write: vec![[0; 2]; p],
             owed_credits: Vec::new(),
             tuning,
+            ip: multicast::TeamIp::Unchecked,
             ranks,
         }
     }

@@ -2,6 +2,11 @@
 //! where nothing is in flight, so a scheduler can stop every process
 //! (SIGSTOP) and resume it later without anything lost or any peer taken for
 //! dead (the protocol forgives its own stalls on resumption).
+//!
+//! Owns: the collective sequence (quiet, barrier, quiescence wait, twice) that
+//! gets there. Must not: change protocol state (it only asks for acks and reads
+//! whether anything is unacknowledged), or stop any process itself: that is the
+//! scheduler's job.
 
 use crate::endpoint::Endpoint;
 use crate::Result;

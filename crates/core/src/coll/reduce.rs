@@ -4,6 +4,10 @@
 //! Every rank ends with bit-identical results: each block is combined in one
 //! fixed order at one rank (or symmetrically, `a op b` on one side and
 //! `b op a` on the other, which IEEE makes equal) and then copied.
+//!
+//! Owns: the reduction schedules and the rule that keeps results bit-identical.
+//! Must not: choose among schedules (`tuning` does) or combine elements itself
+//! (`kernel` does).
 
 use super::kernel::{from_bytes, reduce_into, to_bytes};
 use super::tree::{binomial_children, binomial_parent, block, pow2_floor};

@@ -1,6 +1,9 @@
 //! Gather and scatter: one block per member, straight between the root and
 //! each member (per-writer slots with credits when a block fits a slot, the
 //! large area otherwise).
+//!
+//! Owns: gather and scatter. Must not: wait on anything but the root's and the
+//! members' own signal words, or write a slot before its credit came back.
 
 use super::Team;
 use crate::{Error, Result};

@@ -1,5 +1,8 @@
 //! Communication schedules as pure functions of (rank, team size): binomial
 //! trees, binary trees, block partitions. No I/O, unit-tested below.
+//!
+//! Owns: who talks to whom. Must not: do I/O, allocate beyond the returned
+//! child lists, or depend on anything but its arguments.
 
 /// Binomial tree rooted at team rank `root`: the parent of `rank`, or `None`
 /// for the root. Relative rank `v` receives from `v` minus its lowest set bit.

@@ -5,6 +5,9 @@
 //! The automatic choices were picked by measurement on loopback UDP (see
 //! the README's Collectives section): per message the cost is dominated by
 //! the system calls, so fewer, larger messages win until the data is large.
+//!
+//! Owns: the `*Algo` enums, [`CollTuning`] and the `pick_*` rules. Must not:
+//! read the environment itself (it gets a lookup function) or run a collective.
 
 use crate::{Error, Result};
 
@@ -117,6 +120,20 @@ algo_enum! {
     }
 }
 
+algo_enum! {
+    /// How [`Team::multicast`](crate::Team::multicast) moves the data
+    /// (`MW_MCAST`). `Auto`: IP multicast where the team's network allows it
+    /// (checked when the team's first multicast group is created), the tree
+    /// otherwise.
+    McastAlgo {
+        /// The software tree (binomial, pipelined); never IP multicast.
+        Tree = "tree" | "0" | "off",
+        /// IP multicast with Nack repair; creating a group fails where the
+        /// network does not allow it.
+        Ip = "ip" | "1" | "on",
+    }
+}
+
 /// The algorithm each collective uses when a call does not name one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CollTuning {
@@ -132,6 +149,8 @@ pub struct CollTuning {
     pub allreduce: AllreduceAlgo,
     /// `MW_COLL_REDUCE`
     pub reduce: ReduceAlgo,
+    /// `MW_MCAST`
+    pub mcast: McastAlgo,
 }
 
 impl CollTuning {
@@ -144,7 +163,9 @@ impl CollTuning {
         ) -> Result<Option<T>> {
             match lookup(name) {
                 None => Ok(None),
-                Some(v) => parse(&v).map(Some).ok_or(Error::InvalidArgument("unknown MW_COLL_* algorithm name")),
+                Some(v) => {
+                    parse(&v).map(Some).ok_or(Error::InvalidArgument("unknown MW_COLL_* or MW_MCAST algorithm name"))
+                }
             }
         }
         let mut t = CollTuning::default();
@@ -165,6 +186,9 @@ impl CollTuning {
         }
         if let Some(a) = get(lookup, "MW_COLL_REDUCE", ReduceAlgo::parse)? {
             t.reduce = a;
+        }
+        if let Some(a) = get(lookup, "MW_MCAST", McastAlgo::parse)? {
+            t.mcast = a;
         }
         Ok(t)
     }
@@ -219,6 +243,14 @@ pub(crate) fn pick_allreduce(bytes: usize, p: usize) -> AllreduceAlgo {
     } else {
         AllreduceAlgo::Ring
     }
+}
+
+/// Whether a multicast on a team with IP multicast goes by IP. Measured on
+/// loopback (README): the IP path's ready/done exchange with the root costs
+/// more than the tree's few hops for small data on small teams; from 64 KiB,
+/// or from 8 ranks, sending once beats forwarding.
+pub(crate) fn pick_mcast_ip(bytes: usize, p: usize) -> bool {
+    bytes >= 64 << 10 || p >= 8
 }
 
 pub(crate) fn pick_reduce(bytes: usize, slot: usize) -> ReduceAlgo {

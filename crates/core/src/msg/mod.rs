@@ -25,6 +25,7 @@
 
 mod am;
 mod fifo;
+mod owned;
 mod raw;
 mod rndv;
 mod tagged;
@@ -42,6 +43,7 @@ use crate::{Error, Result};
 
 pub use am::{AmContext, AmHandle, AmMessage, AmReplyData};
 pub use fifo::{Fifo, FifoKey};
+pub use owned::{OwnedRecv, OwnedSend};
 pub use tagged::{RecvHandle, RecvStatus, ANY_SOURCE, ANY_TAG};
 
 /// Credit classes carried in [`op::Credit::class`].
@@ -101,6 +103,10 @@ pub(crate) enum Sink {
     /// The user's own buffer, written in place (blocking `recv`, which holds
     /// the borrow until the receive is complete or cancelled).
     Direct { mem: RawMem, filled: usize },
+    /// A buffer the user handed over (`irecv_owned`): written in place and
+    /// given back when the receive is collected (a leaked handle leaks the
+    /// buffer, never memory safety).
+    Owned { data: Vec<u8>, filled: usize },
 }
 
 impl Sink {
@@ -124,6 +130,44 @@ impl Sink {
                 mem.write(*filled, bytes);
                 *filled += bytes.len();
             }
+            Sink::Owned { data, filled } => {
+                let end = *filled + bytes.len();
+                data.get_mut(*filled..end).ok_or(())?.copy_from_slice(bytes);
+                *filled = end;
+            }
+        }
+        Ok(())
+    }
+
+    /// Lets `read` write the next `len` bytes in place (a whole payload
+    /// copied straight from a same-host peer); `Err` when they would
+    /// overflow the buffer or `read` fails (nothing counts as landed then).
+    fn land_with(&mut self, len: usize, read: impl FnOnce(&mut [u8]) -> bool) -> core::result::Result<(), ()> {
+        match self {
+            Sink::Staged { data, limit } => {
+                let start = data.len();
+                if start + len > *limit {
+                    return Err(());
+                }
+                data.resize(start + len, 0);
+                if !read(&mut data[start..]) {
+                    data.truncate(start);
+                    return Err(());
+                }
+            }
+            Sink::Direct { mem, filled } => {
+                if *filled + len > mem.len() || !mem.with_slice_mut(*filled, len, read) {
+                    return Err(());
+                }
+                *filled += len;
+            }
+            Sink::Owned { data, filled } => {
+                let end = *filled + len;
+                if !read(data.get_mut(*filled..end).ok_or(())?) {
+                    return Err(());
+                }
+                *filled = end;
+            }
         }
         Ok(())
     }
@@ -134,6 +178,10 @@ impl Sink {
             Sink::Staged { data, .. } => *data = bytes.into_owned(),
             Sink::Direct { mem, filled } => {
                 mem.write(0, &bytes);
+                *filled = bytes.len();
+            }
+            Sink::Owned { data, filled } => {
+                data[..bytes.len()].copy_from_slice(&bytes);
                 *filled = bytes.len();
             }
         }
@@ -148,7 +196,7 @@ impl Sink {
                 *limit = total;
                 data.try_reserve_exact(total).map_err(|_| ())
             }
-            Sink::Direct { filled, .. } => {
+            Sink::Direct { filled, .. } | Sink::Owned { filled, .. } => {
                 *filled = 0;
                 Ok(())
             }
@@ -158,7 +206,15 @@ impl Sink {
     fn take_staged(&mut self) -> Vec<u8> {
         match self {
             Sink::Staged { data, .. } => std::mem::take(data),
-            Sink::Direct { .. } => Vec::new(),
+            Sink::Direct { .. } | Sink::Owned { .. } => Vec::new(),
+        }
+    }
+
+    /// The handed-over buffer of an `Owned` sink (empty for the others).
+    fn take_owned(&mut self) -> Vec<u8> {
+        match self {
+            Sink::Owned { data, .. } => std::mem::take(data),
+            Sink::Staged { .. } | Sink::Direct { .. } => Vec::new(),
         }
     }
 }
@@ -173,6 +229,8 @@ pub(crate) enum MsgOutput {
     /// A large active-message payload being pulled at the target; the
     /// handler runs when it is complete.
     AmIncoming { source: u32, handler: u16, req: u32, want_reply: bool, args: AmArgs, sink: Sink },
+    /// An `isend_owned` buffer the receiver has pulled, to give back.
+    Sent { buf: Vec<u8> },
 }
 
 impl MsgOutput {
@@ -181,6 +239,21 @@ impl MsgOutput {
             MsgOutput::Recv { sink, .. } | MsgOutput::AmReply { sink, .. } | MsgOutput::AmIncoming { sink, .. } => {
                 sink.land(bytes)
             }
+            MsgOutput::Sent { .. } => Err(()),
+        }
+    }
+
+    /// [`Sink::land_with`] on this output's sink.
+    pub(crate) fn land_with(
+        &mut self,
+        len: usize,
+        read: impl FnOnce(&mut [u8]) -> bool,
+    ) -> core::result::Result<(), ()> {
+        match self {
+            MsgOutput::Recv { sink, .. } | MsgOutput::AmReply { sink, .. } | MsgOutput::AmIncoming { sink, .. } => {
+                sink.land_with(len, read)
+            }
+            MsgOutput::Sent { .. } => Err(()),
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use crate::endpoint::{send_retrying, Endpoint};
+use crate::endpoint::{send_datagram, Endpoint};
 use crate::{Error, Result};
 
 /// Most raw datagrams queued before new ones are dropped.
@@ -82,15 +82,8 @@ impl Endpoint {
                 let dst = state.peers[rank as usize];
                 let packet = &buf[..len];
                 let (udp, stats) = (&mut state.udp, &mut state.stats);
-                match &mut state.fault {
-                    None => send_retrying(udp, stats, packet, dst),
-                    Some(fault) => {
-                        let _ = fault.send(packet, dst, |bytes, to| {
-                            send_retrying(udp, stats, bytes, to);
-                            Ok(())
-                        });
-                    }
-                }
+                // Unreliable by contract: a send the kernel refuses is lost like any other.
+                let _ = send_datagram(udp, state.fault.as_mut(), stats, packet, dst);
                 Ok(())
             }
             Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank }),

@@ -8,6 +8,13 @@
 //! chunk landed, `RndvDone` goes back and, for an active message, the handler
 //! runs). Both tagged messages and active-message payloads use it.
 //!
+//! Between ranks of one host an exposure is also published in the shared-
+//! memory directory, and the receiver copies the whole payload straight
+//! into its sink (one `process_vm_readv`, or a `memcpy` from a mapping)
+//! instead of pulling it chunk by chunk through the rings; if that fails
+//! (the kernel refuses cross-memory access, the directory is full), the
+//! chunked GETs run as between hosts.
+//!
 //! Must not: decide matching (tagged.rs does) or run handlers itself (am.rs).
 
 use std::collections::HashMap;
@@ -21,13 +28,21 @@ use crate::request::{RequestId, Requests};
 use crate::target::Target;
 use crate::Error;
 
+/// What keeps an exposed payload's memory alive until the receiver is done.
+pub(crate) enum Keep {
+    /// The caller's buffer, exposed in place for the length of a blocking send.
+    Borrowed,
+    /// A library-owned copy (nonblocking sends, AM payloads).
+    Copy(#[allow(dead_code)] AlignedBuf),
+    /// A buffer handed over by `isend_owned`, given back on completion.
+    Owned(Vec<u8>),
+}
+
 /// A payload this rank exposed for `peer` to pull.
 struct Exposure {
     peer: u32,
     key: RegionKey,
-    /// The library-owned copy, if the payload was copied (nonblocking sends,
-    /// AM payloads); a blocking send exposes the caller's buffer in place.
-    _copy: Option<AlignedBuf>,
+    keep: Keep,
     /// The request completed by `RndvDone` (its id is the token).
     req: RequestId,
 }
@@ -58,6 +73,9 @@ struct Pull {
 pub(crate) struct Rndv {
     exposed: HashMap<u32, Exposure>,
     pulls: Vec<Pull>,
+    /// Exposures released by `RndvDone` whose shared-memory directory entry
+    /// still has to go (the delivery callback cannot reach the directory).
+    retired: Vec<(RegionKey, Keep)>,
     chunk: u64,
     /// Chunks in flight per pull: bounds what the sender queues for us.
     window: u32,
@@ -67,11 +85,11 @@ impl Rndv {
     pub(crate) fn new(chunk_bytes: usize, max_queued_bytes: usize) -> Rndv {
         let chunk = chunk_bytes.max(1) as u64;
         let window = (max_queued_bytes as u64 / chunk).clamp(2, 1024) as u32;
-        Rndv { exposed: HashMap::new(), pulls: Vec::new(), chunk, window }
+        Rndv { exposed: HashMap::new(), pulls: Vec::new(), retired: Vec::new(), chunk, window }
     }
 
     pub(crate) fn is_idle(&self) -> bool {
-        self.exposed.is_empty() && self.pulls.is_empty()
+        self.exposed.is_empty() && self.pulls.is_empty() && self.retired.is_empty()
     }
 
     /// Starts pulling `total` bytes at `key+offset` of `peer` into request
@@ -107,6 +125,18 @@ pub(crate) fn on_done(t: &mut Target<'_>, peer: u32, done: &RndvDone) {
         return;
     }
     t.regions.remove(exposure.key);
+    let keep = match exposure.keep {
+        // Back to the caller with the completion.
+        Keep::Owned(buf) => {
+            t.requests.set_output(exposure.req, crate::request::Output::Msg(MsgOutput::Sent { buf }));
+            Keep::Borrowed
+        }
+        keep => keep,
+    };
+    // Its directory entry goes in the next progress round; the memory stays
+    // alive until then (a blocking send's buffer outlives the round: the
+    // send returns only after `unexpose`).
+    t.msg.rndv.retired.push((exposure.key, keep));
     // A truncated receive still consumed the message: the send succeeded.
     let completion = match done.status {
         Status::Ok | Status::Truncated => t.requests.part_done(exposure.req),
@@ -126,14 +156,19 @@ fn random_key() -> RegionKey {
 impl State {
     /// Registers `mem` read-only under a fresh random key for `peer` to pull,
     /// until `RndvDone` for `token` (or `token`'s request fails).
-    pub(crate) fn expose(&mut self, peer: u32, mem: RawMem, copy: Option<AlignedBuf>, token: RequestId) -> RegionKey {
+    pub(crate) fn expose(&mut self, peer: u32, mem: RawMem, keep: Keep, token: RequestId) -> RegionKey {
         let key = loop {
             let key = random_key();
             if self.regions.insert(key, mem, Access::READ) {
                 break key;
             }
         };
-        self.msg.rndv.exposed.insert(token.0, Exposure { peer, key, _copy: copy, req: token });
+        if self.is_shm_peer(peer) {
+            if let Some(shm) = self.shm.as_mut() {
+                shm.publish(key, &mem, None, Access::READ);
+            }
+        }
+        self.msg.rndv.exposed.insert(token.0, Exposure { peer, key, keep, req: token });
         key
     }
 
@@ -142,14 +177,37 @@ impl State {
         let copy = AlignedBuf::zeroed(payload.len());
         let mem = copy.raw();
         mem.write(0, payload);
-        self.expose(peer, mem, Some(copy), token)
+        self.expose(peer, mem, Keep::Copy(copy), token)
+    }
+
+    /// Withdraws a released exposure from the local table and the
+    /// shared-memory directory.
+    fn withdraw(&mut self, key: RegionKey) {
+        self.regions.remove(key);
+        if let Some(shm) = self.shm.as_mut() {
+            shm.unpublish(key);
+        }
     }
 
     /// Withdraws exposure `token` (a blocking send leaving, for any reason).
     pub(crate) fn unexpose(&mut self, token: RequestId) {
+        self.retire_exposures();
         if let Some(exposure) = self.msg.rndv.exposed.remove(&token.0) {
-            self.regions.remove(exposure.key);
+            self.withdraw(exposure.key);
         }
+    }
+
+    /// Takes exposures released by `RndvDone` out of the directory, then
+    /// lets their memory go.
+    pub(crate) fn retire_exposures(&mut self) -> bool {
+        if self.msg.rndv.retired.is_empty() {
+            return false;
+        }
+        for (key, keep) in std::mem::take(&mut self.msg.rndv.retired) {
+            self.withdraw(key);
+            drop(keep);
+        }
+        true
     }
 
     /// Withdraws exposures whose request is over without `RndvDone` (the
@@ -164,10 +222,10 @@ impl State {
         }
         for token in &gone {
             if let Some(exposure) = self.msg.rndv.exposed.remove(token) {
-                self.regions.remove(exposure.key);
+                self.withdraw(exposure.key);
             }
         }
-        !gone.is_empty()
+        self.retire_exposures() | !gone.is_empty()
     }
 
     /// Issues GETs for active pulls (within the window) and finishes those
@@ -183,6 +241,10 @@ impl State {
                 self.finish_pull(pull);
                 worked = true;
                 continue;
+            }
+            if self.msg.rndv.pulls[index].issued == 0 && self.pull_directly(index) {
+                worked = true;
+                continue; // finished at the top of the next turn
             }
             let window = self.msg.rndv.window;
             let chunk = self.msg.rndv.chunk;
@@ -210,6 +272,35 @@ impl State {
             index += 1;
         }
         worked
+    }
+
+    /// Copies pull `index`'s whole payload from a same-host sender's memory
+    /// into its sink at once. False (nothing landed, nothing issued) when
+    /// the sender is not on this host or direct access is not possible;
+    /// the chunked GETs then go through the rings.
+    fn pull_directly(&mut self, index: usize) -> bool {
+        let pull = &self.msg.rndv.pulls[index];
+        let (peer, key, offset, req) = (pull.peer, pull.key, pull.offset, pull.req);
+        let Ok(total) = usize::try_from(pull.total) else { return false };
+        let State { shm, requests, .. } = self;
+        let Some(shared) = shm.as_ref().map(|s| &s.shared) else { return false };
+        let Some(link) = shared.link(peer) else { return false };
+        let Some(output) = requests.msg_mut(req) else { return false };
+        let landed = output.land_with(total, |dest| {
+            crate::shm::direct::read_direct(shared, link, crate::region::RegionKey(key), offset, dest).is_some()
+        });
+        if landed.is_err() {
+            return false;
+        }
+        shared.count_direct();
+        let pull = &mut self.msg.rndv.pulls[index];
+        pull.issued = pull.chunks;
+        // All of it at once: one part, now done.
+        self.requests.set_pending(req, 1);
+        if let Some(c) = self.requests.part_done(req) {
+            self.completions.push(c);
+        }
+        true
     }
 
     fn finish_pull(&mut self, pull: Pull) {

@@ -151,7 +151,7 @@ impl Tagged {
 
     /// Takes `charge` from the credit toward `dest` if nothing is queued
     /// ahead (order between a pair is kept even when credit runs short).
-    fn take_credit(&mut self, dest: u32, charge: u64) -> bool {
+    pub(super) fn take_credit(&mut self, dest: u32, charge: u64) -> bool {
         let d = dest as usize;
         if self.queued[d].is_empty() && self.credit[d] >= charge {
             self.credit[d] -= charge;
@@ -192,7 +192,7 @@ impl Tagged {
     }
 
     /// Removes a posted receive that never matched; whether it was there.
-    fn cancel(&mut self, req: RequestId) -> bool {
+    pub(super) fn cancel(&mut self, req: RequestId) -> bool {
         match self.posted.iter().position(|p| p.req == req) {
             Some(at) => {
                 self.posted.remove(at);
@@ -373,8 +373,44 @@ impl State {
         worked
     }
 
+    /// The eager half of a nonblocking send: sends `data` now (the request
+    /// is complete at once), or queues a copy until `dest` grants credit.
+    pub(super) fn eager_send_request(
+        &mut self,
+        now: mw_proto::time::Instant,
+        context: u32,
+        dest: u32,
+        tag: u64,
+        data: &[u8],
+    ) -> Result<RequestId> {
+        let charge = data.len() as u64 + OVERHEAD;
+        if self.msg.tagged.take_credit(dest, charge) {
+            let id = self.requests.alloc(dest, 0)?;
+            self.msg.stats.eager_sent += 1;
+            let repr = OpRepr::Eager(op::Eager { context, tag, body: &[] });
+            if let Err(error) = self.send_op(now, dest, &repr, data, None) {
+                let _ = self.requests.take(id);
+                return Err(error);
+            }
+            return Ok(id);
+        }
+        let id = self.requests.alloc(dest, 1)?;
+        self.msg.stats.credit_stalls += 1;
+        let q = Queued { req: id, context, tag, data: Some(data.to_vec()), total: 0, key: 0 };
+        self.msg.tagged.queued[dest as usize].push_back(q);
+        self.msg.tagged.queued_total += 1;
+        Ok(id)
+    }
+
     /// Posts a receive (or matches it against the unexpected queue at once).
-    fn post_recv(&mut self, context: u32, source: u32, tag: u64, capacity: usize, sink: Sink) -> Result<RequestId> {
+    pub(super) fn post_recv(
+        &mut self,
+        context: u32,
+        source: u32,
+        tag: u64,
+        capacity: usize,
+        sink: Sink,
+    ) -> Result<RequestId> {
         let target = if source == ANY_SOURCE { self.rank } else { source };
         let id = self.requests.alloc(target, 1)?;
         self.requests.set_output(id, Output::Msg(MsgOutput::Recv { status: RecvStatus::default(), sink }));
@@ -414,7 +450,7 @@ impl Drop for Unexpose<'_> {
 }
 
 impl Endpoint {
-    fn check_send(&self, dest: u32, tag: u64) -> Result<()> {
+    pub(super) fn check_send(&self, dest: u32, tag: u64) -> Result<()> {
         self.check_rank(dest)?;
         if tag == ANY_TAG {
             return Err(Error::InvalidArgument("ANY_TAG (u64::MAX) is not a valid tag to send"));
@@ -422,7 +458,7 @@ impl Endpoint {
         Ok(())
     }
 
-    fn check_source(&self, source: u32) -> Result<()> {
+    pub(super) fn check_source(&self, source: u32) -> Result<()> {
         if source == ANY_SOURCE {
             return Ok(());
         }
@@ -446,15 +482,20 @@ impl Endpoint {
     /// their own so their traffic never mixes with the application's).
     pub fn send_in(&self, context: u32, dest: u32, tag: u64, data: &[u8]) -> Result<()> {
         self.check_send(dest, tag)?;
-        let eager_limit = self.lock().msg.eager_limit;
-        if data.len() <= eager_limit {
+        let mut state = self.lock();
+        if data.len() <= state.msg.eager_limit {
             let charge = data.len() as u64 + OVERHEAD;
             let queued = {
-                let mut state = self.lock();
                 if state.msg.tagged.take_credit(dest, charge) {
                     state.msg.stats.eager_sent += 1;
-                    let now = self.shared.now();
                     let repr = OpRepr::Eager(op::Eager { context, tag, body: &[] });
+                    if state.is_shm_peer(dest) {
+                        // Into the peer's ring: no clock, no socket.
+                        let mut header = [0u8; 32]; // an Eager header is 16 bytes
+                        let len = repr.emit_header(&mut header);
+                        return state.shm_send(dest, &[&header[..len], data], None, true);
+                    }
+                    let now = self.shared.now();
                     state.send_op(now, dest, &repr, data, None)?;
                     // On the wire now, not at the next call into the library.
                     state.transmit(now);
@@ -467,15 +508,17 @@ impl Endpoint {
                 state.msg.tagged.queued_total += 1;
                 id
             };
+            drop(state);
             return Handle::new(self, queued, Landing::Nothing).wait();
         }
+        drop(state);
         // Rendezvous, zero copy: the receiver pulls straight from `data`.
         let mem = crate::memory::readonly_mem(data);
         let token = self.lock().requests.alloc(dest, 1)?;
         let _unexpose = Unexpose { ep: self, token };
         {
             let mut state = self.lock();
-            let key = state.expose(dest, mem, None, token);
+            let key = state.expose(dest, mem, super::rndv::Keep::Borrowed, token);
             self.announce(&mut state, context, dest, tag, data.len() as u64, key.0, token);
             state.transmit(self.shared.now());
         }
@@ -486,7 +529,16 @@ impl Endpoint {
 
     /// Sends (or queues, without credit) the announcement of rendezvous send `token`.
     #[allow(clippy::too_many_arguments)]
-    fn announce(&self, state: &mut State, context: u32, dest: u32, tag: u64, total: u64, key: u64, token: RequestId) {
+    pub(super) fn announce(
+        &self,
+        state: &mut State,
+        context: u32,
+        dest: u32,
+        tag: u64,
+        total: u64,
+        key: u64,
+        token: RequestId,
+    ) {
         let q = Queued { req: token, context, tag, data: None, total, key };
         if state.msg.tagged.take_credit(dest, OVERHEAD) {
             let now = self.shared.now();
@@ -516,24 +568,7 @@ impl Endpoint {
         let mut state = self.lock();
         let now = self.shared.now();
         let id = if data.len() <= state.msg.eager_limit {
-            let charge = data.len() as u64 + OVERHEAD;
-            if state.msg.tagged.take_credit(dest, charge) {
-                let id = state.requests.alloc(dest, 0)?;
-                state.msg.stats.eager_sent += 1;
-                let repr = OpRepr::Eager(op::Eager { context, tag, body: &[] });
-                if let Err(error) = state.send_op(now, dest, &repr, data, None) {
-                    let _ = state.requests.take(id);
-                    return Err(error);
-                }
-                id
-            } else {
-                let id = state.requests.alloc(dest, 1)?;
-                state.msg.stats.credit_stalls += 1;
-                let q = Queued { req: id, context, tag, data: Some(data.to_vec()), total: 0, key: 0 };
-                state.msg.tagged.queued[dest as usize].push_back(q);
-                state.msg.tagged.queued_total += 1;
-                id
-            }
+            state.eager_send_request(now, context, dest, tag, data)?
         } else {
             let id = state.requests.alloc(dest, 1)?;
             let key = state.expose_copy(dest, data, id);

@@ -18,6 +18,9 @@
 //! the kernel refusing `process_vm_*` — and the caller then sends the
 //! operation through the ring, where the owner executes it with exactly the
 //! UDP path's checks, errors and counters. So errors are never decided here.
+//!
+//! Must not: take the endpoint lock, allocate, or decide an error: when in
+//! doubt it returns `None` and the ring path decides.
 
 use std::sync::atomic::Ordering;
 
@@ -63,6 +66,34 @@ fn write_window(shm: &ShmShared, link: &Link, window: &CachedWindow, start: usiz
     }
 }
 
+/// Reads `out.len()` bytes at `offset` of the peer's region `key` straight
+/// from its memory (a mapping, or `process_vm_readv`). `None` when direct
+/// access does not apply (see the module doc); reads are never ordered
+/// behind ring operations, so callers check [`Link::is_idle`] when that
+/// matters (a rendezvous pull does not: the payload is immutable while
+/// exposed).
+pub(crate) fn read_direct(shm: &ShmShared, link: &Link, key: RegionKey, offset: u64, out: &mut [u8]) -> Option<()> {
+    if link.dead.load(Ordering::Relaxed) {
+        return None;
+    }
+    link.with_windows([key.0], |[window], [flags]| {
+        if !allows(flags, Access::READ) {
+            return None;
+        }
+        let start = range(offset, out.len(), window)?;
+        match &window.kind {
+            WindowKind::Mapped(peer) => {
+                peer.mem().read(start, out);
+                Some(())
+            }
+            WindowKind::Cma { base } if cma_allowed(shm, link) => {
+                mw_transport::shm::vm_read(link.pid, base + start as u64, out).map_err(|e| cma_failed(link, &e)).ok()
+            }
+            WindowKind::Cma { .. } => None,
+        }
+    })
+}
+
 impl Endpoint {
     /// The link to `rank` when a direct access may go now (nothing of ours
     /// toward it is still in the ring, so order is kept).
@@ -70,7 +101,7 @@ impl Endpoint {
     fn shm_direct(&self, rank: u32) -> Option<(&ShmShared, &Link)> {
         let shm = self.shared.shm.as_deref()?;
         let link = shm.link(rank)?;
-        link.is_idle().then_some((shm, link))
+        (link.is_idle() && !link.dead.load(Ordering::Relaxed)).then_some((shm, link))
     }
 
     /// Put by direct store; `None`: use the ring.
@@ -127,28 +158,9 @@ impl Endpoint {
     /// Get by direct load; `None`: use the ring.
     pub(crate) fn shm_get(&self, rank: u32, key: RegionKey, offset: u64, out: &mut [u8]) -> Option<()> {
         let (shm, link) = self.shm_direct(rank)?;
-        let done = link.with_windows([key.0], |[window], [flags]| {
-            if !allows(flags, Access::READ) {
-                return None;
-            }
-            let start = range(offset, out.len(), window)?;
-            match &window.kind {
-                WindowKind::Mapped(peer) => {
-                    peer.mem().read(start, out);
-                    Some(())
-                }
-                WindowKind::Cma { base } if cma_allowed(shm, link) => {
-                    mw_transport::shm::vm_read(link.pid, base + start as u64, out)
-                        .map_err(|e| cma_failed(link, &e))
-                        .ok()
-                }
-                WindowKind::Cma { .. } => None,
-            }
-        });
-        if done.is_some() {
-            shm.count_direct();
-        }
-        done
+        read_direct(shm, link, key, offset, out)?;
+        shm.count_direct();
+        Some(())
     }
 
     /// An atomic as the CPU instruction on the mapped word; returns the old

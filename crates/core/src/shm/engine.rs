@@ -12,7 +12,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mw_proto::time::Instant as ProtoInstant;
 use mw_transport::shm::{Consumer, DirEntry, Producer, PushError, RingView, DIR_SLOTS};
@@ -56,7 +56,10 @@ pub(crate) struct ShmState {
     tx: Vec<Option<Tx>>,
     dir_free: Vec<usize>,
     dir_slots: HashMap<RegionKey, usize>,
-    last_liveness: Instant,
+    last_liveness: ProtoInstant,
+    /// By rank, reused every round: how far the peer had consumed our ring
+    /// before we took its replies (`None`: nothing waits on it).
+    consumed: Vec<Option<u64>>,
 }
 
 impl ShmState {
@@ -76,9 +79,17 @@ impl ShmState {
             tx,
             dir_free: (0..DIR_SLOTS).rev().collect(),
             dir_slots: HashMap::new(),
-            last_liveness: Instant::now(),
+            last_liveness: ProtoInstant::from_nanos(0),
+            consumed: vec![None; size],
             shared,
         }
+    }
+
+    /// When the next check that same-host peers are alive is due, if any
+    /// of them is not known dead.
+    pub fn next_liveness_check(&self, dead: &[bool]) -> Option<ProtoInstant> {
+        let live = self.shared.links.iter().flatten().any(|link| !dead[link.rank as usize]);
+        live.then(|| self.last_liveness + LIVENESS_EVERY)
     }
 
     /// Whether `peer` is reached through shared memory.
@@ -148,6 +159,13 @@ impl State {
     /// Nothing waits in a shared-memory overflow queue.
     pub(crate) fn shm_idle(&self) -> bool {
         self.shm.as_ref().is_none_or(|shm| shm.tx.iter().flatten().all(|tx| tx.overflow.is_empty()))
+    }
+
+    /// Nothing waits in the overflow queue toward `peer`. A queued message's
+    /// waiter joins `ack_waiters` only once the message is in the ring, so
+    /// `flush(peer)` needs this as well as empty `ack_waiters`.
+    pub(crate) fn shm_idle_toward(&self, peer: u32) -> bool {
+        self.shm.as_ref().and_then(|shm| shm.tx.get(peer as usize)?.as_ref()).is_none_or(|tx| tx.overflow.is_empty())
     }
 
     /// Sends one message made of `parts` to same-host `peer`; `waiter` is
@@ -245,32 +263,34 @@ impl State {
     /// One round of the ring engine: drain overflow, execute arrivals,
     /// complete what peers consumed, check peers are alive.
     pub(crate) fn poll_shm(&mut self, now: ProtoInstant) -> bool {
-        let Some(shm) = self.shm.as_mut() else { return false };
+        let Some(shm) = self.shm.as_ref() else { return false };
         let mut worked = false;
-        let backlog: Vec<u32> = (0..shm.tx.len() as u32)
-            .filter(|&p| shm.tx[p as usize].as_ref().is_some_and(|t| !t.overflow.is_empty()))
-            .collect();
-        for peer in backlog {
-            worked |= self.shm_flush(peer);
+        // Polled every round, often with nothing to do: no allocation here.
+        for peer in 0..shm.tx.len() {
+            let backlog =
+                self.shm.as_ref().is_some_and(|s| s.tx[peer].as_ref().is_some_and(|t| !t.overflow.is_empty()));
+            if backlog {
+                worked |= self.shm_flush(peer as u32);
+            }
         }
         // How far each peer has consumed, read *before* its replies: a peer
         // queues the replies to a message before it frees the message's
         // slot, so a reply (e.g. an error status) is always taken before
         // the consumption that would complete its request as a success.
         let shm = self.shm.as_mut().expect("checked");
-        let consumed: Vec<(usize, u64)> = shm
-            .tx
-            .iter()
-            .enumerate()
-            .filter(|(peer, tx)| tx.is_some() && !self.ack_waiters[*peer].is_empty())
-            .map(|(peer, tx)| (peer, tx.as_ref().expect("filtered").producer.consumed()))
-            .collect();
+        for (peer, tx) in shm.tx.iter().enumerate() {
+            shm.consumed[peer] = match tx {
+                Some(tx) if !self.ack_waiters[peer].is_empty() => Some(tx.producer.consumed()),
+                _ => None,
+            };
+        }
         let mut rx = std::mem::take(&mut shm.rx);
         for (peer, consumer) in rx.iter_mut() {
             let peer = *peer;
             if self.dead[peer as usize] {
                 continue;
             }
+            let mut consumed_any = false;
             for _ in 0..BATCH {
                 let popped = consumer.pop(|msg| {
                     self.deliver(peer, msg);
@@ -278,7 +298,7 @@ impl State {
                 });
                 match popped {
                     Ok(true) => {
-                        worked = true;
+                        consumed_any = true;
                         self.stats.shm_ring_received += 1;
                     }
                     Ok(false) => break,
@@ -289,10 +309,25 @@ impl State {
                     }
                 }
             }
+            if consumed_any {
+                worked = true;
+                // Consumption is the producer's acknowledgement (a request
+                // completes when its record is consumed) and frees room for
+                // what it queued: wake it if it sleeps waiting for either.
+                // Without this, a rank blocked on an eager send or an
+                // overflowing ring sleeps until something else arrives.
+                let shared = &self.shm.as_ref().expect("checked").shared;
+                if let Some(link) = shared.link(peer) {
+                    shared.wake_for_ring(link);
+                }
+            }
         }
-        self.shm.as_mut().expect("checked").rx = rx;
+        let shm = self.shm.as_mut().expect("checked");
+        shm.rx = rx;
+        let mut consumed_by_peer = std::mem::take(&mut shm.consumed);
         let mut completed = false;
-        for (peer, consumed) in consumed {
+        for (peer, consumed) in consumed_by_peer.iter_mut().enumerate() {
+            let Some(consumed) = consumed.take() else { continue };
             let waiters = &mut self.ack_waiters[peer];
             while waiters.front().is_some_and(|(end, _)| *end <= consumed) {
                 let (_, req) = waiters.pop_front().expect("front checked");
@@ -302,20 +337,22 @@ impl State {
                 completed = true;
             }
         }
+        self.shm.as_mut().expect("checked").consumed = consumed_by_peer;
         if completed {
             worked = true;
             self.after_delivery(now);
         }
-        self.shm_check_liveness();
+        self.shm_check_liveness(now);
         worked
     }
 
-    fn shm_check_liveness(&mut self) {
+    fn shm_check_liveness(&mut self, now: ProtoInstant) {
         let Some(shm) = self.shm.as_mut() else { return };
-        if shm.last_liveness.elapsed() < LIVENESS_EVERY {
+        // `now`, not a clock read: this runs on every poll of the rings.
+        if now.saturating_duration_since(shm.last_liveness) < LIVENESS_EVERY {
             return;
         }
-        shm.last_liveness = Instant::now();
+        shm.last_liveness = now;
         let gone: Vec<u32> = shm
             .shared
             .links
@@ -333,6 +370,9 @@ impl State {
     /// fails with `PeerUnreachable`, as for a UDP peer declared dead.
     fn shm_peer_dead(&mut self, peer: u32) {
         let error = Error::PeerUnreachable { rank: peer };
+        if !self.dead[peer as usize] {
+            self.peer_events.push_back(crate::PeerEvent::Down { rank: peer });
+        }
         self.dead[peer as usize] = true;
         self.ack_waiters[peer as usize].clear();
         if let Some(shm) = self.shm.as_mut() {
@@ -340,6 +380,7 @@ impl State {
                 tx.overflow.clear();
                 tx.overflow_bytes = 0;
                 link.overflow.store(0, Ordering::Release);
+                link.dead.store(true, Ordering::Release);
             }
         }
         let done = self.requests.fail_target(peer, &error);

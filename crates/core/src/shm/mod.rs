@@ -24,12 +24,12 @@
 
 pub(crate) mod direct;
 pub(crate) mod engine;
+mod windows;
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mw_transport::shm::{Control, RingView};
@@ -104,7 +104,11 @@ pub(crate) struct Link {
     pub ordered_end: AtomicU64,
     /// The kernel refused `process_vm_*` toward this peer: use the rings.
     pub cma_refused: AtomicBool,
-    windows: RwLock<HashMap<u64, CachedWindow, BuildHasherDefault<KeyHasher>>>,
+    /// The peer was declared dead: direct accesses stop (its mapping
+    /// outlives it, so a store would "succeed" into a dead process) and go
+    /// the ring way, which fails them with `PeerUnreachable`.
+    pub dead: AtomicBool,
+    windows: windows::WindowCache,
 }
 
 impl Link {
@@ -116,58 +120,17 @@ impl Link {
         self.overflow.load(Ordering::Acquire) == 0 && self.out.consumed() >= self.ordered_end.load(Ordering::Acquire)
     }
 
-    fn resolve(&self, key: u64) -> Option<()> {
-        if self.windows.read().unwrap_or_else(|p| p.into_inner()).contains_key(&key) {
-            return Some(());
-        }
-        let (slot, entry) = self.peer.dir_find(key)?;
-        let kind = if entry.fd >= 0 {
-            WindowKind::Mapped(PeerWindow::open(self.pid, entry.fd, entry.len as usize).ok()?)
-        } else {
-            WindowKind::Cma { base: entry.base }
-        };
-        let window = CachedWindow { slot, len: entry.len, kind };
-        self.windows.write().unwrap_or_else(|p| p.into_inner()).insert(key, window);
-        Some(())
-    }
-
     /// Runs `f` on the peer's windows for `keys` with their live directory
     /// flags. `None` when a key is unknown to the directory, was withdrawn
     /// (the stale window is dropped), or `f` declines: the caller then sends
     /// the operation through the ring and the owner decides.
+    #[inline]
     pub fn with_windows<const N: usize, R>(
         &self,
         keys: [u64; N],
         f: impl FnOnce([&CachedWindow; N], [u32; N]) -> Option<R>,
     ) -> Option<R> {
-        for key in keys {
-            self.resolve(key)?;
-        }
-        let mut stale = None;
-        let result = {
-            let map = self.windows.read().unwrap_or_else(|p| p.into_inner());
-            let mut found: [Option<&CachedWindow>; N] = [None; N];
-            let mut flags = [0u32; N];
-            for (i, key) in keys.iter().enumerate() {
-                let Some(w) = map.get(key) else { break };
-                let (live, live_flags) = self.peer.dir_key_flags(w.slot);
-                if live != *key {
-                    stale = Some(*key);
-                    break;
-                }
-                flags[i] = live_flags;
-                found[i] = Some(w);
-            }
-            if found.iter().all(Option::is_some) {
-                f(found.map(|w| w.expect("all found")), flags)
-            } else {
-                None
-            }
-        };
-        if let Some(key) = stale {
-            self.windows.write().unwrap_or_else(|p| p.into_inner()).remove(&key);
-        }
-        result
+        self.windows.with_windows(&self.peer, self.pid, keys, f)
     }
 }
 
@@ -370,7 +333,8 @@ pub(crate) fn exchange(boot: &mut mw_bootstrap::Bootstrap, config: &Config, me: 
             overflow: AtomicUsize::new(0),
             ordered_end: AtomicU64::new(0),
             cma_refused: AtomicBool::new(false),
-            windows: RwLock::new(HashMap::default()),
+            dead: AtomicBool::new(false),
+            windows: windows::WindowCache::new(),
         });
     }
     if rx.is_empty() {

@@ -79,12 +79,14 @@ pub fn udp(config: Config) -> Config {
     Config { transport: TransportChoice::Udp, ..config }
 }
 
-/// A config with faults injected on every rank's send path.
+/// A config with faults injected on every rank's send path. Faults are
+/// injected into UDP datagrams, so it forces UDP (same-host ranks would
+/// otherwise talk through shared memory, which loses nothing).
 pub fn lossy(drop: f64, dup: f64, reorder: f64, seed: u64) -> Config {
     Config {
         fault: Some(mw_transport::fault::FaultConfig { drop, dup, reorder, seed }),
         rto_min: Duration::from_micros(300),
-        ..Config::default()
+        ..udp(Config::default())
     }
 }
 
@@ -104,7 +106,7 @@ pub fn pattern(seed: u32, len: usize) -> Vec<u8> {
     (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed * 97) as u8).collect()
 }
 
-/// `config` with shared memory between same-host ranks (opt-in: UDP is the default).
+/// `config` with shared memory between same-host ranks (the default, made explicit).
 #[allow(dead_code)]
 pub fn shm(config: Config) -> Config {
     Config { transport: TransportChoice::Auto, ..config }

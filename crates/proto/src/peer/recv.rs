@@ -3,12 +3,15 @@
 //!
 //! Owns: the next expected sequence number, the bounded out-of-order buffer
 //! (at most `recv_window` packets), the reassembly buffer of the message in
-//! progress, the cumulative ack + SACK bitmap to report, and the delayed-ack
-//! and Nack state (seed 004, PM/UDP R1-R5, with SACK replacing R5's drops).
+//! progress (at most `max_message` bytes: a longer message is discarded and
+//! counted, never buffered), the cumulative ack + SACK bitmap to report, and
+//! the delayed-ack and Nack state (seed 004, PM/UDP R1-R5, with SACK
+//! replacing R5's drops).
 //!
 //! Must not: emit packets or touch the send side; it only records that an
 //! ack or Nack is owed and the peer turns that into a packet.
 
+use crate::stats::DropCounts;
 use crate::time::Instant;
 use crate::{seq_lt, Config, DropReason};
 use mw_wire::Flags;
@@ -38,6 +41,114 @@ pub(crate) struct Received {
     pub(crate) delivered: u32,
     /// The in-order pointer moved.
     pub(crate) advanced: bool,
+    /// The packet was taken in sequence but its payload was rejected by
+    /// reassembly (it breaks message framing or `max_message`).
+    pub(crate) rejected: Option<DropReason>,
+}
+
+/// Where reassembly stands between in-order segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reasm {
+    /// Between messages: the next segment must be FIRST.
+    Idle,
+    /// A message is being collected in `RecvState::reasm`.
+    Collecting,
+    /// The message in progress outgrew `max_message`: its segments are
+    /// dropped until its LAST one.
+    Discarding,
+}
+
+/// The reassembly buffer and its state, with the size limit it enforces.
+#[derive(Debug)]
+struct Reassembly {
+    buf: Vec<u8>,
+    state: Reasm,
+    max_message: usize,
+}
+
+/// What reassembly did with one in-order segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Taken {
+    /// A whole message was delivered.
+    delivered: bool,
+    /// The segment broke framing or `max_message` (counted as a drop).
+    rejected: Option<DropReason>,
+}
+
+impl Taken {
+    const PARTIAL: Taken = Taken { delivered: false, rejected: None };
+    const WHOLE: Taken = Taken { delivered: true, rejected: None };
+    const fn rejected(reason: DropReason) -> Taken {
+        Taken { delivered: false, rejected: Some(reason) }
+    }
+}
+
+impl Reassembly {
+    /// Runs one in-order payload through reassembly. A whole message goes to
+    /// `deliver` (a single-packet message straight from `payload`, without a
+    /// copy). Memory stays within `max_message` whatever the peer sends.
+    fn accept(&mut self, flags: Flags, payload: &[u8], deliver: &mut dyn FnMut(&[u8])) -> Taken {
+        let last = flags.contains(Flags::LAST);
+        if flags.contains(Flags::FIRST) {
+            // A new message before the previous one's LAST breaks framing (no
+            // correct sender does it): the partial one is dropped and counted,
+            // the new one is taken.
+            let abandoned = self.state == Reasm::Collecting;
+            self.reset();
+            let taken = self.start(last, payload, deliver);
+            if abandoned && taken.rejected.is_none() {
+                return Taken { rejected: Some(DropReason::Malformed(mw_wire::Error::Malformed)), ..taken };
+            }
+            return taken;
+        }
+        match self.state {
+            // A continuation without a start: no correct sender produces it.
+            Reasm::Idle => Taken::rejected(DropReason::Malformed(mw_wire::Error::Malformed)),
+            Reasm::Discarding => {
+                if last {
+                    self.state = Reasm::Idle;
+                }
+                Taken::rejected(DropReason::OversizedMessage)
+            }
+            Reasm::Collecting => {
+                if self.buf.len() + payload.len() > self.max_message {
+                    self.reset();
+                    self.state = if last { Reasm::Idle } else { Reasm::Discarding };
+                    return Taken::rejected(DropReason::OversizedMessage);
+                }
+                self.buf.extend_from_slice(payload);
+                if !last {
+                    return Taken::PARTIAL;
+                }
+                deliver(&self.buf);
+                self.reset();
+                Taken::WHOLE
+            }
+        }
+    }
+
+    /// Takes the FIRST segment of a message, in state `Idle`.
+    fn start(&mut self, last: bool, payload: &[u8], deliver: &mut dyn FnMut(&[u8])) -> Taken {
+        if payload.len() > self.max_message {
+            self.state = if last { Reasm::Idle } else { Reasm::Discarding };
+            return Taken::rejected(DropReason::OversizedMessage);
+        }
+        if last {
+            deliver(payload);
+            return Taken::WHOLE;
+        }
+        self.buf.extend_from_slice(payload);
+        self.state = Reasm::Collecting;
+        Taken::PARTIAL
+    }
+
+    /// Forgets the message in progress; a huge buffer is given back so one
+    /// large message does not pin memory forever.
+    fn reset(&mut self) {
+        self.buf.clear();
+        self.buf.shrink_to(REASM_KEEP);
+        self.state = Reasm::Idle;
+    }
 }
 
 /// The receive half of a connection.
@@ -54,8 +165,7 @@ pub(crate) struct RecvState {
     ooo: u32,
     /// Holes below this sequence number have already been Nacked.
     nack_hi: u32,
-    reasm: Vec<u8>,
-    in_msg: bool,
+    reasm: Reassembly,
     /// In-order Data packets received since the last ack went out.
     unacked: u32,
     /// Their payload bytes.
@@ -76,8 +186,7 @@ impl RecvState {
             slots: Vec::new(),
             ooo: 0,
             nack_hi: config.initial_seq,
-            reasm: Vec::new(),
-            in_msg: false,
+            reasm: Reassembly { buf: Vec::new(), state: Reasm::Idle, max_message: config.max_message },
             unacked: 0,
             unacked_bytes: 0,
             ack_deadline: None,
@@ -96,6 +205,11 @@ impl RecvState {
         self.ooo
     }
 
+    /// Bytes of the message in progress held for reassembly.
+    pub(crate) fn reassembly_bytes(&self) -> usize {
+        self.reasm.buf.len()
+    }
+
     fn slot_index(&self, seq: u32) -> usize {
         seq as usize & (self.slots.len() - 1)
     }
@@ -105,7 +219,10 @@ impl RecvState {
     }
 
     /// Handles one Data packet. `deliver` receives each whole message that
-    /// becomes deliverable, in order.
+    /// becomes deliverable, in order. A rejection of this packet's payload by
+    /// reassembly comes back in [`Received::rejected`]; rejections of
+    /// buffered packets it releases are counted in `drops` directly.
+    #[allow(clippy::too_many_arguments)] // the packet's fields, plus where results go
     pub(crate) fn on_data(
         &mut self,
         now: Instant,
@@ -113,6 +230,7 @@ impl RecvState {
         seq: u32,
         flags: Flags,
         payload: &[u8],
+        drops: &mut DropCounts,
         deliver: &mut dyn FnMut(&[u8]),
     ) -> Result<Received, DropReason> {
         let offset = seq.wrapping_sub(self.rcv_nxt);
@@ -134,14 +252,19 @@ impl RecvState {
         }
         // seed 004, PM/UDP R1: the expected packet is taken (here: reassembled
         // and delivered) and acknowledged, with the ack delayed and coalesced.
-        let mut delivered = u32::from(accept(&mut self.reasm, &mut self.in_msg, flags, payload, deliver));
+        let taken = self.reasm.accept(flags, payload, deliver);
+        let (mut delivered, rejected) = (u32::from(taken.delivered), taken.rejected);
         self.rcv_nxt = self.rcv_nxt.wrapping_add(1);
         let filled = self.ooo > 0;
         while self.ooo > 0 && self.has(self.rcv_nxt) {
             let index = self.slot_index(self.rcv_nxt);
             let slot = &mut self.slots[index];
             slot.present = false;
-            delivered += u32::from(accept(&mut self.reasm, &mut self.in_msg, slot.flags, &slot.data, deliver));
+            let taken = self.reasm.accept(slot.flags, &slot.data, deliver);
+            delivered += u32::from(taken.delivered);
+            if let Some(reason) = taken.rejected {
+                drops.count(&reason);
+            }
             if slot.data.capacity() > SLOT_KEEP {
                 slot.data = Vec::new();
             }
@@ -164,7 +287,7 @@ impl RecvState {
         } else if self.ack_deadline.is_none() {
             self.ack_deadline = Some(now + config.max_ack_delay);
         }
-        Ok(Received { delivered, advanced: true })
+        Ok(Received { delivered, advanced: true, rejected })
     }
 
     fn on_out_of_order(&mut self, seq: u32, flags: Flags, payload: &[u8]) -> Result<Received, DropReason> {
@@ -205,7 +328,7 @@ impl RecvState {
         if hole {
             self.nack_now = true;
         }
-        Ok(Received { delivered: 0, advanced: false })
+        Ok(Received { delivered: 0, advanced: false, rejected: None })
     }
 
     /// A Probe (or an `ACK_NOW` control packet) asks for an immediate ack.
@@ -270,44 +393,6 @@ impl RecvState {
     }
 }
 
-/// Runs one in-order payload through reassembly; returns whether a whole
-/// message was delivered. A single-packet message is delivered straight from
-/// `payload` without copying.
-fn accept(
-    reasm: &mut Vec<u8>,
-    in_msg: &mut bool,
-    flags: Flags,
-    payload: &[u8],
-    deliver: &mut dyn FnMut(&[u8]),
-) -> bool {
-    let first = flags.contains(Flags::FIRST);
-    let last = flags.contains(Flags::LAST);
-    if first {
-        reasm.clear();
-        *in_msg = false;
-        if last {
-            deliver(payload);
-            return true;
-        }
-        reasm.extend_from_slice(payload);
-        *in_msg = true;
-        return false;
-    }
-    if !*in_msg {
-        // A continuation without a start: no correct sender produces it.
-        return false;
-    }
-    reasm.extend_from_slice(payload);
-    if !last {
-        return false;
-    }
-    deliver(reasm);
-    reasm.clear();
-    reasm.shrink_to(REASM_KEEP);
-    *in_msg = false;
-    true
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,7 +405,10 @@ mod tests {
         payload: &[u8],
         out: &mut Vec<Vec<u8>>,
     ) -> Result<Received, DropReason> {
-        rs.on_data(Instant::ZERO, cfg, seq, flags, payload, &mut |m| out.push(m.to_vec()))
+        let mut drops = DropCounts::default();
+        let got = rs.on_data(Instant::ZERO, cfg, seq, flags, payload, &mut drops, &mut |m| out.push(m.to_vec()));
+        assert_eq!(drops.total(), 0, "no buffered packet is rejected here");
+        got
     }
 
     #[test]
@@ -385,5 +473,76 @@ mod tests {
         data(&mut rs, &cfg, 2, fl, b"y", &mut out).unwrap();
         assert!(rs.ack_due());
         assert_eq!(out, vec![b"".to_vec(), b"x".to_vec(), b"y".to_vec()]);
+    }
+
+    #[test]
+    fn reassembly_never_grows_past_max_message() {
+        let cfg = Config { max_message: 1000, ..Config::default() };
+        let mut rs = RecvState::new(&cfg);
+        let mut out = Vec::new();
+        let mut drops = DropCounts::default();
+        let mut seq = 0u32;
+        let mut send = |rs: &mut RecvState, flags: Flags, payload: &[u8], out: &mut Vec<Vec<u8>>| {
+            let got = rs.on_data(Instant::ZERO, &cfg, seq, flags, payload, &mut drops, &mut |m| out.push(m.to_vec()));
+            seq += 1;
+            got.expect("in order, in window")
+        };
+        let chunk = [7u8; 300];
+        assert_eq!(send(&mut rs, Flags::FIRST, &chunk, &mut out).rejected, None);
+        assert_eq!(send(&mut rs, Flags::empty(), &chunk, &mut out).rejected, None);
+        assert_eq!(send(&mut rs, Flags::empty(), &chunk, &mut out).rejected, None);
+        assert_eq!(rs.reassembly_bytes(), 900);
+        // The segment that would pass 1000 bytes: the message is discarded,
+        // and so is every further segment of it, however many come.
+        for _ in 0..10_000 {
+            let r = send(&mut rs, Flags::empty(), &chunk, &mut out);
+            assert_eq!(r.rejected, Some(DropReason::OversizedMessage));
+            assert!(r.advanced, "the sequence number is consumed (and acked), or the sender would retry forever");
+            assert_eq!(rs.reassembly_bytes(), 0);
+        }
+        assert_eq!(send(&mut rs, Flags::LAST, &chunk, &mut out).rejected, Some(DropReason::OversizedMessage));
+        assert!(out.is_empty());
+        // Vec growth may round the allocation up, never past twice the limit.
+        assert!(rs.reasm.buf.capacity() <= 2 * 1000, "capacity {}", rs.reasm.buf.capacity());
+        // Framing recovers at the next message; a message of exactly the limit passes.
+        assert_eq!(send(&mut rs, Flags::FIRST, &[1; 500], &mut out).rejected, None);
+        assert_eq!(send(&mut rs, Flags::LAST, &[2; 500], &mut out).delivered, 1);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].len(), 1000);
+        // A single packet over the limit, a continuation without a start, and
+        // a new message cutting one short are rejected and counted.
+        let big = [3u8; 1001];
+        assert_eq!(
+            send(&mut rs, Flags::FIRST | Flags::LAST, &big, &mut out).rejected,
+            Some(DropReason::OversizedMessage)
+        );
+        let malformed = Some(DropReason::Malformed(mw_wire::Error::Malformed));
+        assert_eq!(send(&mut rs, Flags::empty(), b"x", &mut out).rejected, malformed);
+        assert_eq!(send(&mut rs, Flags::FIRST, b"cut", &mut out).rejected, None);
+        let r = send(&mut rs, Flags::FIRST | Flags::LAST, b"next", &mut out);
+        assert_eq!((r.delivered, r.rejected), (1, malformed), "the new message is still delivered");
+        assert_eq!(out.last().unwrap(), b"next");
+        assert_eq!(drops.total(), 0, "all of these were the arriving packet's own rejections");
+    }
+
+    #[test]
+    fn oversized_messages_released_from_the_out_of_order_buffer_are_counted() {
+        let cfg = Config { max_message: 10, ..Config::default() };
+        let mut rs = RecvState::new(&cfg);
+        let mut out = Vec::new();
+        let mut drops = DropCounts::default();
+        let mut on = |rs: &mut RecvState, seq: u32, flags: Flags, payload: &[u8], drops: &mut DropCounts| {
+            rs.on_data(Instant::ZERO, &cfg, seq, flags, payload, drops, &mut |m| out.push(m.to_vec())).unwrap()
+        };
+        // Segments 1..=3 arrive before 0: 6 + 6 bytes pass the limit once 0 arrives.
+        on(&mut rs, 1, Flags::empty(), &[1; 6], &mut drops);
+        on(&mut rs, 2, Flags::LAST, &[2; 1], &mut drops);
+        on(&mut rs, 3, Flags::FIRST | Flags::LAST, b"ok", &mut drops);
+        let r = on(&mut rs, 0, Flags::FIRST, &[0; 6], &mut drops);
+        assert_eq!(r.rejected, None);
+        assert_eq!(r.delivered, 1, "only the message after the oversized one");
+        assert_eq!(drops.oversized_message, 2, "segments 1 and 2");
+        assert_eq!(out, vec![b"ok".to_vec()]);
+        assert_eq!(rs.ack_fields(), (4, 0));
     }
 }

@@ -140,6 +140,9 @@ pub(crate) struct SendState {
     /// (cwnd, ssthresh) before the current series of RTOs, restored if the
     /// ack of the timeout retransmission shows the RTO was spurious.
     before_rto: Option<(u32, u32)>,
+    /// Acks that acknowledged nothing new while naming `snd_una` as missing,
+    /// counted once that packet's latest transmission has had time to arrive.
+    dup_acks: u64,
     rto_deadline: Option<Instant>,
     /// The packet with this sequence number carries `ACK_NOW` (request_ack).
     ack_request: Option<u32>,
@@ -181,6 +184,7 @@ impl SendState {
             recovery_tx: 0,
             force_one: false,
             before_rto: None,
+            dup_acks: 0,
             rto_deadline: None,
             ack_request: None,
             next_msg: first_msg,
@@ -328,6 +332,9 @@ impl SendState {
             }
             self.lost.pop_front();
             self.force_one = false;
+            if seq == self.snd_una {
+                self.dup_acks = 0;
+            }
             let tx = self.next_tx;
             self.next_tx += 1;
             let p = &mut self.sent[index];
@@ -486,8 +493,10 @@ impl SendState {
             self.grow(tx);
         }
         let Some((newest_tx, newest_sent_at, newest_retransmitted)) = newly.newest else {
+            self.on_duplicate_ack(now, ack, rtt);
             return false;
         };
+        self.dup_acks = 0;
         if newest_tx > self.largest_acked_tx {
             // The loss reference is the newest packet known to have arrived.
             // An ack for a packet the RTO resent is ambiguous: the RTO fires
@@ -543,6 +552,46 @@ impl SendState {
     /// still open.
     fn awaiting_rto_verdict(&self) -> bool {
         self.sent.front().is_some_and(|p| p.by_timeout || p.state == PktState::Lost { by_timeout: true })
+    }
+
+    /// An ack that acknowledged nothing new. SACK reports only the 64
+    /// packets after the cumulative ack, so when the packet at `snd_una` is
+    /// lost again after its retransmission and everything SACK can report is
+    /// already reported, later arrivals at the receiver show up only as such
+    /// acks (each packet arriving out of order is acked at once). After
+    /// [`PACKET_THRESHOLD`] of them, counted only once the retransmission has
+    /// had a loss delay to arrive (so acks of packets still in flight before
+    /// it do not trigger a second copy), the packet is deemed lost again and
+    /// resent even if the window is full — RFC 5681's duplicate-ack rule,
+    /// instead of waiting for a backed-off RTO.
+    fn on_duplicate_ack(&mut self, now: Instant, ack: u32, rtt: &RttEstimator) {
+        if ack != self.snd_una {
+            return;
+        }
+        let Some(p) = self.sent.front_mut() else {
+            return;
+        };
+        if p.state != PktState::InFlight || now < p.sent_at + rtt.loss_delay() {
+            return;
+        }
+        self.dup_acks += 1;
+        if self.dup_acks < PACKET_THRESHOLD {
+            return;
+        }
+        self.dup_acks = 0;
+        p.state = PktState::Lost { by_timeout: false };
+        let (tx, len) = (p.tx, p.len as usize);
+        self.inflight -= 1;
+        self.inflight_bytes -= len;
+        self.lost.push_front(self.snd_una);
+        self.on_congestion(tx);
+        // Both copies of an RTO's retransmission lost: the RTO was not
+        // spurious, its window collapse stays.
+        self.before_rto = None;
+        // The packets still counted in flight are exactly the ones stuck
+        // behind this hole: they cannot make room in the window, so it goes
+        // out regardless, as after an RTO.
+        self.force_one = true;
     }
 
     /// Marks as lost every in-flight packet sent at least `threshold`
@@ -617,11 +666,18 @@ impl SendState {
         }
         rtt.on_timeout();
         let p = &mut self.sent[0];
-        if p.state == PktState::InFlight {
-            p.state = PktState::Lost { by_timeout: true };
-            self.inflight -= 1;
-            self.inflight_bytes -= p.len as usize;
-            self.lost.push_front(self.snd_una);
+        match p.state {
+            PktState::InFlight => {
+                p.state = PktState::Lost { by_timeout: true };
+                self.inflight -= 1;
+                self.inflight_bytes -= p.len as usize;
+                self.lost.push_front(self.snd_una);
+            }
+            // Already deemed lost but queued behind later losses: the RTO
+            // is about the oldest hole, so it goes first (its older queue
+            // entry is skipped once it is in flight again).
+            PktState::Lost { .. } => self.lost.push_front(self.snd_una),
+            PktState::Sacked => {}
         }
         self.force_one = true;
         self.before_rto.get_or_insert((self.cwnd, self.ssthresh));
@@ -662,5 +718,264 @@ impl SendState {
     /// Snapshot values for [`PeerStats`](crate::PeerStats).
     pub(crate) fn window_stats(&self) -> (u32, u32, u32, usize) {
         (self.cwnd, self.ssthresh, self.inflight, self.inflight_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: Instant = Instant::ZERO;
+
+    fn at(us: u64) -> Instant {
+        Instant::ZERO + Duration::from_micros(us)
+    }
+
+    fn config(initial_window: u32) -> Config {
+        Config { initial_window, min_window: 2, max_window: 64, ..Config::default() }
+    }
+
+    /// A sender with `messages` one-segment messages queued.
+    fn sender(config: &Config, messages: usize) -> (SendState, RttEstimator) {
+        let mut s = SendState::new(config, 0);
+        for _ in 0..messages {
+            s.submit(&[&[0xab; 100]]);
+        }
+        (s, RttEstimator::new(config))
+    }
+
+    /// Sends everything the windows allow at `now`; returns the packets.
+    fn send_all(s: &mut SendState, now: Instant, rtt: &RttEstimator) -> Vec<DataPacket> {
+        std::iter::from_fn(|| s.next_packet(now, rtt.rto())).collect()
+    }
+
+    fn cwnd(s: &SendState) -> u32 {
+        s.window_stats().0
+    }
+
+    fn ssthresh(s: &SendState) -> u32 {
+        s.window_stats().1
+    }
+
+    fn inflight(s: &SendState) -> u32 {
+        s.window_stats().2
+    }
+
+    #[test]
+    fn the_congestion_window_limits_packets_in_flight_and_slow_start_grows_it() {
+        let cfg = config(4);
+        let (mut s, mut rtt) = sender(&cfg, 100);
+        let first = send_all(&mut s, T0, &rtt);
+        assert_eq!(first.len(), 4);
+        assert_eq!((cwnd(&s), inflight(&s)), (4, 4));
+        assert!(first[3].flags.contains(Flags::ACK_NOW), "the packet that fills the window asks for an ack");
+        assert!(!first[2].flags.contains(Flags::ACK_NOW));
+        // One ack for all four: +1 per acked packet below ssthresh.
+        assert!(s.on_ack(at(50), 4, 0, false, 0, &mut rtt));
+        assert_eq!((cwnd(&s), inflight(&s)), (8, 0));
+        assert_eq!(send_all(&mut s, at(50), &rtt).len(), 8);
+        assert!(s.on_ack(at(100), 12, 0, false, 0, &mut rtt));
+        assert_eq!(cwnd(&s), 16);
+    }
+
+    #[test]
+    fn a_nack_halves_the_window_once_per_window_and_acks_grow_it_back_additively() {
+        let cfg = config(16);
+        let (mut s, mut rtt) = sender(&cfg, 1000);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 16);
+        // The receiver lost seq 0 and says so: a Nack with SACK for 1..=15.
+        let sack = (1u64 << 15) - 1;
+        assert!(s.on_ack(at(50), 0, sack, true, 0, &mut rtt));
+        // SACKs grew the window in slow start (16 + 15), then the loss halved it.
+        assert_eq!(cwnd(&s), 31 / 2);
+        assert_eq!(ssthresh(&s), cwnd(&s));
+        assert_eq!(inflight(&s), 0);
+        // The hole goes out first, as a fast retransmission asking for an ack.
+        let rtx = s.next_packet(at(50), rtt.rto()).unwrap();
+        assert_eq!((rtx.seq, rtx.retransmit), (0, Some(false)));
+        assert!(rtx.flags.contains(Flags::ACK_NOW));
+        let after_loss = cwnd(&s);
+        // A second loss from the same window (seq 16 is new, so send some):
+        // no second decrease for one congestion event.
+        let more = send_all(&mut s, at(50), &rtt);
+        assert_eq!(more.len() as u32, after_loss - 1, "the retransmission takes one slot");
+        assert!(s.on_ack(at(100), 16, 0, false, 0, &mut rtt), "the retransmission filled the hole");
+        let grown_by_acks = cwnd(&s);
+        assert!(grown_by_acks >= after_loss, "acks of post-loss packets never shrink it");
+        // Congestion avoidance: it takes a whole window of acks (less the
+        // one the retransmission already counted) to add one packet.
+        let start = cwnd(&s);
+        let (mut now, mut acked) = (100, 0);
+        while cwnd(&s) == start {
+            assert!(!send_all(&mut s, at(now), &rtt).is_empty() || inflight(&s) > 0);
+            now += 50;
+            let upto = s.snd_nxt();
+            acked += upto.wrapping_sub(s.snd_una);
+            assert!(s.on_ack(at(now), upto, 0, false, 0, &mut rtt));
+        }
+        assert_eq!(cwnd(&s), start + 1, "additive increase: +1 per window");
+        assert!(acked >= start - 1, "grew after only {acked} acks with a window of {start}");
+        assert!(acked <= 2 * start, "took {acked} acks with a window of {start}");
+    }
+
+    #[test]
+    fn sack_evidence_without_a_nack_needs_three_later_packets() {
+        let cfg = config(8);
+        let (mut s, mut rtt) = sender(&cfg, 100);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 8);
+        // Only seq 1 and 2 arrived after the hole at 0: not yet a loss.
+        assert!(s.on_ack(at(50), 0, 0b11, false, 0, &mut rtt));
+        assert_eq!(ssthresh(&s), cfg.max_window, "no decrease yet");
+        assert!(s.lost.is_empty());
+        // A third later packet: seq 0 is lost, the window halves.
+        let before = cwnd(&s);
+        assert!(s.on_ack(at(60), 0, 0b111, false, 0, &mut rtt));
+        assert_eq!(s.lost.front(), Some(&0));
+        let grown = before + 1; // the SACK of seq 3 still counted in slow start
+        assert_eq!(cwnd(&s), grown / 2);
+    }
+
+    #[test]
+    fn a_timeout_collapses_the_window_and_still_retransmits_the_oldest_packet() {
+        let cfg = config(8);
+        let (mut s, mut rtt) = sender(&cfg, 100);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 8);
+        let deadline = s.rto_deadline().expect("armed when the first packet left");
+        assert!(s.on_rto(deadline, &mut rtt));
+        assert_eq!((cwnd(&s), ssthresh(&s)), (cfg.min_window, 4));
+        // 7 packets still count as in flight, above the collapsed window, yet
+        // the oldest goes out once (seed 004, PM/UDP S4)…
+        let rtx = s.next_packet(deadline, rtt.rto()).unwrap();
+        assert_eq!((rtx.seq, rtx.retransmit), (0, Some(true)));
+        // …and nothing more until acks make room.
+        assert!(s.next_packet(deadline, rtt.rto()).is_none());
+        assert!(s.rto_deadline().unwrap() > deadline, "backed off");
+        // Acks of everything: slow start again from min_window.
+        assert!(s.on_ack(deadline + Duration::from_micros(10), 8, 0, false, 0, &mut rtt));
+        assert_eq!(inflight(&s), 0);
+        assert!(cwnd(&s) > cfg.min_window);
+        assert!(s.rto_deadline().is_none(), "nothing outstanding, no timer");
+    }
+
+    #[test]
+    fn unacknowledged_bytes_are_capped_whatever_the_packet_window() {
+        let cfg = Config { max_datagram: 9000, max_window_bytes: 20_000, ..config(32) };
+        let seg = cfg.segment_size();
+        let mut s = SendState::new(&cfg, 0);
+        s.submit(&[&vec![1u8; 10 * seg]]);
+        let rtt = RttEstimator::new(&cfg);
+        let sent = send_all(&mut s, T0, &rtt);
+        assert_eq!(sent.len(), 20_000 / seg, "bytes, not the 32-packet window, limit");
+        let (cwnd, _, inflight, bytes) = s.window_stats();
+        assert_eq!((cwnd, inflight), (32, 2));
+        assert!(bytes <= cfg.max_window_bytes);
+        assert!(sent.last().unwrap().flags.contains(Flags::ACK_NOW), "the window is full: ask for an ack");
+        // A datagram larger than the byte window still goes out alone.
+        let tiny = Config { max_window_bytes: 100, ..cfg.clone() };
+        let mut s = SendState::new(&tiny, 0);
+        s.submit(&[&vec![1u8; 3 * seg]]);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 1);
+    }
+
+    #[test]
+    fn the_receive_window_bounds_how_far_past_the_oldest_unacked_packet_we_run() {
+        let cfg = Config { recv_window: 4, ..config(32) };
+        let (mut s, mut rtt) = sender(&cfg, 100);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 4);
+        // Seq 0 missing, 1..=3 SACKed: still no room past 0 + recv_window.
+        s.on_ack(at(50), 0, 0b111, false, 0, &mut rtt);
+        let next: Vec<u32> = send_all(&mut s, at(50), &rtt).iter().map(|p| p.seq).collect();
+        assert_eq!(next, vec![0], "only the retransmission of the hole");
+    }
+
+    #[test]
+    fn acks_complete_messages_only_once_causally_released() {
+        let cfg = config(8);
+        let mut s = SendState::new(&cfg, 0);
+        let mut rtt = RttEstimator::new(&cfg);
+        let seg = cfg.segment_size();
+        s.submit(&[&vec![0u8; 2 * seg]]); // seq 0, 1
+        s.submit(&[b"x"]); // seq 2
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 3);
+        // Seq 0 alone completes no message.
+        s.on_ack(at(10), 1, 0, false, 7, &mut rtt);
+        assert_eq!(s.release(100), None);
+        // Both messages acked, generated when the peer's watermark was 7:
+        // reported once we have received everything before it.
+        s.on_ack(at(20), 3, 0, false, 7, &mut rtt);
+        assert_eq!(s.release(6), None);
+        assert_eq!(s.release(7), Some(MsgId(1)));
+        assert!(s.is_quiescent());
+    }
+
+    /// The case the 64-bit SACK cannot describe: the retransmission of the
+    /// oldest hole is lost too, and every later packet the receiver gets lies
+    /// beyond what SACK reports, so acks arrive that acknowledge nothing new.
+    /// (The goodput simulation, seed 4 at 1% loss, spent 8.7 s of a 70 ms
+    /// transfer on this before duplicate acks counted.)
+    #[test]
+    fn duplicate_acks_recover_a_lost_retransmission_beyond_sack_reach() {
+        let cfg = config(64);
+        let (mut s, mut rtt) = sender(&cfg, 1000);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 64);
+        let all_sacked = u64::MAX >> 1; // seq 1..=63 arrived, 0 did not
+        s.on_ack(at(100), 0, all_sacked, true, 0, &mut rtt);
+        let rtx = s.next_packet(at(100), rtt.rto()).unwrap();
+        assert_eq!((rtx.seq, rtx.retransmit), (0, Some(false)));
+        let more = send_all(&mut s, at(100), &rtt).len() as u32;
+        assert!(more > 0);
+        // The retransmission is lost. Acks of packets still in flight before
+        // it acknowledge nothing new: too early to call it lost again.
+        for us in [110, 120, 130] {
+            assert!(!s.on_ack(at(us), 0, all_sacked, false, 0, &mut rtt));
+        }
+        assert!(s.lost.is_empty(), "no second copy while the first may still arrive");
+        // A loss delay later, three more such acks: retransmit it again.
+        let later = 100 + rtt.loss_delay().as_micros() as u64 + 1;
+        for us in [later, later + 1] {
+            s.on_ack(at(us), 0, all_sacked, false, 0, &mut rtt);
+            assert!(s.lost.is_empty());
+        }
+        s.on_ack(at(later + 2), 0, all_sacked, false, 0, &mut rtt);
+        let again = s.next_packet(at(later + 2), rtt.rto()).unwrap();
+        assert_eq!((again.seq, again.retransmit), (0, Some(false)));
+        assert!(s.rto_deadline().unwrap() > at(later + 2));
+        // Once the hole is filled everything is acked at once.
+        assert!(s.on_ack(at(later + 100), 64 + more, 0, false, 0, &mut rtt));
+        assert_eq!(inflight(&s), 0);
+    }
+
+    #[test]
+    fn a_timeout_retransmits_the_oldest_hole_before_later_losses() {
+        let cfg = config(16);
+        let (mut s, mut rtt) = sender(&cfg, 100);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 16);
+        // 0 is lost and retransmitted, 1..=15 arrive.
+        s.on_ack(at(50), 0, (1 << 15) - 1, true, 0, &mut rtt);
+        assert_eq!(s.next_packet(at(50), rtt.rto()).unwrap().seq, 0);
+        let late: Vec<u32> = send_all(&mut s, at(50), &rtt).iter().map(|p| p.seq).collect();
+        assert!(!late.is_empty());
+        // The retransmission of 0 and then the later packets are deemed lost
+        // by time; the queue holds them in that order, 0 last.
+        let p = &mut s.sent[0];
+        p.state = PktState::Lost { by_timeout: false };
+        s.inflight -= 1;
+        s.inflight_bytes -= p.len as usize;
+        for &seq in &late {
+            let index = seq.wrapping_sub(s.snd_una) as usize;
+            let q = &mut s.sent[index];
+            q.state = PktState::Lost { by_timeout: false };
+            s.inflight -= 1;
+            s.inflight_bytes -= q.len as usize;
+            s.lost.push_back(seq);
+        }
+        s.lost.push_back(0);
+        s.cwnd = 0; // nothing but the forced RTO retransmission may go
+        let deadline = s.rto_deadline().unwrap();
+        s.on_rto(deadline, &mut rtt);
+        s.cwnd = 0;
+        let first = s.next_packet(deadline, rtt.rto()).unwrap();
+        assert_eq!((first.seq, first.retransmit), (0, Some(false)), "the RTO goes to the oldest hole");
+        assert!(s.next_packet(deadline, rtt.rto()).is_none());
     }
 }

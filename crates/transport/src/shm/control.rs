@@ -17,6 +17,10 @@
 //! nonzero means the fields belong to `K` (keys are random and never reused,
 //! so there is no ABA). Removing a region stores `key = 0` (Release), which
 //! a peer's per-operation check of its cached slot observes.
+//!
+//! Owns: the control block's layout and the directory's seqlock, in both roles
+//! (owner writes, peers read). Must not: judge what a region's flags allow
+//! (mw-core checks rights) or interpret the rings it lays out (`ring.rs` does).
 
 use std::io;
 use std::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering};
@@ -78,7 +82,11 @@ impl Control {
         head[16..24].copy_from_slice(&(ring_cap as u64).to_le_bytes());
         // SAFETY: the fresh mapping is at least one page; nobody else has it yet.
         unsafe { std::ptr::copy_nonoverlapping(head.as_ptr(), seg.as_ptr(), head.len()) };
-        Ok(Control { seg, ring_count, ring_cap, pid })
+        let control = Control { seg, ring_count, ring_cap, pid };
+        for i in 0..ring_count {
+            control.ring(i).expect("ring inside the new segment").init_salt();
+        }
+        Ok(control)
     }
 
     /// Maps the control segment process `pid` created (`fd`, `len` bytes,

@@ -6,31 +6,46 @@
 //! so the producer's and the consumer's hot words never share a line):
 //!
 //! ```text
-//! offset +   0  tail: u64   written by the producer only (Release), read by the consumer (Acquire)
+//! offset +   0  tail: u64   written by the producer only (Release); for observers, not the consumer
+//! offset +   8  salt: u64   written once when the ring is created, before anyone attaches
 //! offset +  64  head: u64   written by the consumer only (Release), read by the producer (Acquire)
 //! offset + 128  data: `cap` bytes of 64-byte slots
 //! ```
 //!
 //! `tail` and `head` count bytes since the ring was created and never wrap
 //! (a u64 of bytes lasts centuries); a position's slot is `pos % cap`. A
-//! record is an 8-byte header (`len: u32`, `kind: u32`) then `len` payload
-//! bytes, padded to whole 64-byte slots, and never wraps around the end of
-//! the data area: when it would not fit before the end, the producer writes a
-//! `PAD` record covering the rest and starts at slot 0. A message larger
-//! than a record may be is sent as `PART` records followed by a final
-//! message record, which the consumer reassembles.
+//! record is a 16-byte header (`stamp: u64`, `len: u32`, `kind: u32`) then
+//! `len` payload bytes, padded to whole 64-byte slots, and never wraps
+//! around the end of the data area: when it would not fit before the end,
+//! the producer writes a `PAD` record covering the rest and starts at slot
+//! 0. A message larger than a record may be is sent as `PART` records
+//! followed by a final message record, which the consumer reassembles.
+//!
+//! The stamp of the record at position `pos` is `salt ^ pos`. The consumer
+//! polls the stamp where the next record must start, not the tail: a small
+//! message then costs the consumer one cache-line transfer (header and
+//! payload share the line) instead of two. Before the producer writes it,
+//! that slot holds an older record's bytes, possibly payload; the per-ring
+//! random salt makes those match the expected stamp with probability 2^-64,
+//! whatever the payloads are.
 //!
 //! Memory ordering, the whole protocol:
-//! - the producer writes a record's header and payload with plain stores,
-//!   then publishes it with `tail.store(new, Release)`;
-//! - the consumer reads `tail` with `Acquire`, so every byte of the records
-//!   before `tail` is visible to it; it reads them, and then frees their slots
-//!   with `head.store(new, Release)`;
+//! - the producer writes a record's length, kind and payload with plain
+//!   stores, then publishes it with `stamp.store(salt ^ pos, Release)` (and
+//!   then `tail.store(new, Release)` for observers);
+//! - the consumer reads the stamp at `head` with `Acquire`: when it is
+//!   `salt ^ head`, every byte of that record is visible to it; it reads the
+//!   record, and then frees its slots with `head.store(new, Release)`;
 //! - the producer reads `head` with `Acquire` before reusing slots, so the
 //!   consumer's reads of those slots happened before the producer's new writes.
 //!
 //! The consumer checks every header against the ring's bounds: a corrupt or
 //! hostile peer yields an error, never an out-of-bounds access.
+//!
+//! Owns: record framing and the head/tail protocol above, for both ends. Must
+//! not: interpret record payloads, block or wait (a full ring is
+//! `PushError::Full` and the caller queues), or let a second producer in: each
+//! ring has exactly one, the peer it belongs to.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -41,7 +56,7 @@ use super::segment::Segment;
 pub const RING_HEADER: usize = 128;
 /// Slot size: records start on cache-line boundaries.
 pub const SLOT: usize = 64;
-const RECORD_HEADER: usize = 8;
+const RECORD_HEADER: usize = 16;
 const KIND_MESSAGE: u32 = 1;
 const KIND_PAD: u32 = 2;
 /// A leading piece of a message too large for one record; the records that
@@ -93,7 +108,7 @@ impl RingView {
     }
 
     fn word(&self, at: usize) -> &AtomicU64 {
-        debug_assert!(at == 0 || at == SLOT);
+        debug_assert!(at == 0 || at == 8 || at == SLOT);
         // SAFETY: offset + at + 8 is inside the mapping (checked in `new`),
         // 64-aligned (offset is, the mapping is page aligned), and this word
         // is only ever accessed atomically by every process that maps it.
@@ -106,6 +121,31 @@ impl RingView {
 
     fn head(&self) -> &AtomicU64 {
         self.word(SLOT)
+    }
+
+    fn salt(&self) -> u64 {
+        self.word(8).load(Ordering::Acquire)
+    }
+
+    /// Gives a freshly created (zeroed) ring its random salt. Must run
+    /// before any producer or consumer attaches to it.
+    pub fn init_salt(&self) {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_usize(self.offset);
+        hasher.write_u128(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
+        );
+        self.word(8).store(hasher.finish() | 1, Ordering::Release);
+    }
+
+    /// The stamp word of the record header at `pos` (slot aligned, < cap).
+    fn stamp(&self, pos: usize) -> &AtomicU64 {
+        debug_assert!(pos % SLOT == 0 && pos < self.cap);
+        // SAFETY: `pos + 8 <= cap` (slot aligned and below cap), so the word
+        // is inside the data area; 8-aligned (slots are 64-aligned); record
+        // stamps are only ever accessed atomically, by both sides.
+        unsafe { AtomicU64::from_ptr(self.data().add(pos).cast()) }
     }
 
     fn data(&self) -> *mut u8 {
@@ -136,6 +176,7 @@ impl RingView {
 #[derive(Debug)]
 pub struct Producer {
     view: RingView,
+    salt: u64,
     /// Our copy of `tail` (we are its only writer).
     tail: u64,
     /// Last `head` we read; free space is at least `cap - (tail - head_seen)`.
@@ -147,7 +188,8 @@ impl Producer {
     pub fn new(view: RingView) -> Producer {
         let tail = view.tail().load(Ordering::Acquire);
         let head_seen = view.head().load(Ordering::Acquire);
-        Producer { view, tail, head_seen }
+        let salt = view.salt();
+        Producer { view, salt, tail, head_seen }
     }
 
     /// Bytes a message of `len` payload bytes takes in the ring.
@@ -186,9 +228,10 @@ impl Producer {
         }
         let data = self.view.data();
         if record > to_end {
-            // SAFETY: pos + 8 <= cap (pos is slot aligned and < cap), and
+            // SAFETY: pos + 16 <= cap (pos is slot aligned and < cap), and
             // the slots from pos to the end are free (checked above).
             unsafe { write_header(data.add(pos), (to_end - RECORD_HEADER) as u32, KIND_PAD) };
+            self.view.stamp(pos).store(self.salt ^ self.tail, Ordering::Release);
             self.tail += to_end as u64;
         }
         let pos = (self.tail % cap as u64) as usize;
@@ -203,6 +246,7 @@ impl Producer {
                 at = at.add(part.len());
             }
         }
+        self.view.stamp(pos).store(self.salt ^ self.tail, Ordering::Release);
         self.tail += record as u64;
         self.view.tail().store(self.tail, Ordering::Release);
         Ok(self.tail)
@@ -228,22 +272,25 @@ impl Producer {
     }
 }
 
+/// Writes a record header's length and kind (not its stamp, which
+/// publishes the record and is stored atomically afterwards).
+///
 /// # Safety
-/// `at..at+8` must be valid for writes and not concurrently accessed.
+/// `at..at+16` must be valid for writes and not concurrently accessed.
 unsafe fn write_header(at: *mut u8, len: u32, kind: u32) {
-    let mut header = [0u8; RECORD_HEADER];
-    header[..4].copy_from_slice(&len.to_le_bytes());
-    header[4..].copy_from_slice(&kind.to_le_bytes());
-    // SAFETY: per this function's contract.
-    unsafe { std::ptr::copy_nonoverlapping(header.as_ptr(), at, RECORD_HEADER) };
+    let mut fields = [0u8; 8];
+    fields[..4].copy_from_slice(&len.to_le_bytes());
+    fields[4..].copy_from_slice(&kind.to_le_bytes());
+    // SAFETY: per this function's contract (bytes 8..16 of the header).
+    unsafe { std::ptr::copy_nonoverlapping(fields.as_ptr(), at.add(8), fields.len()) };
 }
 
 /// The consuming end. Exactly one per ring.
 #[derive(Debug)]
 pub struct Consumer {
     view: RingView,
+    salt: u64,
     head: u64,
-    tail_seen: u64,
     /// Parts of a message being reassembled.
     partial: Vec<u8>,
 }
@@ -252,15 +299,16 @@ impl Consumer {
     /// The consumer of `view`'s ring, continuing from its current head.
     pub fn new(view: RingView) -> Consumer {
         let head = view.head().load(Ordering::Acquire);
-        Consumer { view, head, tail_seen: head, partial: Vec::new() }
+        let salt = view.salt();
+        Consumer { view, salt, head, partial: Vec::new() }
     }
 
-    /// Whether a message is waiting (one Acquire load when none was seen).
-    pub fn has_pending(&mut self) -> bool {
-        if self.head == self.tail_seen {
-            self.tail_seen = self.view.tail().load(Ordering::Acquire);
-        }
-        self.head != self.tail_seen
+    /// Whether a record is waiting: one Acquire load of the stamp where it
+    /// would start (the line its header and a small payload share).
+    #[inline]
+    pub fn has_pending(&self) -> bool {
+        let pos = (self.head % self.view.cap as u64) as usize;
+        self.view.stamp(pos).load(Ordering::Acquire) == self.salt ^ self.head
     }
 
     /// Hands the next message to `f`, then frees its slots. Returns
@@ -273,15 +321,15 @@ impl Consumer {
             let cap = self.view.cap;
             let pos = (self.head % cap as u64) as usize;
             let data = self.view.data();
-            let mut header = [0u8; RECORD_HEADER];
-            // SAFETY: pos + 8 <= cap; the slot was published before tail_seen
-            // (Acquire), so the producer wrote it and will not touch it
-            // until we move head past it.
-            unsafe { std::ptr::copy_nonoverlapping(data.add(pos), header.as_mut_ptr(), RECORD_HEADER) };
-            let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
-            let kind = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
+            let mut fields = [0u8; 8];
+            // SAFETY: pos + 16 <= cap; the record was published (its stamp,
+            // Acquire in has_pending), so the producer wrote it and will not
+            // touch it until we move head past it.
+            unsafe { std::ptr::copy_nonoverlapping(data.add(pos + 8), fields.as_mut_ptr(), fields.len()) };
+            let len = u32::from_le_bytes(fields[..4].try_into().expect("4 bytes")) as usize;
+            let kind = u32::from_le_bytes(fields[4..].try_into().expect("4 bytes"));
             let record = Producer::record_len(len);
-            if record > cap - pos || self.head + record as u64 > self.tail_seen {
+            if record > cap - pos {
                 return Err(Corrupt);
             }
             match kind {
@@ -328,7 +376,43 @@ mod tests {
     fn ring(cap: usize) -> (Producer, Consumer) {
         let seg = Arc::new(Segment::create("memwire-ring-test", ring_len(cap)).unwrap());
         let view = RingView::new(seg, 0, cap).unwrap();
+        view.init_salt();
         (Producer::new(view.clone()), Consumer::new(view))
+    }
+
+    #[test]
+    fn payloads_that_look_like_headers_are_never_taken_for_records() {
+        // Records of varying sizes shift record starts from lap to lap, so
+        // record starts land on old payload bytes; fill every payload with
+        // what an unsalted stamp of every position would be, plus plausible
+        // lengths and kinds.
+        let cap = 1024;
+        let (mut tx, mut rx) = ring(cap);
+        let mut next_in = 0u64;
+        let mut next_out = 0u64;
+        for round in 0..5000usize {
+            let len = 8 + (round * 53) % 400;
+            let mut body = vec![0u8; len];
+            for (i, word) in body.chunks_mut(8).enumerate() {
+                let fake = (round * 64 + i * 64) as u64;
+                word.copy_from_slice(&fake.to_le_bytes()[..word.len()]);
+            }
+            body[..8].copy_from_slice(&next_in.to_le_bytes());
+            if tx.push(&[&body]).is_ok() {
+                next_in += 1;
+            }
+            if round % 2 == 0 {
+                while rx
+                    .pop(|msg| {
+                        assert_eq!(u64::from_le_bytes(msg[..8].try_into().unwrap()), next_out);
+                        next_out += 1;
+                    })
+                    .unwrap()
+                {}
+                assert!(!rx.has_pending(), "a record where none was published");
+            }
+        }
+        assert!(next_out > 1000 && next_out <= next_in);
     }
 
     #[test]

@@ -1,4 +1,8 @@
 //! `SocketAddr` ⇄ `sockaddr_storage`, without allocation.
+//!
+//! Owns: the byte layout of IPv4/IPv6 socket addresses as the kernel wants
+//! them. Must not: make system calls or allocate; an address family other than
+//! IPv4/IPv6 decodes to `None`, never a panic.
 
 use std::mem::size_of;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};

@@ -10,6 +10,11 @@
 //! - receive: with `UDP_GRO` enabled the kernel may hand over several
 //!   datagrams from one sender in one buffer, with a `SOL_UDP`/`UDP_GRO` cmsg
 //!   carrying the segment size as a C `int`.
+//!
+//! Owns: the preallocated `mmsghdr`/`iovec`/cmsg arrays and the two batch
+//! calls. Must not: allocate per call, choose how datagrams are grouped into
+//! GSO sends (`udp/plan.rs` does), or retry a partial batch (the caller sees
+//! how many went).
 
 use std::io;
 use std::mem::size_of;

@@ -1,4 +1,8 @@
 //! Blocking for readability (`ppoll`) and giving up the CPU (`sched_yield`).
+//!
+//! Owns: the one blocking call of the crate (`ppoll` until readable or a
+//! deadline) and the yield. Must not: decide when to block or for how long
+//! (`wait.rs` does), or read the sockets it waits on.
 
 use std::io;
 use std::os::fd::RawFd;

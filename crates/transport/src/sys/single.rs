@@ -1,6 +1,11 @@
-//! Single-datagram send and receive, one syscall each, no allocation: the
-//! latency path, and the vectored send of a bulk payload that is not behind
+//! Single-datagram send and receive: the latency path, one syscall each, no
+//! allocation; and the vectored send of a bulk payload that is not behind
 //! its header.
+//!
+//! Owns: `sendto`, `sendmsg` with a gather list, and `recvfrom`/`recvmsg`
+//! with `MSG_DONTWAIT`, turning "nothing queued" into `None` and reporting
+//! truncation and GRO segment sizes.
+//! Must not: block, retry, or look inside a datagram.
 
 use std::io;
 use std::mem::size_of;

@@ -1,4 +1,9 @@
 //! Socket options: buffer sizes and the UDP offload probes.
+//!
+//! Owns: reading and setting `SO_RCVBUF`/`SO_SNDBUF` (the `FORCE` variants when
+//! privileged) and probing `UDP_SEGMENT`/`UDP_GRO`. Must not: fail the socket
+//! over an option: a refused option is reported (smaller buffer, no offload)
+//! and the caller falls back.
 
 use std::io;
 use std::mem::size_of;

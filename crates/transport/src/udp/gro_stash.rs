@@ -6,6 +6,10 @@
 //! rest — the tail of the caller's buffer (copied into `head`, since the
 //! caller will reuse it) followed by the spill — are served from here, one
 //! segment per call, by copying.
+//!
+//! Owns: one spill buffer (allocated once, when GRO is on) and the cursor over the
+//! datagrams still in it. Must not: allocate after construction, or hand out a
+//! segment longer than the kernel's GRO segment size.
 
 use std::net::{Ipv4Addr, SocketAddr};
 

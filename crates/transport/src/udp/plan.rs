@@ -1,5 +1,10 @@
 //! How a batch of datagrams maps onto `sendmmsg` entries: pure logic, so it
 //! is tested without sockets.
+//!
+//! Owns: grouping runs of same-destination datagrams of one size (the last may
+//! be shorter) into GSO sends, within the kernel's segment-count and byte
+//! limits. Must not: reorder datagrams, touch a socket, or allocate beyond the
+//! caller's output vector.
 
 use std::net::SocketAddr;
 

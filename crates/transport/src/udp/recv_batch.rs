@@ -1,5 +1,9 @@
 //! Preallocated buffers for batched receive, and the iterator that hands
 //! the received datagrams out, split back into datagrams where GRO merged them.
+//!
+//! Owns: [`RecvBatch`] (slots allocated once, filled by one `recvmmsg`) and
+//! [`RecvIter`]. Must not: allocate per receive, or interpret datagram
+//! contents; the endpoint does.
 
 use std::io;
 use std::net::SocketAddr;

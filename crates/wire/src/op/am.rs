@@ -5,6 +5,10 @@
 //! type), the layouts of [`AmRequest`] and [`AmReply`] (seed 003, PPRAM-Link's
 //! active messages; GASNet-style short/medium messages).
 //!
+//! Must not: know which handler ids are reserved or what a handler does
+//! (mw-core's), or accept more than [`AM_MAX_ARGS`] arguments or unknown flag
+//! bits.
+//!
 //! ```text
 //! AmRequest (8 + 8 × nargs bytes, then the body: the payload)
 //! offset size       field

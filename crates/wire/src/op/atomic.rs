@@ -5,6 +5,11 @@
 //! (seed 000), MBCF_SWAP (seed 001), PPRAM-Link's lock (seed 003). Exactly-once
 //! execution is the reliability layer's and the endpoint's job, not this one's.
 //!
+//! Must not: execute the operation, or check the word's alignment and bounds at
+//! the target (the endpoint does); it only rejects unknown operations and
+//! widths, and field combinations no correct sender produces (an operand wider
+//! than the word, a compare value outside compare_swap).
+//!
 //! ```text
 //! AtomicRequest (40 bytes, no body)
 //! offset size field

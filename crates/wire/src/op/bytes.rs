@@ -4,6 +4,9 @@
 //! Owns: nothing of the layout itself (each op file keeps its own `mod field`);
 //! only the primitive reads, writes and checks, so that each parser first
 //! proves the bytes are there (`need` / `exact`) and then reads fixed ranges.
+//!
+//! Must not: know any operation's layout, or read a byte before `need`/`exact`
+//! has proven it is there.
 
 use core::ops::Range;
 

@@ -7,6 +7,9 @@
 //! push with [`Status::WouldBlock`](super::Status::WouldBlock) in an
 //! [`OpStatus`](super::OpStatus); nothing is dropped.
 //!
+//! Must not: know FIFO sizes, slots or watermarks (the owner's state in
+//! mw-core), or decide when credit is due.
+//!
 //! ```text
 //! FifoPush (16 bytes, then the body: one FIFO entry)
 //! offset size field

@@ -3,6 +3,10 @@
 //! Owns: [`IovSegments`] (a non-allocating view over the segment list) and
 //! the layout of [`PutIov`] (T3E-style gather list, DESIGN §2 "put_iov").
 //!
+//! Must not: check segments against the target region (the endpoint does,
+//! overflow-safely), or accept more than [`IOV_MAX`] segments or a body whose
+//! length is not the sum of the segment lengths.
+//!
 //! ```text
 //! PutIov (16 + 12 × count bytes rounded up to a multiple of 8, then the body)
 //! offset        size         field

@@ -4,6 +4,9 @@
 //! PPRAM-Link's selected-word write `writesw`, used for DSM write-back of the
 //! dirty words of a block, so that two ranks' diffs of one block merge).
 //!
+//! Must not: apply the mask (the target does, word by word), or accept a block
+//! size other than 64 or 256 bytes or a body of the wrong length.
+//!
 //! ```text
 //! PutMasked (32 bytes, then the whole block: 64 or 256 bytes)
 //! offset size field

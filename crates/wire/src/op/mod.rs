@@ -44,6 +44,7 @@ mod bytes;
 mod fifo;
 mod iov;
 mod masked;
+mod mcast;
 mod register;
 mod rma;
 mod signal;
@@ -60,6 +61,7 @@ pub use atomic::{AtomicOp, AtomicRequest, AtomicResponse, AtomicWidth};
 pub use fifo::{Credit, FifoPush};
 pub use iov::{iov_header_len, IovIter, IovSegments, PutIov, IOV_MAX};
 pub use masked::{MaskedBlock, PutMasked};
+pub use mcast::{mcast_feedback_len, McastFeedback, McastRanges, MCAST_RANGES_MAX};
 pub use register::RegisterPut;
 pub use rma::{GetRequest, GetResponse, Put, PutInline, INLINE_MAX};
 pub use signal::{PutSignal, SignalOp};
@@ -117,11 +119,13 @@ pub enum OpCode {
     FifoPush = 19,
     /// [`Credit`].
     Credit = 20,
+    /// [`McastFeedback`].
+    McastFeedback = 21,
 }
 
 impl OpCode {
     /// Every opcode, in numeric order.
-    pub const ALL: [OpCode; 20] = [
+    pub const ALL: [OpCode; 21] = [
         OpCode::Put,
         OpCode::PutInline,
         OpCode::GetRequest,
@@ -142,12 +146,13 @@ impl OpCode {
         OpCode::RndvDone,
         OpCode::FifoPush,
         OpCode::Credit,
+        OpCode::McastFeedback,
     ];
 
     /// Decodes the opcode byte; unknown values are [`Error::UnknownType`].
     pub fn from_u8(value: u8) -> Result<OpCode> {
         match value {
-            1..=20 => Ok(OpCode::ALL[usize::from(value) - 1]),
+            1..=21 => Ok(OpCode::ALL[usize::from(value) - 1]),
             _ => Err(Error::UnknownType),
         }
     }
@@ -176,6 +181,7 @@ impl OpCode {
             OpCode::RndvDone => RndvDone::HEADER_LEN,
             OpCode::FifoPush => FifoPush::HEADER_LEN,
             OpCode::Credit => Credit::HEADER_LEN,
+            OpCode::McastFeedback => McastFeedback::MIN_HEADER_LEN,
         }
     }
 
@@ -202,6 +208,7 @@ impl OpCode {
             OpCode::RndvDone => "rndv-done",
             OpCode::FifoPush => "fifo-push",
             OpCode::Credit => "credit",
+            OpCode::McastFeedback => "mcast-feedback",
         }
     }
 }
@@ -255,6 +262,8 @@ pub enum OpRepr<'a> {
     FifoPush(FifoPush<'a>),
     /// Flow-control credit grant.
     Credit(Credit),
+    /// A multicast member's progress, Nack or completion report to the root.
+    McastFeedback(McastFeedback<'a>),
 }
 
 impl<'a> OpRepr<'a> {
@@ -283,6 +292,7 @@ impl<'a> OpRepr<'a> {
             OpCode::RndvDone => RndvDone::parse(msg).map(OpRepr::RndvDone),
             OpCode::FifoPush => FifoPush::parse(msg).map(OpRepr::FifoPush),
             OpCode::Credit => Credit::parse(msg).map(OpRepr::Credit),
+            OpCode::McastFeedback => McastFeedback::parse(msg).map(OpRepr::McastFeedback),
         }
     }
 
@@ -309,6 +319,7 @@ impl<'a> OpRepr<'a> {
             OpRepr::RndvDone(_) => OpCode::RndvDone,
             OpRepr::FifoPush(_) => OpCode::FifoPush,
             OpRepr::Credit(_) => OpCode::Credit,
+            OpRepr::McastFeedback(_) => OpCode::McastFeedback,
         }
     }
 
@@ -319,6 +330,7 @@ impl<'a> OpRepr<'a> {
             OpRepr::PutIov(op) => op.header_len(),
             OpRepr::AmRequest(op) => op.header_len(),
             OpRepr::AmReply(op) => op.header_len(),
+            OpRepr::McastFeedback(op) => op.header_len(),
             _ => self.opcode().min_header_len(),
         }
     }
@@ -350,12 +362,13 @@ impl<'a> OpRepr<'a> {
             | OpRepr::OpStatus(_)
             | OpRepr::RndvRts(_)
             | OpRepr::RndvDone(_)
-            | OpRepr::Credit(_) => &[],
+            | OpRepr::Credit(_)
+            | OpRepr::McastFeedback(_) => &[],
         }
     }
 
     /// The request id the operation carries (the sender's for rendezvous),
-    /// `None` for [`Eager`] and [`Credit`].
+    /// `None` for [`Eager`], [`Credit`] and [`McastFeedback`].
     pub fn req(&self) -> Option<u32> {
         Some(match self {
             OpRepr::Put(op) => op.req,
@@ -376,7 +389,7 @@ impl<'a> OpRepr<'a> {
             OpRepr::RndvRts(op) => op.sender_req,
             OpRepr::RndvDone(op) => op.sender_req,
             OpRepr::FifoPush(op) => op.req,
-            OpRepr::Eager(_) | OpRepr::Credit(_) => return None,
+            OpRepr::Eager(_) | OpRepr::Credit(_) | OpRepr::McastFeedback(_) => return None,
         })
     }
 
@@ -416,6 +429,7 @@ impl<'a> OpRepr<'a> {
             OpRepr::RndvDone(op) => op.emit(b),
             OpRepr::FifoPush(op) => op.emit(b),
             OpRepr::Credit(op) => op.emit(b),
+            OpRepr::McastFeedback(op) => op.emit(b),
         }
         len
     }
@@ -458,6 +472,7 @@ impl fmt::Display for OpRepr<'_> {
             OpRepr::RndvDone(op) => op.fmt(f),
             OpRepr::FifoPush(op) => op.fmt(f),
             OpRepr::Credit(op) => op.fmt(f),
+            OpRepr::McastFeedback(op) => op.fmt(f),
         }
     }
 }

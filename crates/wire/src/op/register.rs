@@ -5,6 +5,9 @@
 //! offsets of its regions, senders name only the register, so the same data
 //! can land at a different address on each rank, e.g. under multicast).
 //!
+//! Must not: know where a register points (the target's table in mw-core), or
+//! check the data against it.
+//!
 //! ```text
 //! RegisterPut (8 bytes, then the body: the data)
 //! offset size field

@@ -5,6 +5,9 @@
 //! tiny payloads (seed 000), MBCF's remote WRITE/READ (seed 001), SR8000's
 //! GET (seed 002).
 //!
+//! Must not: check the key, bounds or access rights at the target (the endpoint
+//! does), or accept an inline put longer than [`INLINE_MAX`].
+//!
 //! ```text
 //! Put, PutInline (24 bytes, then the body: the data to write)
 //! offset size field

@@ -5,6 +5,9 @@
 //! ordering guarantee (the signal is visible only after the data) is the
 //! target's; this module only carries the fields.
 //!
+//! Must not: order the data and the signal (the target does) or accept an
+//! unknown signal operation.
+//!
 //! ```text
 //! PutSignal (48 bytes, then the body: the data)
 //! offset size field

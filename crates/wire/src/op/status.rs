@@ -4,6 +4,9 @@
 //! [`OpStatus`], the reply to operations that have no data response (put
 //! errors, FIFO push results, non-fetching atomics that failed, …).
 //!
+//! Must not: map statuses to user-visible errors (mw-core's `Error` and the C
+//! API's one table do) or accept an unknown status byte.
+//!
 //! ```text
 //! OpStatus (8 bytes, no body)
 //! offset size field

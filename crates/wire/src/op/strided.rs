@@ -6,6 +6,10 @@
 //! answered with an ordinary [`GetResponse`](super::GetResponse) whose body is
 //! the packed elements.
 //!
+//! Must not: check strides or the elements' extent against the target region
+//! (the endpoint does, overflow-safely), or accept a body whose length is not
+//! `count × elem_size`.
+//!
 //! ```text
 //! PutStrided (40 bytes, then count × elem_size packed bytes)
 //! GetStridedRequest (40 bytes, no body)

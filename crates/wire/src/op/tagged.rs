@@ -9,6 +9,9 @@
 //! large messages, so no large receive buffers are needed). Matching
 //! (context, source, tag, wildcards) is the endpoint's job.
 //!
+//! Must not: match messages to receives, hold unexpected messages, or decide
+//! the eager threshold (mw-core's `msg` does).
+//!
 //! ```text
 //! Eager (16 bytes, then the body: the message)
 //! offset size field

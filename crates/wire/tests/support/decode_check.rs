@@ -2,7 +2,8 @@
 //! the seed-corpus test and the proptests: decoding any bytes never panics,
 //! and whatever decodes re-emits to the very same bytes and re-parses equal.
 
-use mw_wire::{HeaderRepr, OpRepr, HEADER_LEN};
+use mw_wire::mcast::McastData;
+use mw_wire::{HeaderRepr, OpRepr, PacketType, HEADER_LEN};
 
 /// Checks `data` as a whole packet (and then its payload as an operation),
 /// and on its own as an operation message.
@@ -17,9 +18,21 @@ pub fn check(data: &[u8]) {
         assert_eq!(reparsed, header);
         assert_eq!(payload2, payload);
         let _ = header.to_string();
+        if header.packet_type == PacketType::Mcast {
+            check_mcast(payload);
+        }
         check_op(payload);
     }
     check_op(data);
+}
+
+fn check_mcast(payload: &[u8]) {
+    let Ok(segment) = McastData::parse(payload) else { return };
+    assert!(segment.offset + segment.data.len() as u64 <= segment.total);
+    let mut again = vec![0u8; segment.buffer_len()];
+    assert_eq!(segment.emit(&mut again), payload.len());
+    assert_eq!(again, payload, "mcast segment re-emits differently");
+    let _ = segment.to_string();
 }
 
 fn check_op(msg: &[u8]) {

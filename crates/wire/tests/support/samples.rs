@@ -14,6 +14,7 @@ static DATA: [u8; 256] = {
     a
 };
 static PAIRS: [(u64, u32); 2] = [(8, 3), (64, 5)];
+static RANGES: [(u32, u32); 2] = [(1, 3), (7, 8)];
 
 /// One operation of every opcode.
 pub fn ops() -> Vec<OpRepr<'static>> {
@@ -84,6 +85,13 @@ pub fn ops() -> Vec<OpRepr<'static>> {
         OpRepr::RndvDone(RndvDone { sender_req: 3, status: Status::Ok }),
         OpRepr::FifoPush(FifoPush { req: 1, key: 2, body: &DATA[..16] }),
         OpRepr::Credit(Credit { class: 1, amount: 64 }),
+        OpRepr::McastFeedback(McastFeedback {
+            team: 9,
+            transfer: 4,
+            contig: 1,
+            done: false,
+            missing: McastRanges::from_pairs(&RANGES),
+        }),
     ]
 }
 
@@ -111,16 +119,34 @@ pub fn header(packet_type: PacketType, flags: Flags, payload_len: u16) -> Header
     }
 }
 
-/// `payload` in one packet, with a (dummy) MAC trailer when `mac` is set.
-pub fn packet(header: HeaderRepr, payload: &[u8], mac: bool) -> Vec<u8> {
+/// Which trailer a sample packet carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trailer {
+    /// None.
+    Plain,
+    /// A (dummy) MAC.
+    Mac,
+    /// A valid CRC32C checksum.
+    Checksum,
+}
+
+/// `payload` in one packet with the given trailer.
+pub fn packet(header: HeaderRepr, payload: &[u8], trailer: Trailer) -> Vec<u8> {
     let mut header = header;
     header.payload_len = u16::try_from(payload.len()).expect("payload fits one packet");
-    header.flags.set(Flags::MAC, mac);
+    header.flags.set(Flags::MAC, trailer == Trailer::Mac);
+    header.flags.set(Flags::CHECKSUM, trailer == Trailer::Checksum);
     let mut buf = vec![0u8; header.buffer_len()];
     header.emit_into(&mut buf);
-    buf[HEADER_LEN..HEADER_LEN + payload.len()].copy_from_slice(payload);
-    if mac {
-        buf[HEADER_LEN + payload.len()..].copy_from_slice(&[0x5a; MAC_LEN]);
+    let end = HEADER_LEN + payload.len();
+    buf[HEADER_LEN..end].copy_from_slice(payload);
+    match trailer {
+        Trailer::Plain => {}
+        Trailer::Mac => buf[end..].copy_from_slice(&[0x5a; MAC_LEN]),
+        Trailer::Checksum => {
+            let crc = mw_wire::packet_checksum(&buf[..end]);
+            buf[end..].copy_from_slice(&crc.to_le_bytes());
+        }
     }
     buf
 }
@@ -131,13 +157,27 @@ pub fn seeds() -> Vec<Vec<u8>> {
     let mut seeds = Vec::new();
     for (i, op) in ops().iter().enumerate() {
         let msg = message(op);
-        seeds.push(packet(data, &msg, i % 2 == 1));
+        seeds.push(packet(data, &msg, [Trailer::Plain, Trailer::Mac, Trailer::Checksum][i % 3]));
         seeds.push(msg);
     }
-    seeds.push(packet(header(PacketType::Ack, Flags::ACK, 0), &[], false));
-    seeds.push(packet(header(PacketType::Nack, Flags::ACK | Flags::ACK_NOW, 0), &[], true));
-    seeds.push(packet(header(PacketType::Raw, Flags::empty(), 0), b"raw user bytes", false));
-    seeds.push(packet(header(PacketType::Probe, Flags::ACK_NOW, 0), &[], false));
-    seeds.push(packet(header(PacketType::Reset, Flags::empty(), 0), &[], false));
+    seeds.push(packet(header(PacketType::Ack, Flags::ACK, 0), &[], Trailer::Plain));
+    seeds.push(packet(header(PacketType::Ack, Flags::ACK, 0), &[], Trailer::Checksum));
+    seeds.push(packet(header(PacketType::Nack, Flags::ACK | Flags::ACK_NOW, 0), &[], Trailer::Mac));
+    seeds.push(packet(header(PacketType::Raw, Flags::empty(), 0), b"raw user bytes", Trailer::Plain));
+    seeds.push(packet(header(PacketType::Probe, Flags::ACK_NOW, 0), &[], Trailer::Plain));
+    seeds.push(packet(header(PacketType::Reset, Flags::empty(), 0), &[], Trailer::Plain));
+    let mcast = HeaderRepr {
+        ack: 0,
+        sack: 0,
+        dst_rank: mw_wire::mcast::GROUP_RANK,
+        seq: 1,
+        ..header(PacketType::Mcast, Flags::empty(), 0)
+    };
+    let segment = mw_wire::mcast::McastData { team: 5, transfer: 6, total: 40, offset: 24, data: &DATA[..16] };
+    let mut payload = vec![0u8; segment.buffer_len()];
+    segment.emit(&mut payload);
+    seeds.push(packet(mcast, &payload, Trailer::Plain));
+    seeds.push(packet(mcast, &payload, Trailer::Mac));
+    seeds.push(packet(mcast, &payload, Trailer::Checksum));
     seeds
 }

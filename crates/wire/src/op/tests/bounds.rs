@@ -105,7 +105,7 @@ fn atomic_field_rules() {
 fn unknown_values_and_reserved_bytes() {
     assert_eq!(OpRepr::parse(&[]), Err(Error::Truncated));
     assert_eq!(OpRepr::parse(&[0; 64]), Err(Error::UnknownType));
-    assert_eq!(OpRepr::parse(&[21; 64]), Err(Error::UnknownType));
+    assert_eq!(OpRepr::parse(&[22; 64]), Err(Error::UnknownType));
     let status = message(&OpRepr::OpStatus(OpStatus { req: 1, status: Status::Ok }));
     let mut bad = status.clone();
     bad[1] = 10;
@@ -199,4 +199,43 @@ fn rndv_descriptor_round_trips_and_rejects_bad_lengths() {
     assert!(req.to_string().contains("rndv"));
     let OpRepr::AmRequest(back) = OpRepr::parse(&msg).unwrap() else { unreachable!() };
     assert_eq!(RndvDesc::parse(back.body), Ok(desc));
+}
+
+#[test]
+fn mcast_feedback_ranges_are_ordered_and_bounded() {
+    let ok = |contig, done, pairs: &'static [(u32, u32)]| {
+        message(&OpRepr::McastFeedback(McastFeedback {
+            team: 1,
+            transfer: 2,
+            contig,
+            done,
+            missing: McastRanges::from_pairs(pairs),
+        }))
+    };
+    assert!(OpRepr::parse(&ok(0, false, &[(0, 1), (2, 3)])).is_ok());
+    for (contig, done, pairs) in [
+        (0u32, false, &[(1u32, 1u32)][..]), // empty range
+        (0, false, &[(2, 1)][..]),          // backwards
+        (0, false, &[(0, 2), (2, 3)][..]),  // touching: would have been one range
+        (0, false, &[(4, 5), (1, 2)][..]),  // not ascending
+        (5, false, &[(4, 6)][..]),          // below contig
+        (0, true, &[(0, 1)][..]),           // done, yet missing something
+    ] {
+        assert_eq!(OpRepr::parse(&ok(contig, done, pairs)), Err(Error::Malformed), "{contig} {done} {pairs:?}");
+    }
+    let mut flags = ok(0, false, &[]);
+    flags[1] = 2;
+    assert_eq!(OpRepr::parse(&flags), Err(Error::Malformed), "unknown flag");
+    for at in [4, 7, 28, 31] {
+        let mut bad = ok(0, false, &[]);
+        bad[at] = 1;
+        assert_eq!(OpRepr::parse(&bad), Err(Error::Malformed), "reserved byte {at}");
+    }
+    let mut count = ok(0, false, &[(0, 1)]);
+    count[2] = 2;
+    assert_eq!(OpRepr::parse(&count), Err(Error::Truncated), "count beyond the message");
+    let mut many = ok(0, false, &[]);
+    many[2] = (MCAST_RANGES_MAX + 1) as u8;
+    many.resize(mcast_feedback_len(MCAST_RANGES_MAX + 1), 0);
+    assert_eq!(OpRepr::parse(&many), Err(Error::BadLength));
 }

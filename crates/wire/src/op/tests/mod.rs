@@ -13,6 +13,7 @@ static DATA: [u8; 256] = {
     a
 };
 static PAIRS: [(u64, u32); 3] = [(0, 10), (4096, 0), (u64::MAX - 7, 6)];
+static RANGES: [(u32, u32); 3] = [(3, 4), (6, 9), (u32::MAX - 1, u32::MAX)];
 
 /// One sample of every variant (some twice, to cover optional parts).
 fn samples() -> Vec<OpRepr<'static>> {
@@ -121,6 +122,20 @@ fn samples() -> Vec<OpRepr<'static>> {
         OpRepr::RndvDone(RndvDone { sender_req: 12, status: Status::Truncated }),
         OpRepr::FifoPush(FifoPush { req: 3, key: 21, body: &DATA[..31] }),
         OpRepr::Credit(Credit { class: 2, amount: 1000 }),
+        OpRepr::McastFeedback(McastFeedback {
+            team: 0xfeed,
+            transfer: 12,
+            contig: 3,
+            done: false,
+            missing: McastRanges::from_pairs(&RANGES),
+        }),
+        OpRepr::McastFeedback(McastFeedback {
+            team: 1,
+            transfer: u64::MAX,
+            contig: 40,
+            done: true,
+            missing: McastRanges::none(),
+        }),
     ]
 }
 
@@ -216,6 +231,7 @@ fn short_or_long_body_rejected_where_length_is_known() {
                 | OpCode::PutStrided
                 | OpCode::PutIov
                 | OpCode::PutMasked
+                | OpCode::McastFeedback
         ) || (repr.opcode() == OpCode::PutInline && repr.body().len() == INLINE_MAX);
         let error_response = matches!(repr, OpRepr::GetResponse(r) if !r.status.is_ok());
         if fixed_body {
@@ -226,6 +242,29 @@ fn short_or_long_body_rejected_where_length_is_known() {
             assert!(OpRepr::parse(&long).is_ok(), "{repr} + 1 byte");
         }
     }
+}
+
+#[test]
+fn fixture_mcast_feedback() {
+    let repr = OpRepr::McastFeedback(McastFeedback {
+        team: 0x0102,
+        transfer: 7,
+        contig: 2,
+        done: false,
+        missing: McastRanges::from_pairs(&[(2, 5)]),
+    });
+    assert_eq!(repr.header_len(), 40);
+    #[rustfmt::skip]
+    let want: [u8; 40] = [
+        21, 0, 1, 0, 0, 0, 0, 0,
+        0x02, 0x01, 0, 0, 0, 0, 0, 0,
+        7, 0, 0, 0, 0, 0, 0, 0,
+        2, 0, 0, 0, 0, 0, 0, 0,
+        2, 0, 0, 0, 5, 0, 0, 0,
+    ];
+    assert_eq!(message(&repr), want);
+    assert_eq!(OpRepr::parse(&want), Ok(repr));
+    assert_eq!(repr.to_string(), "mcast-feedback team=0x102 transfer=7 contig=2 missing=[(2, 5)]");
 }
 
 #[test]
@@ -329,7 +368,7 @@ fn display_names_every_op() {
 #[test]
 fn req_accessor() {
     for repr in samples() {
-        let none = matches!(repr, OpRepr::Eager(_) | OpRepr::Credit(_));
+        let none = matches!(repr, OpRepr::Eager(_) | OpRepr::Credit(_) | OpRepr::McastFeedback(_));
         assert_eq!(repr.req().is_none(), none, "{repr}");
     }
 }

@@ -1,0 +1,628 @@
+//! The run as data: the command line becomes a list of steps (one measured
+//! point, or one launch of an MPI program that measures many), built before
+//! anything runs, so a bad option fails at once, the progress bar knows its
+//! length, and under mwrun every rank runs the same list.
+//!
+//! Owns: the option vocabulary (benches, ops, defaults for sizes and
+//! iteration counts, `--quick`) and what is refused under mwrun. Must not:
+//! measure.
+
+use crate::mpi::{self, Launch, Program};
+use crate::row::is_baseline_op;
+use crate::{coll, nton};
+
+/// Point-to-point benches (two ranks).
+pub const PT2PT: &[&str] = &["pingpong", "bandwidth", "bibw", "rate", "overhead"];
+/// Every bench, in the order a run measures them.
+pub const ALL_BENCHES: &[&str] = &[
+    "pingpong",
+    "bandwidth",
+    "bibw",
+    "rate",
+    "overhead",
+    "nton",
+    "barrier",
+    "bcast",
+    "allgather",
+    "alltoall",
+    "allreduce",
+    "multicast",
+    "loss",
+    "overlap",
+];
+
+/// put_signal with a packet trailer forced on against forced off: run only
+/// when named (`--op`), over UDP only.
+const TRAILER_COMPARISONS: [&str; 2] = ["put_signal_auth", "put_signal_crc"];
+
+/// The memwire ops of `bench` (`memwire` for collectives).
+pub fn memwire_ops(bench: &str) -> &'static [&'static str] {
+    match bench {
+        "pingpong" => &[
+            "put_signal",
+            "get",
+            "fetch_add",
+            "swap",
+            "compare_swap",
+            "send_recv",
+            "am",
+            "put_signal_auth",
+            "put_signal_crc",
+        ],
+        "bandwidth" => &["put", "get", "send_recv"],
+        "bibw" => &["put", "send_recv"],
+        "rate" => &["put", "fetch_add", "send_recv", "am"],
+        "overhead" => &["put", "put_signal", "send_recv"],
+        "nton" => &["put", "multicast"],
+        "loss" => &["put", "send_recv"],
+        "overlap" => &["send_recv"],
+        _ => &["memwire"],
+    }
+}
+
+/// The baselines of `bench` on `transport`.
+pub fn baselines(bench: &str, transport: &str) -> &'static [&'static str] {
+    match (bench, transport) {
+        ("pingpong", "udp") => &["udp_raw", "tcp_raw", "mpich", "openmpi"],
+        ("pingpong", _) => &["shm_floor", "mpich", "openmpi"],
+        ("bandwidth" | "bibw" | "rate", "udp") => &["udp_raw", "tcp_raw", "mpich", "openmpi"],
+        ("bandwidth" | "bibw", _) => &["memcpy", "mpich", "openmpi"],
+        ("rate", _) => &["mpich", "openmpi"],
+        ("overhead", "udp") => &["udp_raw"],
+        ("overhead", _) => &["memcpy"],
+        ("loss" | "overlap", _) => &[],
+        _ => &["mpich", "openmpi"],
+    }
+}
+
+/// Atomics work on one 8-byte word: measured once, at 8 B, whatever the sizes.
+const ATOMICS: &[&str] = &["fetch_add", "swap", "compare_swap"];
+
+/// Benches that only run over UDP (fault injection and the progress thread
+/// act on the UDP send path; shared-memory puts never reach it).
+fn udp_only(bench: &str) -> bool {
+    bench == "loss" || bench == "overlap"
+}
+
+/// What the command line asked for, validated.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub quick: bool,
+    pub benches: Vec<String>,
+    pub ops: Vec<String>,
+    pub transports: Vec<&'static str>,
+    pub sizes: Vec<usize>,
+    pub iters: Option<usize>,
+    pub ranks: Vec<u32>,
+    pub methods: Vec<String>,
+    pub window: usize,
+    pub rate_window: usize,
+    pub loss: Vec<f64>,
+    /// Under mwrun: (job size, transport of the job).
+    pub process: Option<(u32, &'static str)>,
+    /// Which MPI libraries are installed.
+    pub mpi_installed: Vec<&'static str>,
+}
+
+/// One memwire point or baseline measured by mwbench itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub bench: &'static str,
+    pub op: &'static str,
+    pub transport: &'static str,
+    pub size: usize,
+    /// Samples (latency), messages (throughput) or iterations (multi-rank).
+    pub count: usize,
+    pub ranks: u32,
+    /// Algorithm (collectives) or send order (nton).
+    pub variant: Option<String>,
+    pub loss: Option<f64>,
+    pub window: usize,
+}
+
+/// One step of the run.
+#[derive(Debug, Clone)]
+pub enum Step {
+    Point(Point),
+    Mpi(Launch),
+}
+
+impl Step {
+    /// Whether memwire's ranks take part (under mwrun: every rank runs it).
+    pub fn uses_ranks(&self) -> bool {
+        matches!(self, Step::Point(p) if !is_baseline_op(p.op))
+    }
+
+    /// A short description for the progress bar and error messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Step::Point(p) => {
+                let mut d = format!("{} {} {} {} B", p.bench, p.op, p.transport, p.size);
+                if p.ranks > 2 || coll::BENCHES.contains(&p.bench) || p.bench == "nton" {
+                    d.push_str(&format!(" {} ranks", p.ranks));
+                }
+                if let Some(v) = &p.variant {
+                    d.push_str(&format!(" {v}"));
+                }
+                if let Some(l) = p.loss {
+                    d.push_str(&format!(" loss {l}%"));
+                }
+                d
+            }
+            Step::Mpi(l) => format!("{} over {} ({:?}, {} ranks)", l.label, l.transport, l.program, l.ranks),
+        }
+    }
+}
+
+impl Options {
+    fn wants(&self, op: &str) -> bool {
+        self.ops.is_empty() && !TRAILER_COMPARISONS.contains(&op) || self.ops.iter().any(|o| o == op)
+    }
+
+    fn sizes_or(&self, default_full: &[usize], default_quick: &[usize]) -> Vec<usize> {
+        if !self.sizes.is_empty() {
+            self.sizes.clone()
+        } else if self.quick {
+            default_quick.to_vec()
+        } else {
+            default_full.to_vec()
+        }
+    }
+
+    /// Latency samples at `size`: fewer for large messages.
+    fn latency_iters(&self, transport: &str, size: usize) -> usize {
+        if let Some(n) = self.iters {
+            return n;
+        }
+        let base = if self.quick { 2_000 } else { 10_000 } * if transport == "shm" { 4 } else { 1 };
+        (base * 4096 / size.max(4096)).max(50)
+    }
+
+    /// Messages of a throughput point at `size`.
+    fn stream_count(&self, transport: &str, size: usize, budget_mib: usize) -> usize {
+        if let Some(n) = self.iters {
+            return n;
+        }
+        let budget = (budget_mib << 20) * if transport == "shm" { 4 } else { 1 } / if self.quick { 4 } else { 1 };
+        (budget / size.max(1)).clamp(16, 100_000)
+    }
+
+    fn group_iters(&self, full: usize, quick: usize) -> usize {
+        self.iters.unwrap_or(if self.quick { quick } else { full })
+    }
+
+    fn mpi_labels(&self, bench: &str, transport: &str) -> Vec<&'static str> {
+        mpi::LABELS
+            .iter()
+            .copied()
+            .filter(|l| self.mpi_installed.contains(l) && self.wants(l) && baselines(bench, transport).contains(l))
+            .collect()
+    }
+}
+
+fn point(bench: &'static str, op: &'static str, transport: &'static str, size: usize, count: usize) -> Point {
+    Point { bench, op, transport, size, count, ranks: 2, variant: None, loss: None, window: 0 }
+}
+
+fn bench_name(b: &str) -> Result<&'static str, String> {
+    ALL_BENCHES
+        .iter()
+        .copied()
+        .find(|&x| x == b)
+        .ok_or_else(|| format!("unknown bench {b:?} (have {})", ALL_BENCHES.join(", ")))
+}
+
+/// Checks the options against each other and against mwrun's limits.
+fn validate(o: &Options, benches: &[&'static str]) -> Result<(), String> {
+    for op in &o.ops {
+        let known = benches.iter().any(|b| {
+            memwire_ops(b).contains(&op.as_str()) || o.transports.iter().any(|t| baselines(b, t).contains(&op.as_str()))
+        });
+        if !known {
+            let mut all: Vec<&str> = benches
+                .iter()
+                .flat_map(|b| memwire_ops(b).iter().chain(o.transports.iter().flat_map(|t| baselines(b, t))))
+                .copied()
+                .collect();
+            all.sort_unstable();
+            all.dedup();
+            return Err(format!("no selected bench has op {op:?} (ops of these benches: {})", all.join(", ")));
+        }
+    }
+    if o.sizes.contains(&0) && benches.iter().any(|b| ["bandwidth", "bibw", "loss", "nton"].contains(b)) {
+        return Err("throughput benches need sizes of at least 1 byte".into());
+    }
+    if o.window == 0 || o.rate_window == 0 {
+        return Err("--window and --rate-window must be at least 1".into());
+    }
+    if o.iters == Some(0) {
+        return Err("--iters must be at least 1".into());
+    }
+    if o.loss.iter().any(|l| !(0.0..100.0).contains(l)) {
+        return Err("--loss percentages must lie in [0, 100)".into());
+    }
+    if o.ranks.iter().any(|&n| n < 2) {
+        return Err("--ranks must be at least 2".into());
+    }
+    if let Some((size, _)) = o.process {
+        if benches.iter().any(|b| udp_only(b)) || o.ops.iter().any(|op| TRAILER_COMPARISONS.contains(&op.as_str())) {
+            return Err("under mwrun each rank has one endpoint for the whole run, so loss, overlap, \
+                        put_signal_auth and put_signal_crc (which change the configuration per point) cannot \
+                        run; set MW_FAULT_DROP, MW_AUTH or MW_CHECKSUM for the whole job instead, or run \
+                        mwbench without mwrun"
+                .into());
+        }
+        if size != 2 && benches.iter().any(|b| PT2PT.contains(b)) {
+            return Err(format!("{} need exactly 2 ranks under mwrun (this job has {size})", PT2PT.join(", ")));
+        }
+        if o.ranks.iter().any(|&n| n != size) {
+            return Err(format!("under mwrun --ranks can only be the job size ({size})"));
+        }
+    }
+    Ok(())
+}
+
+/// Builds the run from `o`.
+pub fn build(o: &Options) -> Result<Vec<Step>, String> {
+    let benches: Vec<&'static str> = if o.benches.is_empty() {
+        if o.quick {
+            vec!["pingpong", "bandwidth"]
+        } else {
+            ALL_BENCHES.to_vec()
+        }
+    } else {
+        o.benches.iter().map(|b| bench_name(b)).collect::<Result<_, _>>()?
+    };
+    validate(o, &benches)?;
+    let mut steps = Vec::new();
+    for &transport in &o.transports {
+        for &bench in benches.iter().filter(|b| PT2PT.contains(b)) {
+            pt2pt_steps(o, bench, transport, &mut steps);
+        }
+        mpi_pt2pt_steps(o, &benches, transport, &mut steps);
+        if benches.contains(&"nton") {
+            nton_steps(o, transport, &mut steps)?;
+        }
+        let colls: Vec<&'static str> = benches.iter().copied().filter(|b| coll::BENCHES.contains(b)).collect();
+        if !colls.is_empty() {
+            coll_steps(o, &colls, transport, &mut steps)?;
+        }
+        for &bench in benches.iter().filter(|b| udp_only(b)) {
+            if transport == "udp" {
+                udp_only_steps(o, bench, &mut steps);
+            }
+        }
+    }
+    if steps.is_empty() {
+        return Err("nothing to measure with these options (loss and overlap run over udp only)".into());
+    }
+    Ok(steps)
+}
+
+fn pt2pt_steps(o: &Options, bench: &'static str, transport: &'static str, steps: &mut Vec<Step>) {
+    let window = if bench == "rate" { o.rate_window } else { o.window };
+    let sizes = match bench {
+        "pingpong" => o.sizes_or(&[8, 64, 1024, 16 << 10, 64 << 10, 1 << 20], &[8, 1 << 20]),
+        "bandwidth" => o.sizes_or(&[4 << 10, 64 << 10, 1 << 20, 16 << 20], &[1 << 20]),
+        "bibw" => o.sizes_or(&[64 << 10, 1 << 20], &[1 << 20]),
+        "rate" => o.sizes_or(&[8], &[8]),
+        _ => o.sizes_or(&[8, 1024, 64 << 10], &[8]),
+    };
+    let mut push = |op: &'static str, size: usize| {
+        if !o.wants(op) {
+            return;
+        }
+        let count = match bench {
+            "pingpong" | "overhead" => o.latency_iters(transport, size),
+            "rate" => o.iters.unwrap_or(if o.quick { 20_000 } else { 100_000 }),
+            _ => o.stream_count(transport, size, 512),
+        };
+        steps.push(Step::Point(Point { window, ..point(bench, op, transport, size, count) }));
+    };
+    // Size-independent points once: the cache-line floor and the atomics.
+    if bench == "pingpong" && transport == "shm" {
+        push("shm_floor", 8);
+    }
+    for &op in memwire_ops(bench).iter().filter(|op| ATOMICS.contains(op)) {
+        push(op, 8);
+    }
+    for &size in &sizes {
+        for &op in baselines(bench, transport).iter().filter(|b| !mpi::LABELS.contains(b) && **b != "shm_floor") {
+            // A raw datagram carries at most 65,000 bytes: no raw message rate above.
+            if !(bench == "rate" && op == "udp_raw" && size > 65_000) {
+                push(op, size);
+            }
+        }
+        for &op in memwire_ops(bench).iter().filter(|op| !ATOMICS.contains(op)) {
+            if TRAILER_COMPARISONS.contains(&op) && transport != "udp" {
+                continue;
+            }
+            push(op, size);
+        }
+    }
+}
+
+/// One MPI launch per library for all point-to-point points of `transport`.
+fn mpi_pt2pt_steps(o: &Options, benches: &[&'static str], transport: &'static str, steps: &mut Vec<Step>) {
+    for label in mpi::LABELS {
+        let mut points = Vec::new();
+        for &bench in benches.iter().filter(|b| ["pingpong", "bandwidth", "bibw", "rate"].contains(b)) {
+            if !o.mpi_labels(bench, transport).contains(label) {
+                continue;
+            }
+            // The same sizes and counts as memwire's points of this bench.
+            let mut probe = Vec::new();
+            pt2pt_steps(
+                &Options { ops: vec!["put".into(), "put_signal".into()], ..o.clone() },
+                bench,
+                transport,
+                &mut probe,
+            );
+            for step in probe {
+                if let Step::Point(p) = step {
+                    points.push(format!("{bench}:{}:{}", p.size, p.count));
+                }
+            }
+        }
+        if !points.is_empty() {
+            steps.push(Step::Mpi(Launch {
+                label,
+                transport,
+                program: Program::Pt2pt,
+                ranks: 2,
+                args: vec![
+                    "--points".into(),
+                    points.join(","),
+                    "--window".into(),
+                    o.window.to_string(),
+                    "--rate-window".into(),
+                    o.rate_window.to_string(),
+                ],
+                as_nton: false,
+                expect: points.len(),
+            }));
+        }
+    }
+}
+
+fn job_sizes(o: &Options, default: &[u32]) -> Vec<u32> {
+    match o.process {
+        Some((size, _)) => vec![size],
+        None if !o.ranks.is_empty() => o.ranks.clone(),
+        None => default.to_vec(),
+    }
+}
+
+fn nton_steps(o: &Options, transport: &'static str, steps: &mut Vec<Step>) -> Result<(), String> {
+    let orders: Vec<&'static str> = if o.methods.is_empty() {
+        nton::ORDERS.to_vec()
+    } else {
+        o.methods
+            .iter()
+            .map(|m| {
+                nton::ORDERS
+                    .iter()
+                    .copied()
+                    .find(|x| x == m)
+                    .ok_or_else(|| format!("nton has no send order {m:?} (have {})", nton::ORDERS.join(", ")))
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let sizes = o.sizes_or(&[1024, 64 << 10], &[64 << 10]);
+    let iters = o.group_iters(300, 50);
+    for n in job_sizes(o, &[4]) {
+        for &size in &sizes {
+            for &order in &orders {
+                let op = if order == "multicast" { "multicast" } else { "put" };
+                if o.wants(op) {
+                    let p =
+                        Point { ranks: n, variant: Some(order.into()), ..point("nton", op, transport, size, iters) };
+                    steps.push(Step::Point(p));
+                }
+            }
+        }
+        for label in o.mpi_labels("nton", transport) {
+            let sizes_arg = sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+            steps.push(Step::Mpi(Launch {
+                label,
+                transport,
+                program: Program::Coll,
+                ranks: n,
+                args: vec![
+                    "--bench".into(),
+                    "alltoall".into(),
+                    "--sizes".into(),
+                    sizes_arg,
+                    "--iters".into(),
+                    iters.to_string(),
+                ],
+                as_nton: true,
+                expect: sizes.len(),
+            }));
+        }
+    }
+    Ok(())
+}
+
+fn coll_steps(
+    o: &Options,
+    benches: &[&'static str],
+    transport: &'static str,
+    steps: &mut Vec<Step>,
+) -> Result<(), String> {
+    let sizes = o.sizes_or(&[8, 64 << 10], &[8, 64 << 10]);
+    let iters = o.group_iters(2_000, 300);
+    for n in job_sizes(o, &[2, 4]) {
+        for &bench in benches {
+            let algos: Vec<String> = if !o.methods.is_empty() {
+                o.methods.clone()
+            } else if o.quick {
+                vec!["auto".into()]
+            } else {
+                coll::algos(bench).into_iter().map(String::from).collect()
+            };
+            for algo in &algos {
+                if !coll::algos(bench).contains(&algo.as_str()) {
+                    return Err(format!("{bench} has no algorithm {algo:?} (have {})", coll::algos(bench).join(", ")));
+                }
+                if !o.wants("memwire") {
+                    continue;
+                }
+                let bench_sizes = if bench == "barrier" { vec![0] } else { sizes.clone() };
+                for &size in &bench_sizes {
+                    let p = Point {
+                        ranks: n,
+                        variant: Some(algo.clone()),
+                        ..point(bench, "memwire", transport, size, iters)
+                    };
+                    steps.push(Step::Point(p));
+                }
+            }
+        }
+        // MPI has no one-to-many put (its analogue, bcast, is measured).
+        let mpi_benches: Vec<&str> = benches.iter().copied().filter(|&b| b != "multicast").collect();
+        for label in o.mpi_labels("barrier", transport).into_iter().filter(|_| !mpi_benches.is_empty()) {
+            let sizes_arg = sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+            steps.push(Step::Mpi(Launch {
+                label,
+                transport,
+                program: Program::Coll,
+                ranks: n,
+                args: vec![
+                    "--bench".into(),
+                    mpi_benches.join(","),
+                    "--sizes".into(),
+                    sizes_arg,
+                    "--iters".into(),
+                    iters.to_string(),
+                ],
+                as_nton: false,
+                expect: mpi_benches.iter().map(|b| if *b == "barrier" { 1 } else { sizes.len() }).sum(),
+            }));
+        }
+    }
+    Ok(())
+}
+
+fn udp_only_steps(o: &Options, bench: &'static str, steps: &mut Vec<Step>) {
+    if bench == "overlap" {
+        let reps = o.iters.unwrap_or(if o.quick { 5 } else { 15 });
+        for size in o.sizes_or(&[16 << 20], &[16 << 20]) {
+            steps.push(Step::Point(point("overlap", "send_recv", "udp", size, reps)));
+        }
+        return;
+    }
+    let levels = if o.loss.is_empty() { vec![0.0, 0.1, 1.0, 5.0] } else { o.loss.clone() };
+    for size in o.sizes_or(&[1 << 20], &[1 << 20]) {
+        for &op in memwire_ops("loss") {
+            if !o.wants(op) {
+                continue;
+            }
+            for &loss in &levels {
+                let count = o.stream_count("udp", size, 512);
+                steps.push(Step::Point(Point {
+                    loss: Some(loss),
+                    window: o.window,
+                    ..point("loss", op, "udp", size, count)
+                }));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> Options {
+        Options {
+            quick: true,
+            benches: Vec::new(),
+            ops: Vec::new(),
+            transports: vec!["udp", "shm"],
+            sizes: Vec::new(),
+            iters: None,
+            ranks: Vec::new(),
+            methods: Vec::new(),
+            window: 8,
+            rate_window: 64,
+            loss: Vec::new(),
+            process: None,
+            mpi_installed: vec!["mpich", "openmpi"],
+        }
+    }
+
+    fn points(steps: &[Step]) -> Vec<(String, String, String, usize)> {
+        steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Point(p) => Some((p.bench.to_string(), p.op.to_string(), p.transport.to_string(), p.size)),
+                Step::Mpi(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn quick_covers_every_op_and_baseline_at_8_bytes_and_1_mib_on_both_transports() {
+        let steps = build(&options()).unwrap();
+        let pts = points(&steps);
+        let has =
+            |b: &str, op: &str, t: &str, size: usize| pts.iter().any(|p| p == &(b.into(), op.into(), t.into(), size));
+        for t in ["udp", "shm"] {
+            for op in ["put_signal", "get", "fetch_add", "swap", "compare_swap", "send_recv", "am"] {
+                assert!(has("pingpong", op, t, 8), "pingpong {op} {t}");
+            }
+            for op in ["put_signal", "get", "send_recv", "am"] {
+                assert!(has("pingpong", op, t, 1 << 20), "pingpong {op} {t} 1 MiB");
+            }
+            for op in ["put", "get", "send_recv"] {
+                assert!(has("bandwidth", op, t, 1 << 20), "bandwidth {op} {t}");
+            }
+        }
+        assert!(has("pingpong", "udp_raw", "udp", 8) && has("pingpong", "tcp_raw", "udp", 8));
+        assert!(has("pingpong", "shm_floor", "shm", 8) && has("bandwidth", "memcpy", "shm", 1 << 20));
+        assert!(has("bandwidth", "udp_raw", "udp", 1 << 20) && has("bandwidth", "tcp_raw", "udp", 1 << 20));
+        assert!(!pts.iter().any(|p| p.1 == "put_signal_auth"), "auth comparison only when asked");
+        assert!(!pts.iter().any(|p| p.1 == "put_signal_crc"), "checksum comparison only when asked");
+        let launches: Vec<_> = steps
+            .iter()
+            .filter_map(|s| if let Step::Mpi(l) = s { Some((l.label, l.transport)) } else { None })
+            .collect();
+        for l in ["mpich", "openmpi"] {
+            for t in ["udp", "shm"] {
+                assert!(launches.contains(&(l, t)), "{l} over {t}");
+            }
+        }
+    }
+
+    #[test]
+    fn mpi_points_use_memwire_sizes_and_counts() {
+        let o = Options { benches: vec!["pingpong".into()], sizes: vec![8, 1024], iters: Some(77), ..options() };
+        let steps = build(&o).unwrap();
+        let args = steps.iter().find_map(|s| if let Step::Mpi(l) = s { Some(l.args.clone()) } else { None }).unwrap();
+        assert_eq!(args[1], "pingpong:8:77,pingpong:1024:77");
+    }
+
+    #[test]
+    fn bad_options_are_refused_with_the_valid_choices() {
+        let bad = |o: Options| build(&o).unwrap_err();
+        assert!(bad(Options { benches: vec!["latency".into()], ..options() }).contains("pingpong"));
+        let e = bad(Options { benches: vec!["pingpong".into()], ops: vec!["put".into()], ..options() });
+        assert!(e.contains("put_signal"), "{e}");
+        let e = bad(Options { benches: vec!["barrier".into()], methods: vec!["z".into()], ..options() });
+        assert!(e.contains("dissemination") || e.contains("auto"), "{e}");
+        let e = bad(Options { benches: vec!["loss".into()], process: Some((2, "udp")), ..options() });
+        assert!(e.contains("MW_FAULT_DROP"), "{e}");
+        let e = bad(Options { benches: vec!["pingpong".into()], process: Some((4, "udp")), ..options() });
+        assert!(e.contains("exactly 2"), "{e}");
+        assert!(bad(Options { loss: vec![100.0], ..options() }).contains("loss"));
+    }
+
+    #[test]
+    fn op_filter_and_aliases_select_points() {
+        let o = Options { benches: vec!["pingpong".into()], ops: vec!["get".into(), "udp_raw".into()], ..options() };
+        let pts = points(&build(&o).unwrap());
+        assert!(pts.iter().all(|p| p.1 == "get" || p.1 == "udp_raw"), "{pts:?}");
+        assert!(pts.iter().any(|p| p.1 == "udp_raw") && !pts.iter().any(|p| p.2 == "shm" && p.1 == "udp_raw"));
+    }
+}

@@ -1,0 +1,152 @@
+//! Executes a plan: each step measured, its rows emitted as they come, a
+//! step that hangs reported and left behind (threads) or ending the run
+//! (under mwrun, status 3), and the table at the end.
+//!
+//! With threads the steps run in plan order (each baseline next to the
+//! points it is compared with). Under mwrun every rank runs the memwire
+//! steps in order; then the endpoint is finalized, and rank 0 alone runs the
+//! baselines, so they never compete with a waiting rank for the CPU nor keep
+//! a peer waiting past its dead-peer timeout. Owns the order and the
+//! failure policy; must not know how a point is measured.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::harness::Job;
+use crate::plan::{Point, Step};
+use crate::row::Row;
+use crate::{coll, floor, mpi, nton, out, pingpong, raw, stream};
+
+/// When the current step started and its text: under mwrun, where a hung
+/// point cannot be abandoned (every rank is in it), the watchdog ends the run.
+static CURRENT: Mutex<Option<(Instant, String)>> = Mutex::new(None);
+static LIMIT_SECS: AtomicU64 = AtomicU64::new(300);
+
+/// Starts the watchdog: under mwrun, a point running longer than `limit`
+/// ends the process with status 3 (the rows already printed stay valid).
+fn start_watchdog(limit: Duration) {
+    LIMIT_SECS.store(limit.as_secs().max(1), Ordering::Relaxed);
+    std::thread::spawn(|| loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let current = CURRENT.lock().expect("watchdog lock").clone();
+        if let Some((since, what)) = current {
+            let limit = LIMIT_SECS.load(Ordering::Relaxed);
+            if since.elapsed() > Duration::from_secs(limit) {
+                out::finish_progress();
+                eprintln!("mwbench: {what} has not finished after {limit} s; giving up (--step-timeout)");
+                std::process::exit(3);
+            }
+        }
+    });
+}
+
+/// Measures one point (memwire op or mwbench's own baseline).
+fn measure(job: &Job, p: &Point) -> Result<Vec<Row>, String> {
+    let (t, size, n) = (p.transport, p.size, p.count);
+    let rows = match (p.bench, p.op) {
+        ("pingpong", "udp_raw") => vec![raw::udp_pingpong(size, n)?],
+        ("pingpong", "tcp_raw") => vec![raw::tcp_pingpong(size, n)],
+        ("pingpong", "shm_floor") => vec![floor::pingpong_shm_floor(n)],
+        ("pingpong", op) => pingpong::measure(job, op, t, size, n),
+        ("bandwidth" | "bibw", "udp_raw") => vec![raw::udp_blast(p.bench, size, n, p.bench == "bibw")],
+        ("bandwidth" | "bibw" | "rate", "tcp_raw") => vec![raw::tcp_stream(p.bench, size, n)],
+        ("bandwidth" | "bibw", "memcpy") => vec![floor::memcpy_bandwidth(p.bench, size, n)],
+        ("bandwidth" | "loss", _) => stream::bandwidth(job, p),
+        ("bibw", op) => stream::bibw(job, op, t, size, n, p.window),
+        ("rate", "udp_raw") => vec![raw::udp_rate(size, n)?],
+        ("rate", op) => stream::rate(job, op, t, size, n, p.window),
+        ("overhead", "udp_raw") => vec![raw::udp_overhead(size, n)],
+        ("overhead", "memcpy") => vec![floor::memcpy_overhead(size, n)],
+        ("overhead", op) => stream::overhead(job, op, t, size, n, p.window.max(8)),
+        ("overlap", _) => stream::overlap(job, size, n),
+        ("nton", _) => nton::measure(job, p.variant.as_deref().unwrap_or("shifted"), t, p.ranks, size, n),
+        (bench, _) => coll::measure(job, bench, p.variant.as_deref().unwrap_or("auto"), t, p.ranks, size, n),
+    };
+    Ok(rows)
+}
+
+/// Measures a point with threads as ranks, giving up after `limit`: a
+/// point that hangs (e.g. a transport bug) is reported and its threads are
+/// left waiting, and the run goes on with the next point.
+fn measure_threads(p: &Point, limit: Duration) -> Result<Vec<Row>, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let point = p.clone();
+    std::thread::spawn(move || {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| measure(&Job::Threads, &point)));
+        let _ = tx.send(result);
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err("failed (panicked, see above)".into()),
+        Err(_) => Err(format!("did not finish within {} s (hung?); abandoned, the run goes on", limit.as_secs())),
+    }
+}
+
+/// Runs `step`; emits and returns its rows.
+fn run_step(job: &Job, step: &Step) -> (Vec<Row>, Option<String>) {
+    let what = step.describe();
+    out::step(what.clone());
+    let limit = Duration::from_secs(LIMIT_SECS.load(Ordering::Relaxed));
+    let (rows, problem) = match step {
+        Step::Point(p) if matches!(job, Job::Threads) => match measure_threads(p, limit) {
+            Ok(rows) => (rows, None),
+            Err(e) => (Vec::new(), Some(format!("{what}: {e}"))),
+        },
+        // Under mwrun every rank is in the point: a hang ends the run (watchdog).
+        Step::Point(p) => {
+            *CURRENT.lock().expect("watchdog lock") = Some((Instant::now(), what.clone()));
+            let result = measure(job, p);
+            *CURRENT.lock().expect("watchdog lock") = None;
+            match result {
+                Ok(rows) => (rows, None),
+                Err(e) => (Vec::new(), Some(format!("{what}: {e}"))),
+            }
+        }
+        Step::Mpi(launch) => mpi::run(launch, limit),
+    };
+    for row in &rows {
+        out::emit(row);
+    }
+    if let Some(p) = &problem {
+        out::note(&format!("mwbench: {p}"));
+    }
+    out::advance();
+    (rows, problem)
+}
+
+/// Runs every step; prints the table. Returns the rows and the problems.
+pub fn run(job: Job, steps: &[Step], step_limit: Duration) -> Result<(Vec<Row>, Vec<String>), String> {
+    start_watchdog(step_limit);
+    out::start_progress(steps.len() as u64);
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+    let mut collect = |(r, p): (Vec<Row>, Option<String>)| {
+        rows.extend(r);
+        problems.extend(p);
+    };
+    match job {
+        Job::Threads => {
+            for step in steps {
+                collect(run_step(&job, step));
+            }
+        }
+        Job::Process(_) => {
+            for step in steps.iter().filter(|s| s.uses_ranks()) {
+                collect(run_step(&job, step));
+            }
+            let rank = job.rank();
+            job.finish()?;
+            if rank == 0 {
+                for step in steps.iter().filter(|s| !s.uses_ranks()) {
+                    collect(run_step(&Job::Threads, step));
+                }
+            }
+        }
+    }
+    out::finish_progress();
+    if !rows.is_empty() {
+        crate::table::print(&rows);
+    }
+    Ok((rows, problems))
+}
