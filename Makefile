@@ -37,6 +37,9 @@ lint:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --features mw-core/fuzzing,mw-bootstrap/testing
 
 unit:
+	@# Binaries that tests start as separate programs (mw-lossy-relay, mwrun):
+	@# `cargo test` only builds those of the package under test.
+	$(CARGO) build --workspace --release --bins
 	$(CARGO) test --workspace --release
 	@# The compile_fail doctests' error codes (memwire's "Safety by construction")
 	@# are only checked by a nightly rustdoc: this proves each fails for its reason.

@@ -7,8 +7,8 @@
 //! the dead-peer timeout, resumes them with SIGCONT, and the job carries on
 //! with nothing lost and no peer declared dead.
 
+mod support;
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -50,24 +50,6 @@ fn main() -> ExitCode {
 
 // ---------------------------------------------------------------- driver side
 
-/// A free TCP port on loopback for rank 0's rendezvous server (bound, then
-/// released; the ranks start right after). Taken below the kernel's
-/// ephemeral range (32768+), so no concurrent test's outgoing connection
-/// can be handed the same port in between.
-fn free_port() -> u16 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut seed = std::collections::hash_map::RandomState::new().build_hasher();
-    seed.write_u32(std::process::id());
-    let mut next = seed.finish();
-    loop {
-        let port = 20_000 + (next % 12_000) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-        next = next.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-    }
-}
-
 fn spawn_ranks(n: u32, role: &str, extra: &[(&str, &str)]) -> Vec<Child> {
     spawn_ranks_with(n, role, extra, |_| Vec::new())
 }
@@ -80,7 +62,7 @@ fn spawn_ranks_with(
     per_rank: impl Fn(u32) -> Vec<(&'static str, String)>,
 ) -> Vec<Child> {
     let me = std::env::current_exe().expect("own path");
-    let boot = format!("127.0.0.1:{}", free_port());
+    let boot = format!("127.0.0.1:{}", support::free_port());
     (0..n)
         .map(|rank| {
             let mut cmd = Command::new(&me);

@@ -58,16 +58,9 @@ impl OwnedRecv<'_> {
 
 impl Drop for OwnedRecv<'_> {
     fn drop(&mut self) {
-        if self.finished {
-            return;
+        if !self.finished {
+            super::tagged::abandon_recv(self.ep, self.id);
         }
-        let mut state = self.ep.lock();
-        if state.msg.tagged.cancel(self.id) {
-            state.requests.fail(self.id, Error::InvalidArgument("receive cancelled"));
-        }
-        // The buffer stays in the request slot (a pull may still land in
-        // it) and is freed with the slot once the request is over.
-        state.requests.release(self.id);
     }
 }
 

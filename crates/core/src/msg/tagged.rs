@@ -689,13 +689,20 @@ impl RecvHandle<'_> {
 
 impl Drop for RecvHandle<'_> {
     fn drop(&mut self) {
-        if self.finished {
-            return;
+        if !self.finished {
+            abandon_recv(self.ep, self.id);
         }
-        let mut state = self.ep.lock();
-        if state.msg.tagged.cancel(self.id) {
-            state.requests.fail(self.id, Error::InvalidArgument("receive cancelled"));
-        }
-        state.requests.release(self.id);
     }
+}
+
+/// Gives up receive `id` whose handle goes away unfinished: cancelled if
+/// not matched yet, and its slot released (whatever it holds, e.g. an owned
+/// buffer a pull may still land in, is freed with the slot once the
+/// request is over).
+pub(super) fn abandon_recv(ep: &Endpoint, id: RequestId) {
+    let mut state = ep.lock();
+    if state.msg.tagged.cancel(id) {
+        state.requests.fail(id, Error::InvalidArgument("receive cancelled"));
+    }
+    state.requests.release(id);
 }

@@ -559,8 +559,17 @@ fn victim(ep: Endpoint) -> ExitCode {
     let (_, proto) = ep.stats();
     assert_eq!(proto.peers_dead, 1, "only the killed rank is dead: {proto:?}");
     println!("rank {me}: {rounds} rounds with the survivors after the death, no false alarm");
+    // No finalize: its barrier would include the dead rank. Linger instead,
+    // as finalize would: a survivor whose done flag we saw may still wait
+    // for our ack of it (lost under this loss), and a rank that vanished
+    // at once would leave it retransmitting to a dead peer.
+    ep.quiet().expect("our own done flags acknowledged");
+    let linger_until = Instant::now() + Duration::from_millis(deadline_ms / 2);
+    while Instant::now() < linger_until {
+        ep.progress();
+        std::thread::sleep(Duration::from_millis(1));
+    }
     println!("netns-victim ok");
-    // No finalize: its barrier would include the dead rank.
     ExitCode::SUCCESS
 }
 
