@@ -73,6 +73,15 @@ pub struct Config {
     pub rto_min: Duration,
     /// Bytes queued toward one peer before a new operation waits for room.
     pub max_queued_bytes: usize,
+    /// Over UDP, how far a put may copy ahead of what the protocol's window
+    /// lets out (the queue bound for one-sided operations toward UDP peers is
+    /// the smaller of this and `max_queued_bytes`), and how much beyond that
+    /// window a get asks one peer for. Bytes copied into the send queue are
+    /// copied again by the kernel when they go out; a short queue keeps them
+    /// in the cache until then. Measured on loopback (README, Performance):
+    /// 1 MiB puts ran at ~4.6 GB/s with 8 MiB of copy-ahead, ~7.4 GB/s with
+    /// 64 KiB.
+    pub copy_ahead_bytes: usize,
     /// Largest message an operation is cut into (puts and gets of any size
     /// are split into messages of at most this many bytes).
     pub chunk_bytes: usize,
@@ -147,6 +156,7 @@ impl Default for Config {
             keepalive: true,
             rto_min: Duration::from_micros(500),
             max_queued_bytes: 8 << 20,
+            copy_ahead_bytes: 64 << 10,
             chunk_bytes: 256 << 10,
             eager_limit: 16 << 10,
             unexpected_credit: 256 << 10,
@@ -179,6 +189,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_PEER_DEAD_MS", "silence before a peer is declared unreachable, ms (default 2000)"),
     ("MW_RTO_MIN_US", "retransmission timeout floor, microseconds (default 500)"),
     ("MW_MAX_QUEUED", "bytes queued toward one peer before senders wait (default 8 MiB)"),
+    (
+        "MW_COPY_AHEAD",
+        "over UDP: bytes a put copies ahead of the send window, and a get asks for beyond it (default 64 KiB)",
+    ),
     ("MW_CHUNK", "largest message an operation is cut into, bytes (default 256 KiB)"),
     ("MW_EAGER_LIMIT", "largest tagged message sent eagerly, bytes (default 16384); larger ones use rendezvous"),
     ("MW_UNEXPECTED_CREDIT", "unexpected-message buffer bytes per sender (default 256 KiB)"),
@@ -290,6 +304,13 @@ impl Config {
         }
         if let Some(v) = lookup("MW_MAX_QUEUED") {
             cfg.max_queued_bytes = parse_num("MW_MAX_QUEUED must be a byte count", &v)?.max(64 << 10) as usize;
+        }
+        if let Some(v) = lookup("MW_COPY_AHEAD") {
+            let bytes = parse_num("MW_COPY_AHEAD must be a byte count", &v)?;
+            if !(1024..=(1 << 30)).contains(&bytes) {
+                return Err(Error::InvalidArgument("MW_COPY_AHEAD must be between 1 KiB and 1 GiB"));
+            }
+            cfg.copy_ahead_bytes = bytes as usize;
         }
         if let Some(v) = lookup("MW_CHUNK") {
             let chunk = parse_num("MW_CHUNK must be a byte count", &v)?;

@@ -38,6 +38,12 @@ pub(crate) struct State {
     pub peers: Vec<SocketAddr>,
     pub regions: RegionTable,
     pub requests: Requests,
+    /// Get chunks toward UDP peers, requested a window at a time.
+    pub gets: crate::get_window::GetWindow,
+    /// Per (target rank, region key): the end of a range a put was checked
+    /// to fit into there (crate::rma: a put of several messages is probed
+    /// first, so a rejected one writes nothing).
+    pub verified_put_ends: std::collections::HashMap<(u32, u64), u64>,
     pub replies: Vec<Reply>,
     pub completions: Vec<Completion>,
     /// Per peer: (message id, request) pairs completed by that peer's acks.
@@ -55,7 +61,10 @@ pub(crate) struct State {
     /// IP multicast: the group socket and the transfers in progress (crate::mcast).
     pub mcast: crate::mcast::McastState,
     pub(crate) rx_buf: Vec<u8>,
+    /// Whole datagrams with small payloads (and every datagram under fault injection).
     pub(crate) tx_buf: Vec<u8>,
+    /// Header and trailer (MAC or checksum) of a datagram whose payload is sent in place.
+    head_buf: [u8; mw_wire::HEADER_LEN + mw_proto::TRAILER_RESERVE],
     /// Scratch for operation headers (`MAX_HEADER_LEN`: a 256-segment iov header).
     pub hdr_buf: Vec<u8>,
     /// The shared-memory ring engine, when some peers share this host.
@@ -68,6 +77,8 @@ pub(crate) struct Shared {
     pub size: u32,
     /// `Config::chunk_bytes`, readable without the lock.
     pub chunk_bytes: usize,
+    /// Payload bytes of one UDP datagram (the protocol's segment size).
+    pub udp_segment: usize,
     fd: std::os::fd::RawFd,
     /// The multicast group socket's descriptor once opened (-1 before):
     /// waiters poll it next to `fd`.
@@ -194,6 +205,8 @@ impl Endpoint {
         proto_cfg.checksum = config.checksum_enabled(all_loopback);
         let job_id = mw_proto::job_id_from_key(&info.job_key);
         let epoch = (random_u64() as u32).max(1);
+        let udp_segment = proto_cfg.segment_size();
+        let get_window = proto_cfg.max_window_bytes + config.copy_ahead_bytes.min(config.max_queued_bytes);
         let proto = mw_proto::Endpoint::new(proto_cfg, job_id, info.rank, epoch, info.size);
         let fault = match config.fault {
             Some(cfg) if cfg.is_active() => Some(
@@ -221,6 +234,8 @@ impl Endpoint {
             peers,
             regions: RegionTable::default(),
             requests: Requests::default(),
+            gets: crate::get_window::GetWindow::new(info.size, get_window),
+            verified_put_ends: std::collections::HashMap::new(),
             replies: Vec::new(),
             completions: Vec::new(),
             ack_waiters: (0..size).map(|_| VecDeque::new()).collect(),
@@ -234,12 +249,14 @@ impl Endpoint {
             internal: Internal::new(rank, size),
             rx_buf: vec![0u8; 65_536],
             tx_buf: vec![0u8; max_datagram.max(2048)],
+            head_buf: [0u8; mw_wire::HEADER_LEN + mw_proto::TRAILER_RESERVE],
             hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
             shm: shm_state,
         };
         let all_shm = size > 1 && (0..size).all(|peer| peer == rank || state.is_shm_peer(peer));
         let shared = Arc::new(Shared {
             chunk_bytes,
+            udp_segment,
             state: Mutex::new(state),
             rank,
             size,
@@ -847,6 +864,9 @@ impl State {
         }
         worked |= self.mcast_receive(now, max_datagrams);
         worked |= self.poll_shm(now);
+        if !self.gets.is_idle() {
+            worked |= self.pump_gets(now);
+        }
         if self.proto.poll_timeout().is_some_and(|t| t <= now) {
             self.proto.handle_timeout(now);
             worked = true;
@@ -869,8 +889,9 @@ impl State {
     }
 
     fn handle_datagram(&mut self, now: ProtoInstant, len: usize) {
-        let State { proto, regions, requests, replies, completions, stats, rx_buf, internal, msg, mcast, .. } = self;
-        let mut target = Target { regions, requests, replies, completions, stats, internal, msg, mcast };
+        let State { proto, regions, requests, gets, replies, completions, stats, rx_buf, internal, msg, mcast, .. } =
+            self;
+        let mut target = Target { regions, requests, gets, replies, completions, stats, internal, msg, mcast };
         // Rejected packets are counted by the protocol; nothing else to do.
         let _ = proto.handle_datagram(now, &rx_buf[..len], &mut |peer, msg| target.on_message(peer, msg));
         self.after_delivery(now);
@@ -881,8 +902,9 @@ impl State {
         while let Some((msg, waiter)) = self.loopback.pop_front() {
             worked = true;
             let me = self.rank;
-            let State { regions, requests, replies, completions, stats, internal, msg: m, mcast, .. } = self;
-            Target { regions, requests, replies, completions, stats, internal, msg: m, mcast }.on_message(me, &msg);
+            let State { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast, .. } = self;
+            Target { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast }
+                .on_message(me, &msg);
             if let Some(id) = waiter {
                 // A put to ourselves completes on delivery (there is no ack),
                 // so a rejection must fail it now: its status reply, queued
@@ -908,8 +930,8 @@ impl State {
     /// (a shared-memory ring). The caller then sends the replies it queued
     /// ([`State::after_delivery`]).
     pub(crate) fn deliver(&mut self, peer: u32, msg: &[u8]) {
-        let State { regions, requests, replies, completions, stats, internal, msg: m, mcast, .. } = self;
-        Target { regions, requests, replies, completions, stats, internal, msg: m, mcast }.on_message(peer, msg);
+        let State { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast, .. } = self;
+        Target { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast }.on_message(peer, msg);
     }
 
     /// Submits the replies the delivered operations asked for, then applies
@@ -1076,6 +1098,8 @@ impl State {
                 }
                 mw_proto::Event::PeerDead { peer } => {
                     let error = Error::PeerUnreachable { rank: peer };
+                    // Its requests are failed below, with everything else toward it.
+                    let _ = self.gets.clear_peer(peer);
                     self.dead[peer as usize] = true;
                     self.peer_events.push_back(PeerEvent::Down { rank: peer });
                     self.ack_waiters[peer as usize].clear();
@@ -1093,6 +1117,7 @@ impl State {
                     self.dead[peer as usize] = false;
                     self.peer_events.push_back(PeerEvent::Restarted { rank: peer });
                     let error = Error::PeerUnreachable { rank: peer };
+                    let _ = self.gets.clear_peer(peer);
                     self.ack_waiters[peer as usize].clear();
                     let done = self.requests.fail_target(peer, &error);
                     self.completions.extend(done);
@@ -1111,17 +1136,23 @@ impl State {
 
     pub(crate) fn transmit(&mut self, now: ProtoInstant) -> bool {
         let mut worked = false;
-        let State { proto, tx_buf, peers, fault, udp, stats, .. } = self;
-        while let Some(tx) = proto.poll_transmit(now, tx_buf) {
+        let State { proto, tx_buf, head_buf, peers, fault, udp, stats, .. } = self;
+        while let Some(tx) = proto.poll_transmit_parts(now, head_buf) {
             worked = true;
             let dst = peers[tx.peer as usize];
-            let packet = &tx_buf[..tx.len];
             match fault {
+                // DESIGN §3: bulk payloads go from the protocol's stream buffer
+                // into the kernel with one gathered sendmsg, not via a copy.
+                None if tx.payload_len() >= VECTORED_SEND_MIN => {
+                    let _ = send_retrying_with(stats, || udp.send_parts(&tx.slices(), dst));
+                }
                 None => {
-                    let _ = send_retrying(udp, stats, packet, dst);
+                    let len = tx.copy_to(tx_buf);
+                    let _ = send_retrying(udp, stats, &tx_buf[..len], dst);
                 }
                 Some(fault) => {
-                    let _ = fault.send(packet, dst, |bytes, to| {
+                    let len = tx.copy_to(tx_buf);
+                    let _ = fault.send(&tx_buf[..len], dst, |bytes, to| {
                         let _ = send_retrying(udp, stats, bytes, to);
                         Ok(())
                     });
@@ -1150,9 +1181,19 @@ pub(crate) fn send_retrying(
     packet: &[u8],
     dst: SocketAddr,
 ) -> std::io::Result<()> {
+    send_retrying_with(stats, || udp.send_to(packet, dst))
+}
+
+/// Payloads from this size on are sent in place with a gathered `sendmsg`;
+/// smaller ones are copied behind their header and sent with `sendto` (the
+/// copy costs less than gathering, and keeps the latency path as it was).
+const VECTORED_SEND_MIN: usize = 1024;
+
+/// [`send_retrying`] for any send attempt.
+fn send_retrying_with(stats: &mut CoreStats, mut send: impl FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
     let mut attempt = 0;
     loop {
-        match udp.send_to(packet, dst) {
+        match send() {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && attempt < 999 => {
                 attempt += 1;

@@ -95,6 +95,7 @@ pub struct Harness {
     checksum: bool,
     regions: RegionTable,
     requests: Requests,
+    gets: crate::get_window::GetWindow,
     replies: Vec<Reply>,
     completions: Vec<Completion>,
     stats: CoreStats,
@@ -159,6 +160,7 @@ impl Harness {
             checksum,
             regions,
             requests,
+            gets: crate::get_window::GetWindow::new(RANKS, 1 << 20),
             replies: Vec::new(),
             completions: Vec::new(),
             stats: CoreStats::default(),
@@ -191,14 +193,15 @@ impl Harness {
     /// Feeds one datagram as the endpoint's progress engine would, then
     /// checks that no byte outside writable regions changed.
     pub fn handle_datagram(&mut self, datagram: &[u8]) {
-        let Harness { proto, regions, requests, replies, completions, stats, internal, msg, mcast, now, .. } = self;
+        let Harness { proto, regions, requests, gets, replies, completions, stats, internal, msg, mcast, now, .. } =
+            self;
         if mw_wire::peek_packet_type(datagram) == Some(mw_wire::PacketType::Mcast) {
             // Routed as the endpoint routes it: to the multicast engine.
             mcast.on_datagram(proto, *now, datagram);
             self.check_memory();
             return;
         }
-        let mut target = Target { regions, requests, replies, completions, stats, internal, msg, mcast };
+        let mut target = Target { regions, requests, gets, replies, completions, stats, internal, msg, mcast };
         let _ = proto.handle_datagram(*now, datagram, &mut |peer, msg| target.on_message(peer, msg));
         self.flush();
         self.check_memory();

@@ -6,7 +6,10 @@
 //! rejects reusing them early. Fetched data is staged in the request and
 //! copied into the destination only while the handle (and so the borrow) is
 //! alive: a handle that is leaked with `mem::forget` can never make the
-//! library write into memory the user has since freed.
+//! library write into memory the user has since freed. While a handle is
+//! being waited on (`wait`, `wait_all`), which it cannot be leaked during,
+//! a large get's data lands in the destination directly instead
+//! ([`Requests::pin`](crate::request::Requests::pin)), saving that copy.
 //!
 //! Must not: issue operations (`rma` does) or let a handle outlive the endpoint
 //! or the buffers it borrows; dropping an unfinished handle releases its slot,
@@ -40,12 +43,14 @@ pub struct Handle<'a> {
     finished: bool,
     /// Completed when issued (direct shared-memory access): no request slot.
     ready: Option<Result<Output>>,
+    /// The landing buffer is lent to the request (see [`Handle::pin`]).
+    pinned: bool,
     _source: PhantomData<&'a [u8]>,
 }
 
 impl<'a> Handle<'a> {
     pub(crate) fn new(ep: &'a Endpoint, id: RequestId, landing: Landing<'a>) -> Handle<'a> {
-        Handle { ep, id, landing, finished: false, ready: None, _source: PhantomData }
+        Handle { ep, id, landing, finished: false, ready: None, pinned: false, _source: PhantomData }
     }
 
     /// A handle for an operation that completed as it was issued.
@@ -56,6 +61,7 @@ impl<'a> Handle<'a> {
             landing: Landing::Nothing,
             finished: false,
             ready: Some(result),
+            pinned: false,
             _source: PhantomData,
         }
     }
@@ -101,20 +107,47 @@ impl<'a> Handle<'a> {
         }
     }
 
+    /// Lends a large get's destination to its request so the rest of the
+    /// data lands there directly. Only called by `finish` and `wait_all`,
+    /// which own the handle until the request is taken, or drop it (and so
+    /// release the request) when unwinding: the buffer's borrow outlives the
+    /// loan either way.
+    fn pin(&mut self) {
+        if self.pinned || self.ready.is_some() {
+            return;
+        }
+        if let Landing::Bytes(out) = &mut self.landing {
+            if out.len() >= PIN_MIN {
+                let mem = crate::memory::scoped_mem(out);
+                self.ep.lock().requests.pin(self.id, mem);
+                self.pinned = true;
+            }
+        }
+    }
+
     fn finish(&mut self) -> Result<Output> {
         if let Some(result) = self.ready.take() {
             self.finished = true;
             return result;
         }
         let id = self.id;
+        self.pin();
+        let unpin = Unpin { ep: self.ep, id, armed: self.pinned };
         self.ep.wait_for(|state| state.requests.is_done(id).unwrap_or(true));
         self.finished = true;
         let taken = self.ep.lock().requests.take(id);
+        unpin.disarm();
         let (result, output) = taken.ok_or(Error::InvalidArgument("operation already collected"))?;
         result?;
         let landing_empty = self.landing_is_empty();
         match (&mut self.landing, output) {
             (Landing::Nothing, output) => Ok(output),
+            (Landing::Bytes(out), Output::Pinned { filled, .. }) => {
+                if filled != out.len() {
+                    return Err(Error::Truncated);
+                }
+                Ok(Output::None)
+            }
             (Landing::Bytes(out), Output::Data(data)) => {
                 if data.len() != out.len() {
                     return Err(Error::Truncated);
@@ -153,8 +186,43 @@ impl Drop for Handle<'_> {
     }
 }
 
+/// Gets at least this long land directly in the destination while waited
+/// on; shorter ones keep the staging copy, which costs less than the extra
+/// lock round of lending the buffer (and keeps the small-get latency path
+/// as it was).
+const PIN_MIN: usize = 4096;
+
+/// Takes back a pinned landing if a wait unwinds before the request is taken.
+struct Unpin<'a> {
+    ep: &'a Endpoint,
+    id: RequestId,
+    armed: bool,
+}
+
+impl Unpin<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Unpin<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.ep.lock().requests.unpin(self.id);
+        }
+    }
+}
+
 /// Waits for every handle; returns the first error after all have completed.
+/// The handles' large get destinations are all lent out first, so data that
+/// arrives for one handle while another is waited on lands in place too.
 pub fn wait_all<'a>(handles: impl IntoIterator<Item = Handle<'a>>) -> Result<()> {
+    let mut handles: Vec<Handle<'a>> = handles.into_iter().collect();
+    // On unwind, the handles not yet waited on are dropped, which releases
+    // their requests and with them the loans.
+    for handle in &mut handles {
+        handle.pin();
+    }
     let mut first = Ok(());
     for handle in handles {
         let result = handle.wait();

@@ -84,6 +84,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod get_window;
 mod handle;
 mod internal;
 mod mcast;

@@ -6,6 +6,7 @@
 //! handle, so a dropped handle never leaves a dangling slot that a late reply
 //! could complete into (the generation in the id makes a stale reply miss).
 
+use crate::region::RawMem;
 use crate::Error;
 
 /// A request slot id as carried in the wire's `req` field: index in the low
@@ -39,6 +40,10 @@ pub enum Output {
     Value(u64),
     /// Fetched bytes (gets), copied into the user's buffer when the handle is waited.
     Data(Vec<u8>),
+    /// Fetched bytes (gets) landing straight in the user's buffer `mem`, of
+    /// which `filled` bytes have arrived: only while the handle that borrows
+    /// the buffer is being waited on (see [`Requests::pin`]).
+    Pinned { mem: RawMem, filled: usize },
     /// A receive, an active-message reply or payload (see [`crate::msg`]).
     Msg(crate::msg::MsgOutput),
 }
@@ -176,8 +181,51 @@ impl Requests {
                 Ok(())
             }
             Output::Data(_) => Err(()),
+            Output::Pinned { mem, filled } if *filled + bytes.len() <= mem.len() => {
+                mem.write(*filled, bytes);
+                *filled += bytes.len();
+                Ok(())
+            }
+            Output::Pinned { .. } => Err(()),
             Output::Msg(msg) => msg.land(bytes),
             Output::None | Output::Value(_) => Ok(()),
+        }
+    }
+
+    /// Lets a pending get land the rest of its data straight in `mem` (the
+    /// user's buffer, exclusively borrowed by the caller for as long as the
+    /// pin lasts): what was staged so far is copied there now. Does nothing
+    /// when the request is complete, unknown, or not a staged get whose data
+    /// fits `mem`. Saves the copy out of the staging buffer for data that
+    /// arrives while the handle is waited on.
+    ///
+    /// The caller must [`unpin`](Self::unpin) or [`take`](Self::take) the
+    /// request (or [`release`](Self::release) it) before the borrow of the
+    /// buffer ends, also when unwinding.
+    pub fn pin(&mut self, id: RequestId, mem: RawMem) {
+        let Some(slot) = self.slot_mut(id) else {
+            return;
+        };
+        if slot.result.is_some() {
+            return;
+        }
+        if let Output::Data(staged) = &slot.output {
+            if staged.len() <= mem.len() {
+                mem.write(0, staged);
+                slot.output = Output::Pinned { mem, filled: staged.len() };
+            }
+        }
+    }
+
+    /// Ends a [`pin`](Self::pin) of a request that did not complete (an
+    /// unwinding wait): the data landed so far is in a buffer about to be
+    /// given back, so the rest of the request's data is discarded. A
+    /// completed request keeps its output for [`take`](Self::take).
+    pub fn unpin(&mut self, id: RequestId) {
+        if let Some(slot) = self.slot_mut(id) {
+            if slot.result.is_none() && matches!(slot.output, Output::Pinned { .. }) {
+                slot.output = Output::None;
+            }
         }
     }
 
@@ -210,6 +258,12 @@ impl Requests {
         if let Some(slot) = self.slot_mut(id) {
             slot.target = target;
         }
+    }
+
+    /// Whether the request is pending and its handle still wants the result
+    /// (not released).
+    pub fn is_wanted(&self, id: RequestId) -> bool {
+        self.slot(id).is_some_and(|slot| slot.result.is_none() && !slot.released)
     }
 
     /// Whether the request is complete; `None` for an unknown id.
@@ -295,6 +349,34 @@ mod tests {
         let again = reqs.alloc(1, 1).unwrap();
         assert_ne!(again, id, "generation changes on reuse");
         assert!(reqs.part_done(id).is_none(), "late reply for the old id is ignored");
+    }
+
+    #[test]
+    fn a_pinned_get_lands_in_place_and_an_unpinned_one_lands_nowhere() {
+        let mut reqs = Requests::default();
+        let mut out = vec![0u8; 6];
+        let id = reqs.alloc(1, 2).unwrap();
+        reqs.set_output(id, Output::Data(Vec::with_capacity(6)));
+        reqs.land(id, b"ab").unwrap();
+        reqs.pin(id, crate::memory::scoped_mem(&mut out));
+        reqs.land(id, b"cd").unwrap();
+        assert!(reqs.land(id, b"xyz").is_err(), "more than the buffer holds");
+        reqs.land(id, b"ef").unwrap();
+        reqs.part_done(id);
+        reqs.part_done(id);
+        reqs.unpin(id);
+        let (result, output) = reqs.take(id).unwrap();
+        assert!(result.is_ok());
+        assert!(matches!(output, Output::Pinned { filled: 6, .. }), "complete: the output is kept");
+        assert_eq!(out, b"abcdef", "staged bytes were copied in at pin time, the rest landed in place");
+
+        let mut other = vec![0u8; 4];
+        let id = reqs.alloc(1, 1).unwrap();
+        reqs.set_output(id, Output::Data(Vec::with_capacity(4)));
+        reqs.pin(id, crate::memory::scoped_mem(&mut other));
+        reqs.unpin(id);
+        reqs.land(id, b"late").unwrap();
+        assert_eq!(other, [0; 4], "after an unpin nothing is written to the buffer");
     }
 
     #[test]

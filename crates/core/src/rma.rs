@@ -2,7 +2,8 @@
 //! atomics, put_signal, address registers.
 //!
 //! Owns: turning a call into operation messages (split into chunks of at most
-//! `chunk_bytes`, so any size works and memory stays bounded) and a request
+//! `chunk_bytes`, so any size works and memory stays bounded; over UDP put
+//! chunks and get responses are also cut to fit one datagram each) and a request
 //! that completes when the target acknowledged (puts) or answered (gets,
 //! fetching atomics). Must not: wait except for room in the send queue
 //! (backpressure keeps queued bytes per peer bounded).
@@ -10,6 +11,7 @@
 use mw_wire::op::{self, AtomicOp, AtomicWidth, OpRepr, SignalOp};
 
 use crate::endpoint::{Endpoint, State};
+use crate::get_window::GetChunk;
 use crate::handle::{Handle, Landing};
 use crate::region::RegionKey;
 use crate::request::{Output, RequestId};
@@ -105,6 +107,27 @@ impl Endpoint {
         self.shared.chunk_bytes
     }
 
+    /// Bytes of data per message of a put toward `rank` (or of a get's
+    /// response from it) whose messages carry operation headers of up to
+    /// `op_header` bytes: `chunk_bytes`, and over UDP no more than fits one
+    /// datagram. A message that fits one datagram is executed straight from
+    /// the receive buffer; a larger one is first reassembled there, one more
+    /// copy of every byte (on loopback ~25% of a bulk put's receive-side CPU).
+    fn data_chunk(&self, rank: u32, op_header: usize) -> usize {
+        let chunk = self.chunk_bytes();
+        if rank == self.rank() || self.shares_memory_with(rank) {
+            return chunk;
+        }
+        chunk.min(self.shared.udp_segment.saturating_sub(op_header)).max(1)
+    }
+
+    /// Data bytes per message of a put toward `rank`; with `signal`, every
+    /// chunk is sized for the longer PutSignal header, so the last fits too.
+    fn put_chunk(&self, rank: u32, signal: bool) -> usize {
+        let op = if signal { op::OpCode::PutSignal } else { op::OpCode::Put };
+        self.data_chunk(rank, op.min_header_len())
+    }
+
     /// Sends `data` as one or more put messages; the last one may be a
     /// different operation (put_signal) built by `last`.
     fn issue_chunked_put(
@@ -116,8 +139,11 @@ impl Endpoint {
         id: RequestId,
         last: Option<&LastChunkOp<'_>>,
     ) -> Result<()> {
-        let chunk = self.chunk_bytes();
+        let chunk = self.put_chunk(rank, last.is_some());
         let count = data.len().div_ceil(chunk).max(1);
+        if count > 1 && !self.probe_put_extent(rank, key, offset, data.len(), id, count as u32)? {
+            return Ok(()); // refused: the request holds the error, nothing was written
+        }
         for index in 0..count {
             let start = index * chunk;
             let body = &data[start..data.len().min(start + chunk)];
@@ -139,13 +165,60 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Before a put of `count > 1` messages (request `id`, started with
+    /// `count` parts): makes sure the target will accept all of them, so
+    /// that a put that does not fit its region, or lacks the right, writes
+    /// nothing at all rather than the messages that happen to fit. The
+    /// target checks each message on its own (it cannot know they belong
+    /// together), but its key and rights are the same for every one and only
+    /// the last can overrun: an empty put at the end of the range is accepted
+    /// exactly when every message will be. That probe costs a round trip, so
+    /// its verdict is remembered per (rank, key) and repeated puts into a
+    /// range already proven skip it (keys are random and never reused, so
+    /// the memory cannot apply to another region). Returns whether to go on.
+    fn probe_put_extent(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        len: usize,
+        id: RequestId,
+        count: u32,
+    ) -> Result<bool> {
+        let end = offset.checked_add(len as u64).ok_or(Error::InvalidArgument("offset + length overflows"))?;
+        {
+            let mut state = self.lock();
+            if state.verified_put_ends.get(&(rank, key.0)).is_some_and(|&known| end <= known) {
+                return Ok(true);
+            }
+            state.requests.set_pending(id, count + 1);
+            let probe = OpRepr::PutInline(op::PutInline { req: id.0, key: key.0, offset: end, body: &[] });
+            let now = self.shared.now();
+            state.send_op(now, rank, &probe, &[], Some(id))?;
+        }
+        // The probe's part completes (pending drops to `count`) or the
+        // request fails (pending reads 0).
+        self.wait_for(|state| state.requests.pending(id).is_none_or(|pending| pending <= count));
+        let mut state = self.lock();
+        if state.requests.is_done(id) != Some(false) {
+            return Ok(false);
+        }
+        if state.verified_put_ends.len() >= MAX_VERIFIED_PUT_ENDS {
+            state.verified_put_ends.clear();
+        }
+        let known = state.verified_put_ends.entry((rank, key.0)).or_insert(0);
+        *known = (*known).max(end);
+        Ok(true)
+    }
+
     /// Nonblocking put: copies `data` to `offset` of region `key` at `rank`.
     /// The handle completes when the data is in the target's memory.
     pub fn put_nb<'a>(&'a self, rank: u32, key: RegionKey, offset: u64, data: &'a [u8]) -> Result<Handle<'a>> {
         if self.shm_put(rank, key, offset, data).is_some() {
             return Ok(Handle::ready(self, Ok(Output::None)));
         }
-        let chunks = data.len().div_ceil(self.chunk_bytes()).max(1) as u32;
+        let chunk = self.put_chunk(rank, false);
+        let chunks = data.len().div_ceil(chunk).max(1) as u32;
         if chunks == 1 {
             return self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
                 let repr = if data.len() <= op::INLINE_MAX {
@@ -186,7 +259,8 @@ impl Endpoint {
         if self.shm_put_signal(rank, key, offset, data, signal).is_some() {
             return Ok(Handle::ready(self, Ok(Output::None)));
         }
-        let chunks = data.len().div_ceil(self.chunk_bytes()).max(1) as u32;
+        let chunk = self.put_chunk(rank, true);
+        let chunks = data.len().div_ceil(chunk).max(1) as u32;
         let build = move |id: RequestId, at: u64| {
             OpRepr::PutSignal(op::PutSignal {
                 req: id.0,
@@ -225,9 +299,30 @@ impl Endpoint {
             return Ok(Handle::ready(self, Ok(Output::None)));
         }
         let len = out.len();
-        let chunk = self.chunk_bytes();
+        let chunk = self.data_chunk(rank, op::OpCode::GetResponse.min_header_len());
         let chunks = len.div_ceil(chunk).max(1);
         offset.checked_add(len as u64).ok_or(Error::InvalidArgument("offset + length overflows"))?;
+        if rank != self.rank() && !self.shares_memory_with(rank) {
+            // Over UDP the chunks are requested a window at a time (crate::get_window).
+            return self.start(
+                rank,
+                chunks as u32,
+                Landing::Bytes(out),
+                Output::Data(Vec::with_capacity(len)),
+                |state, id| {
+                    for index in 0..chunks {
+                        let start = index * chunk;
+                        let this = (len - start).min(chunk);
+                        state.gets.push(
+                            rank,
+                            GetChunk { req: id, key: key.0, offset: offset + start as u64, len: this as u64 },
+                        );
+                    }
+                    state.pump_gets(self.shared.now());
+                    Ok(())
+                },
+            );
+        }
         let handle =
             self.start(rank, chunks as u32, Landing::Bytes(out), Output::Data(Vec::with_capacity(len)), |_, _| Ok(()))?;
         let id = handle_id(&handle);
@@ -577,10 +672,52 @@ impl Endpoint {
     }
 }
 
+/// Bound of `State::verified_put_ends` (forgotten all at once when full:
+/// the next multi-message put into each region probes again).
+const MAX_VERIFIED_PUT_ENDS: usize = 4096;
+
+impl State {
+    /// Requests the get chunks the windows of their peers have room for
+    /// (crate::get_window). Returns whether any went out.
+    pub(crate) fn pump_gets(&mut self, now: mw_proto::time::Instant) -> bool {
+        let mut worked = false;
+        while let Some((peer, chunk)) = self.gets.next() {
+            if !self.requests.is_wanted(chunk.req) {
+                // Failed already, or its handle was dropped: ask for nothing
+                // more; a dropped one completes now so its slot is freed.
+                self.gets.unask(peer);
+                if let Some(c) = self.requests.fail(chunk.req, Error::InvalidArgument("get handle dropped")) {
+                    self.completions.push(c);
+                }
+                continue;
+            }
+            let repr = OpRepr::GetRequest(op::GetRequest {
+                req: chunk.req.0,
+                key: chunk.key,
+                offset: chunk.offset,
+                len: chunk.len,
+            });
+            worked = true;
+            if let Err(error) = self.send_op(now, peer, &repr, &[], None) {
+                self.gets.unask(peer);
+                if let Some(c) = self.requests.fail(chunk.req, error) {
+                    self.completions.push(c);
+                }
+            }
+        }
+        worked
+    }
+}
+
 /// Too many bytes queued toward `rank` to issue more now (a dead peer never
 /// drains its queue, so it never blocks: its operations fail instead).
 fn queue_full(state: &State, rank: u32) -> bool {
-    state.queued_bytes(rank) >= state.config.max_queued_bytes && !state.dead[rank as usize]
+    let mut limit = state.config.max_queued_bytes;
+    if rank != state.rank && !state.is_shm_peer(rank) {
+        // Over UDP, copy only a little ahead of the window (Config::copy_ahead_bytes).
+        limit = limit.min(state.config.copy_ahead_bytes);
+    }
+    state.queued_bytes(rank) >= limit && !state.dead[rank as usize]
 }
 
 fn handle_id(handle: &Handle<'_>) -> RequestId {

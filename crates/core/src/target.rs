@@ -37,6 +37,7 @@ pub(crate) enum Reply {
 pub(crate) struct Target<'a> {
     pub regions: &'a mut RegionTable,
     pub requests: &'a mut Requests,
+    pub gets: &'a mut crate::get_window::GetWindow,
     pub replies: &'a mut Vec<Reply>,
     pub completions: &'a mut Vec<Completion>,
     pub stats: &'a mut CoreStats,
@@ -112,7 +113,7 @@ impl Target<'_> {
                     self.stats.unsupported_ops += 1;
                 }
             }
-            OpRepr::GetResponse(resp) => self.on_get_response(&resp),
+            OpRepr::GetResponse(resp) => self.on_get_response(peer, &resp),
             OpRepr::McastFeedback(fb) => self.mcast.on_feedback(peer, &fb),
             OpRepr::AtomicResponse(resp) => {
                 let id = RequestId(resp.req);
@@ -169,7 +170,11 @@ impl Target<'_> {
         let region = self.regions.get_mut(RegionKey(key))?;
         let (start, len) = region.check(Access::WRITE, offset, body.len() as u64)?;
         region.mem.write(start, body);
-        region.log(Arrival { kind, source: peer, offset, len: len as u64 });
+        if len > 0 {
+            // An empty put (a multi-message put's bounds probe, crate::rma)
+            // changes nothing, so nothing arrived.
+            region.log(Arrival { kind, source: peer, offset, len: len as u64 });
+        }
         Ok(())
     }
 
@@ -295,8 +300,9 @@ impl Target<'_> {
         }
     }
 
-    fn on_get_response(&mut self, resp: &op::GetResponse<'_>) {
+    fn on_get_response(&mut self, peer: u32, resp: &op::GetResponse<'_>) {
         let id = RequestId(resp.req);
+        self.gets.on_answer(peer, id);
         if resp.status != Status::Ok {
             let completion = self.requests.fail(id, fail_status(resp.status));
             self.complete(completion);

@@ -1,6 +1,7 @@
-//! Packet authentication end to end: jobs with `auth` forced on (these tests
-//! run on loopback, where it is off by default) under injected loss,
-//! duplication and reordering, and ranks that disagree on it.
+//! Packet authentication end to end: jobs with `auth` (or, instead, the
+//! CRC32C `checksum`) forced on (these tests run on loopback, where both are
+//! off by default) under injected loss, duplication and reordering, and
+//! ranks that disagree on it.
 
 mod common;
 
@@ -16,6 +17,13 @@ fn every_operation_with_authentication_under_faults() {
         ("lossy", Config { auth: Some(true), ..lossy(0.05, 0.05, 0.05, 11) }),
         // Between hosts: 1472-byte datagrams, so big puts are many MAC'd packets.
         ("lan-mtu", Config { auth: Some(true), max_datagram: Some(1472), ..lossy(0.02, 0.0, 0.02, 12) }),
+        // The CRC32C trailer instead of the MAC: bulk payloads leave with a
+        // gathered sendmsg, the checksum computed over the parts in place.
+        ("checksum", Config { auth: Some(false), checksum: Some(true), ..common::udp(Config::default()) }),
+        (
+            "checksum lan-mtu lossy",
+            Config { auth: Some(false), checksum: Some(true), max_datagram: Some(1472), ..lossy(0.02, 0.02, 0.02, 13) },
+        ),
     ];
     for (name, cfg) in configs {
         eprintln!("config {name}");
@@ -49,6 +57,7 @@ fn every_operation_with_authentication_under_faults() {
             assert_eq!(got, pattern(prev, slice));
             let (_, proto) = ep.stats();
             assert_eq!(proto.drops.bad_mac, 0, "a genuine packet failed its MAC check");
+            assert_eq!(proto.drops.bad_checksum, 0, "a genuine packet failed its checksum");
             ep.barrier().unwrap();
         });
     }

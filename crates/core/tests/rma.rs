@@ -245,9 +245,13 @@ fn strided_iov_masked_registers_and_arrival_log() {
 fn protection_errors_leave_memory_untouched() {
     for (name, cfg) in transports() {
         eprintln!("transport {name}");
-        run_job(2, cfg, |ep| {
+        run_job(2, cfg, move |ep| {
             let ro = ep.alloc_symmetric(128, Access::READ).unwrap();
             let rw = ep.alloc_symmetric(128, Access::READ_WRITE).unwrap();
+            // Larger than a datagram and than an operation chunk (MW_CHUNK).
+            const BIG: usize = 300_000;
+            let big = ep.alloc_symmetric(BIG, Access::READ_WRITE).unwrap();
+            let big_ro = ep.alloc_symmetric(BIG, Access::READ).unwrap();
             let me = ep.rank();
             let peer = 1 - me;
             if me == 0 {
@@ -263,11 +267,19 @@ fn protection_errors_leave_memory_untouched() {
                 let sig = Signal { key: ro.key(), offset: 0, op: SignalOp::Set, value: 1 };
                 assert_eq!(ep.put_signal(peer, rw.key(), 0, b"data", sig), Err(Error::NoPermission));
                 assert!(matches!(ep.put(9, rw.key(), 0, b"x"), Err(Error::BadRank { rank: 9, size: 2 })));
+                // Puts of many messages (datagrams, chunks) that overrun the
+                // region by one byte at the end: none of them may land.
+                assert_eq!(ep.put(peer, big.key(), 1, &vec![7u8; BIG]), Err(Error::OutOfBounds));
+                let sig = Signal { key: rw.key(), offset: 64, op: SignalOp::Set, value: 1 };
+                assert_eq!(ep.put_signal(peer, big.key(), 1, &vec![7u8; BIG], sig), Err(Error::OutOfBounds));
+                assert_eq!(ep.put(peer, big_ro.key(), 0, &vec![7u8; BIG]), Err(Error::NoPermission));
             }
             ep.barrier().unwrap();
             if me == 1 {
                 assert!(rw.to_vec().iter().all(|&b| b == 0), "rejected operations wrote memory");
                 assert!(ro.to_vec().iter().all(|&b| b == 0));
+                assert!(big.to_vec().iter().all(|&b| b == 0), "{name}: a rejected large put wrote part of its data");
+                assert!(big_ro.to_vec().iter().all(|&b| b == 0));
                 let (stats, _) = ep.stats();
                 assert!(
                     stats.rejected_bad_key >= 2
@@ -275,6 +287,22 @@ fn protection_errors_leave_memory_untouched() {
                         && stats.rejected_no_permission >= 3,
                     "{stats:?}"
                 );
+            }
+            ep.barrier().unwrap();
+            // The same region takes puts that fit, also after the refusals
+            // (and again, once the fit is known).
+            if me == 0 {
+                for round in 0..2u8 {
+                    ep.put(peer, big.key(), 0, &vec![round + 1; BIG]).unwrap();
+                    let sig = Signal { key: rw.key(), offset: 64, op: SignalOp::Set, value: 1 };
+                    ep.put_signal(peer, big.key(), 0, &vec![round + 3; BIG - 1], sig).unwrap();
+                }
+            }
+            ep.barrier().unwrap();
+            if me == 1 {
+                let got = big.to_vec();
+                assert!(got[..BIG - 1].iter().all(|&b| b == 4) && got[BIG - 1] == 2, "{name}: fitting large puts");
+                assert_eq!(rw.load_u64(64).unwrap(), 1);
             }
             ep.barrier().unwrap();
         });
@@ -356,6 +384,66 @@ fn progress_thread_serves_a_computing_rank() {
                 );
                 ep.barrier().unwrap();
             }
+        });
+    }
+}
+
+#[test]
+fn large_nonblocking_gets_land_whole_and_a_dropped_one_lands_nowhere() {
+    for (name, cfg) in configs() {
+        eprintln!("config {name}");
+        run_job(2, cfg, move |ep| {
+            const LEN: usize = 150_001;
+            let region = ep.alloc_symmetric(LEN * 8, Access::READ_WRITE).unwrap();
+            let key = region.key();
+            if ep.rank() == 0 {
+                region.write(0, &pattern(77, LEN * 8)).unwrap();
+            }
+            ep.barrier().unwrap();
+            if ep.rank() == 1 {
+                let source = pattern(77, LEN * 8);
+                let mut bufs: Vec<Vec<u8>> = (0..6).map(|_| vec![0u8; LEN - 3]).collect();
+                let mut dropped = vec![0xeeu8; LEN];
+                // Odd offsets; data may arrive before, during or after each wait.
+                let offset = |i: usize| (i * LEN + 5) as u64;
+                let served_directly;
+                {
+                    let (early, late) = bufs.split_at_mut(3);
+                    let mut handles: Vec<_> =
+                        early.iter_mut().enumerate().map(|(i, b)| ep.get_nb(0, key, offset(i), b).unwrap()).collect();
+                    let direct_before = ep.stats().0.shm_direct_ops;
+                    drop(ep.get_nb(0, key, 1, &mut dropped).unwrap());
+                    served_directly = ep.stats().0.shm_direct_ops > direct_before;
+                    // Replies come in order: once this one is back, the early
+                    // gets' data has all arrived (staged, nobody waits yet).
+                    assert_eq!(ep.get_value(0, key, 0).unwrap(), u64::from_le_bytes(source[..8].try_into().unwrap()));
+                    // These arrive while the handles are waited on.
+                    handles
+                        .extend(late.iter_mut().enumerate().map(|(i, b)| ep.get_nb(0, key, offset(i + 3), b).unwrap()));
+                    let last = handles.pop().unwrap();
+                    let single = handles.remove(0);
+                    single.wait().unwrap();
+                    mw_core::wait_all(handles).unwrap();
+                    last.wait().unwrap();
+                }
+                for (i, b) in bufs.iter().enumerate() {
+                    let want = &source[offset(i) as usize..offset(i) as usize + LEN - 3];
+                    assert!(b[..] == want[..], "{name}: get {i} differs");
+                }
+                if served_directly {
+                    // Same host: the get was a direct copy out of the
+                    // target's memory, done before get_nb returned (the
+                    // handle was born complete), so the buffer was written
+                    // while still borrowed.
+                    assert!(ep.shares_memory_with(0), "{name}: direct get without shared memory");
+                    assert!(dropped[..] == source[1..1 + LEN], "{name}: direct get differs");
+                } else {
+                    // The dropped get was answered before the round trip above
+                    // completed, and never written into the buffer its handle borrowed.
+                    assert!(dropped.iter().all(|&b| b == 0xee), "{name}: a dropped get wrote into its buffer");
+                }
+            }
+            ep.barrier().unwrap();
         });
     }
 }

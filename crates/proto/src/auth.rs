@@ -3,8 +3,9 @@
 //! and verified on every packet received.
 //!
 //! Owns: [`AuthKey`] (the per-job MAC key, derived from the job key),
-//! [`job_id_from_key`] (the public job identity on the wire), [`seal`]
-//! (called exactly once per emitted packet, by `Endpoint::poll_transmit`,
+//! [`job_id_from_key`] (the public job identity on the wire), [`seal`] and
+//! [`seal_parts`] (one of them called exactly once per emitted packet, by
+//! `Endpoint::poll_transmit`, `Endpoint::poll_transmit_parts`,
 //! `Endpoint::encode_raw` and `Endpoint::encode_mcast`), [`check_checksum`]
 //! (called first on every received datagram, before its header is parsed:
 //! with checksums on, no field but magic and version is read from a
@@ -133,6 +134,31 @@ pub(crate) fn check_checksum(config: &Config, datagram: &[u8]) -> Result<(), Dro
     Ok(())
 }
 
+/// Seals a packet whose payload is not behind its header: the header
+/// (`head_len` bytes) is in `buf`, the payload is `payload` (in order), and
+/// the trailer is written at `buf[head_len..]` for the caller to send after
+/// the payload. Returns the trailer length. The trailer (MAC or checksum) is
+/// the same as [`seal`]'s over the concatenated packet.
+pub(crate) fn seal_parts(config: &Config, buf: &mut [u8], head_len: usize, payload: [&[u8]; 2]) -> usize {
+    if let Some(key) = &config.auth {
+        Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::MAC, true);
+        let mut hasher = blake3::Hasher::new_keyed(&key.0);
+        hasher.update(&buf[..head_len]);
+        for part in payload {
+            hasher.update(part);
+        }
+        buf[head_len..head_len + MAC_LEN].copy_from_slice(&hasher.finalize().as_bytes()[..MAC_LEN]);
+        return MAC_LEN;
+    }
+    if config.checksum {
+        Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::CHECKSUM, true);
+        let crc = mw_wire::packet_checksum_parts(&[&buf[..head_len], payload[0], payload[1]]);
+        buf[head_len..head_len + CHECKSUM_LEN].copy_from_slice(&crc.to_le_bytes());
+        return CHECKSUM_LEN;
+    }
+    0
+}
+
 /// Accepts or rejects a received datagram whose header parsed as `repr`
 /// (so its length matches what the header announces, trailer included):
 /// its trailer must be the one `config` asks for, and a MAC must verify.
@@ -216,6 +242,27 @@ mod tests {
             let mut bad = buf.clone();
             bad[bit / 8] ^= 1 << (bit % 8);
             assert!(check(Some(&key), &bad).is_err(), "flip of bit {bit} accepted");
+        }
+    }
+
+    #[test]
+    fn sealing_in_parts_gives_the_same_packet() {
+        let key = AuthKey::from_job_key(&[5; 16]);
+        let payload = b"a payload split in three places";
+        for config in [config(Some(&key), false), config(None, true), config(None, false)] {
+            let (mut whole, len) = packet(payload);
+            let whole_len = seal(&config, &mut whole, len);
+            for cut in [0, 1, 17, payload.len()] {
+                let (mut head, _) = packet(payload);
+                let parts: [&[u8]; 2] = [&payload[..cut], &payload[cut..]];
+                let trailer = seal_parts(&config, &mut head, HEADER_LEN, parts);
+                assert_eq!(trailer, trailer_len(&config));
+                let mut joined = head[..HEADER_LEN].to_vec();
+                joined.extend_from_slice(payload);
+                joined.extend_from_slice(&head[HEADER_LEN..HEADER_LEN + trailer]);
+                assert_eq!(joined, whole[..whole_len], "cut at {cut}");
+                assert_eq!(check_with(&config, &joined), Ok(()), "cut at {cut}");
+            }
         }
     }
 

@@ -13,7 +13,7 @@ use crate::auth;
 use crate::peer::{Ids, Peer};
 use crate::time::Instant;
 use crate::timer::{TimerKind, TimerQueue};
-use crate::{Config, DropReason, Event, McastSegment, MsgId, PeerStats, Stats, SubmitError, Transmit};
+use crate::{Config, DropReason, Event, McastSegment, MsgId, PeerStats, Stats, SubmitError, Transmit, TransmitParts};
 use mw_wire::mcast::{McastData, GROUP_RANK};
 use mw_wire::{Flags, HeaderRepr, PacketType, HEADER_LEN};
 use std::collections::VecDeque;
@@ -349,6 +349,8 @@ impl Endpoint {
     /// Writes the next datagram to send into `buf` and says where it goes;
     /// `None` when nothing is to be sent now. Call until `None` after every
     /// `handle_*` or `submit` call. Acks are generated here, never earlier.
+    /// [`poll_transmit_parts`](Self::poll_transmit_parts) is the same without
+    /// copying the payload.
     ///
     /// # Panics
     ///
@@ -356,20 +358,55 @@ impl Endpoint {
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         assert!(buf.len() >= self.config.max_datagram, "transmit buffer smaller than max_datagram");
+        let (peer, emitted) = self.next_emitted(now, buf)?;
+        if let Some(packet) = &emitted.data {
+            self.peers[peer as usize].send.copy_payload(packet, &mut buf[emitted.head_len..emitted.len()]);
+        }
+        let len = auth::seal(&self.config, buf, emitted.len());
+        Some(Transmit { peer, len })
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) without the payload copy: the
+    /// datagram is `head`, then `payload[0]`, `payload[1]`, then `trailer`
+    /// (the MAC or checksum, if any), to be sent as one datagram with a vectored send.
+    /// `head` and `trailer` live in `buf`; the payload is lent straight from
+    /// the retransmission buffer, so bulk data is copied once on its way to
+    /// the socket (at `submit`) instead of twice.
+    ///
+    /// # Panics
+    ///
+    /// If `buf` is shorter than `HEADER_LEN + TRAILER_RESERVE` (64 bytes).
+    #[must_use]
+    pub fn poll_transmit_parts<'a>(&'a mut self, now: Instant, buf: &'a mut [u8]) -> Option<TransmitParts<'a>> {
+        assert!(buf.len() >= HEADER_LEN + auth::TRAILER_RESERVE, "transmit buffer smaller than header and trailer");
+        let (peer, emitted) = self.next_emitted(now, buf)?;
+        let payload = match &emitted.data {
+            Some(packet) => self.peers[peer as usize].send.payload(packet),
+            None => [&[][..], &[][..]],
+        };
+        let head_len = emitted.head_len;
+        let trailer_len = auth::seal_parts(&self.config, buf, head_len, payload);
+        let buf: &'a [u8] = buf;
+        Some(TransmitParts { peer, head: &buf[..head_len], payload, trailer: &buf[head_len..head_len + trailer_len] })
+    }
+
+    /// Picks the next packet (round robin over the ready peers), writes its
+    /// header into `buf` and counts it as sent.
+    fn next_emitted(&mut self, now: Instant, buf: &mut [u8]) -> Option<(u32, crate::peer::Emitted)> {
+        let trailer = auth::trailer_len(&self.config);
         while let Some(&peer) = self.ready.front() {
             let index = peer as usize;
-            let Some(len) = self.peers[index].poll_transmit(now, self.ids, buf, &mut self.stats) else {
+            let Some(emitted) = self.peers[index].poll_transmit(now, self.ids, buf, &mut self.stats) else {
                 self.ready.pop_front();
                 self.peers[index].in_ready = false;
                 continue;
             };
-            let len = auth::seal(&self.config, buf, len);
             self.stats.packets_sent += 1;
-            self.stats.bytes_sent += len as u64;
+            self.stats.bytes_sent += (emitted.len() + trailer) as u64;
             // Round robin: the peer goes to the back and is asked again later.
             self.ready.rotate_left(1);
             self.refresh(now, index);
-            return Some(Transmit { peer, len });
+            return Some((peer, emitted));
         }
         None
     }

@@ -61,6 +61,59 @@ pub struct Transmit {
     pub len: usize,
 }
 
+/// A datagram from [`Endpoint::poll_transmit_parts`]: `head`, `payload[0]`,
+/// `payload[1]` and `trailer`, concatenated, are the bytes to send (any but
+/// `head` may be empty).
+#[derive(Debug, Clone, Copy)]
+pub struct TransmitParts<'a> {
+    /// Rank to send it to.
+    pub peer: u32,
+    /// The packet header.
+    pub head: &'a [u8],
+    /// The payload, in place in the retransmission buffer (two slices when
+    /// it wraps around that ring).
+    pub payload: [&'a [u8]; 2],
+    /// The trailer: the MAC with authentication, the CRC32C with checksums,
+    /// else empty.
+    pub trailer: &'a [u8],
+}
+
+impl TransmitParts<'_> {
+    /// Length of the whole datagram.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.payload_len() + self.trailer.len()
+    }
+
+    /// Always false: a datagram has at least a header.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Payload bytes.
+    pub fn payload_len(&self) -> usize {
+        self.payload[0].len() + self.payload[1].len()
+    }
+
+    /// The datagram's pieces in order, for a vectored send.
+    pub fn slices(&self) -> [&[u8]; 4] {
+        [self.head, self.payload[0], self.payload[1], self.trailer]
+    }
+
+    /// Copies the whole datagram into `out`, returning its length.
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than [`len`](Self::len).
+    pub fn copy_to(&self, out: &mut [u8]) -> usize {
+        let mut at = 0;
+        for part in self.slices() {
+            out[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        at
+    }
+}
+
 /// A multicast segment accepted by [`Endpoint::accept_mcast`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct McastSegment<'a> {

@@ -550,3 +550,130 @@ fn a_peer_that_alone_stops_is_declared_dead() {
     assert!(now <= stopped + Duration::from_millis(10) + dead_after, "dead at {now:?}");
     assert_eq!(a.stats().stalls_forgiven, 0, "a ran on time");
 }
+
+#[test]
+fn a_spurious_timeout_does_not_make_the_packets_behind_it_look_lost() {
+    // The peer is only slow (descheduled), not losing anything: the RTO
+    // retransmits the oldest packet, then the peer's ack for the originals
+    // arrives. That ack covers the retransmitted sequence number; it must not
+    // make the packets sent between the original and the retransmission
+    // count as lost (they are merely in flight behind it).
+    let (mut a, mut b) = pair(Config::default());
+    for i in 0..10u8 {
+        a.submit(at(0), 1, &[&[i; 100]]).unwrap();
+    }
+    let packets = drain(&mut a, at(0));
+    assert_eq!(packets.len(), 10);
+    assert_eq!(feed(&mut b, at(10), &packets[..5]).len(), 5);
+    let rto = a.poll_timeout().expect("the RTO is armed");
+    a.handle_timeout(rto);
+    let again = drain(&mut a, rto);
+    assert_eq!(again.len(), 1, "the RTO retransmits the oldest packet");
+    assert_eq!(a.stats().retransmits_timeout, 1);
+    // The peer's delayed ack for the first five, sent before the retransmission arrived.
+    let late = at(10) + a.config().max_ack_delay;
+    b.handle_timeout(late);
+    let ack = drain(&mut b, late);
+    assert_eq!(ack.len(), 1);
+    let _ = feed(&mut a, rto + Duration::from_micros(1), &ack);
+    assert!(drain(&mut a, rto + Duration::from_micros(1)).is_empty(), "nothing is deemed lost");
+    assert_eq!(a.stats().retransmits_fast, 0);
+    let window = a.peer_stats(1).unwrap().cwnd;
+    assert_eq!(window, Config::default().initial_window, "the RTO's window collapse is undone");
+    // The rest arrives; the retransmission is the only duplicate.
+    assert_eq!(feed(&mut b, rto, &packets[5..]).len(), 5);
+    assert_eq!(feed(&mut b, rto, &again).len(), 0);
+    let mut now = rto;
+    settle(&mut a, &mut b, &mut now);
+    assert_eq!(b.stats().drops.duplicate, 1);
+    assert_eq!(a.stats().retransmits_fast + a.stats().retransmits_timeout, 1);
+}
+
+/// Everything `ep` wants to send now, built with `poll_transmit_parts`.
+fn drain_parts(ep: &mut Endpoint, now: Instant) -> Vec<(u32, Vec<u8>)> {
+    let mut head = [0u8; HEADER_LEN + mw_proto::TRAILER_RESERVE];
+    let mut out = Vec::new();
+    while let Some(t) = ep.poll_transmit_parts(now, &mut head) {
+        let bytes = t.slices().concat();
+        let mut copied = vec![0u8; t.len()];
+        assert_eq!(t.copy_to(&mut copied), bytes.len());
+        assert_eq!(copied, bytes);
+        out.push((t.peer, bytes));
+    }
+    out
+}
+
+#[test]
+fn vectored_transmit_sends_the_same_bytes_as_copied_transmit() {
+    // Two identical senders driven identically, one emitting with
+    // poll_transmit, the other with poll_transmit_parts: every datagram must
+    // be byte-identical, also when payloads wrap around the stream ring and
+    // with authentication (the MAC over the parts) or checksums (the CRC32C
+    // over the parts).
+    let auth = Some(mw_proto::AuthKey::from_job_key(&[7; 16]));
+    for (auth, checksum) in [(None, false), (auth, false), (None, true)] {
+        let config = Config { max_datagram: 300, auth, checksum, ..Config::default() };
+        let (mut copied, mut copied_peer) = pair(config.clone());
+        let (mut vectored, mut vectored_peer) = pair(config);
+        let mut now = at(0);
+        for round in 0..40u32 {
+            let size = (round as usize * 97) % 700;
+            let body: Vec<u8> = (0..size).map(|i| (i as u32 * 31 + round) as u8).collect();
+            for ep in [&mut copied, &mut vectored] {
+                ep.submit(now, 1, &[&body[..size / 2], &body[size / 2..]]).unwrap();
+            }
+            now += Duration::from_micros(5);
+            let sent_copied = drain(&mut copied, now);
+            let sent_vectored = drain_parts(&mut vectored, now);
+            assert_eq!(sent_copied, sent_vectored, "round {round}");
+            // Deliver all but every third packet, so retransmissions happen too.
+            let keep: Vec<_> =
+                sent_copied.iter().enumerate().filter(|(i, _)| i % 3 != 2).map(|(_, p)| p.clone()).collect();
+            let got = feed(&mut copied_peer, now, &keep);
+            assert_eq!(got, feed(&mut vectored_peer, now, &keep));
+            let acks = drain(&mut copied_peer, now);
+            assert_eq!(acks, drain(&mut vectored_peer, now));
+            let _ = feed(&mut copied, now, &acks);
+            let _ = feed(&mut vectored, now, &acks);
+            if round % 5 == 4 {
+                now += Duration::from_millis(2);
+                copied.handle_timeout(now);
+                vectored.handle_timeout(now);
+            }
+        }
+        assert!(copied.stats().retransmits_fast + copied.stats().retransmits_timeout > 0);
+        assert_eq!(copied.stats(), vectored.stats());
+    }
+}
+
+#[test]
+fn a_genuine_timeout_repairs_the_whole_lost_tail() {
+    // The last five packets are all lost. The RTO resends the oldest of them;
+    // its ack (covering nothing older) shows the path works, so the packets
+    // sent before that retransmission and still unacked count as lost and
+    // are resent at once, not one RTO each.
+    let (mut a, mut b) = pair(Config::default());
+    for i in 0..10u8 {
+        a.submit(at(0), 1, &[&[i; 100]]).unwrap();
+    }
+    let packets = drain(&mut a, at(0));
+    assert_eq!(feed(&mut b, at(10), &packets[..5]).len(), 5);
+    let late = at(10) + a.config().max_ack_delay;
+    b.handle_timeout(late);
+    let _ = feed(&mut a, late, &drain(&mut b, late));
+    let rto = a.poll_timeout().expect("the RTO is armed");
+    a.handle_timeout(rto);
+    let again = drain(&mut a, rto);
+    assert_eq!(again.len(), 1);
+    assert_eq!(feed(&mut b, rto, &again).len(), 1);
+    let ack = drain(&mut b, rto);
+    let _ = feed(&mut a, rto, &ack);
+    let repair = drain(&mut a, rto);
+    assert!(repair.len() >= 2, "the rest of the tail is resent without waiting (as the window allows)");
+    let mut now = rto;
+    let _ = feed(&mut b, now, &repair);
+    let (_, delivered) = settle(&mut a, &mut b, &mut now);
+    assert_eq!(delivered.len() + repair.len(), 4, "each lost packet delivered once");
+    assert_eq!(a.stats().retransmits_timeout, 1, "one RTO for the whole tail");
+    assert_eq!(a.stats().retransmits_fast, 4);
+}

@@ -7,8 +7,8 @@
 //! own (a full socket is reported as `WouldBlock` and the caller decides),
 //! or block (every call here is nonblocking; waiting is `wait.rs`'s job).
 //!
-//! Hot path budget (STYLE habit 8): `send_to` and `recv_one` are one
-//! syscall each and allocate nothing; `send_batch` and `recv_batch` are one
+//! Hot path budget (STYLE habit 8): `send_to`, `send_parts` and `recv_one`
+//! are one syscall each and allocate nothing; `send_batch` and `recv_batch` are one
 //! syscall per up to [`SEND_CHUNK`] / `recv_batch` datagrams and allocate
 //! nothing after `bind`/`new_recv_batch`.
 
@@ -250,6 +250,15 @@ impl UdpTransport {
     /// its peer by milliseconds; see `wait.rs`.
     pub fn send_to(&mut self, buf: &[u8], dst: SocketAddr) -> io::Result<()> {
         sys::send_to(self.socket.as_raw_fd(), buf, &dst)
+    }
+
+    /// Sends one datagram made of `parts` concatenated (at most four, e.g. a
+    /// header, a payload in two pieces and a trailer) with one `sendmsg`,
+    /// without copying them together first: the kernel gathers them as it
+    /// copies the datagram in. Errors like [`send_to`](Self::send_to); more
+    /// than four parts is `InvalidInput`.
+    pub fn send_parts(&mut self, parts: &[&[u8]], dst: SocketAddr) -> io::Result<()> {
+        sys::send_parts(self.socket.as_raw_fd(), parts, &dst)
     }
 
     /// Sends `msgs` in order with `sendmmsg`, merging runs of equal-sized

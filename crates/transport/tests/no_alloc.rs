@@ -65,6 +65,8 @@ fn send_and_receive_do_not_allocate() {
         for _ in 0..100 {
             tx.send_to(&payload, dst).unwrap();
             spin_recv_one(&mut rx, &mut buf, 1);
+            tx.send_parts(&[&payload[..10], &payload[10..]], dst).unwrap();
+            spin_recv_one(&mut rx, &mut buf, 1);
         }
         // GSO send, then GRO buffers split by recv_one (the stash path).
         assert_eq!(tx.send_batch(&msgs).unwrap(), msgs.len());

@@ -81,6 +81,27 @@ fn single_datagram_round_trip() {
 }
 
 #[test]
+fn vectored_send_arrives_as_one_datagram_of_its_parts() {
+    let mut a = bind(&UdpConfig::default());
+    let mut b = bind(&UdpConfig::default());
+    let big = payload(3, LOOPBACK_PAYLOAD_MTU - 100);
+    let cases: [&[&[u8]]; 4] = [
+        &[b"head", b"payload", b"", b"tail"],
+        &[b"", b"", b"", b""],
+        &[b"only"],
+        &[&big[..60], &big[60..40_000], &big[40_000..], b"0123456789abcdef"],
+    ];
+    for parts in cases {
+        a.send_parts(parts, b.local_addr()).unwrap();
+        let got = recv_n_one(&mut b, 1, 65_536);
+        assert_eq!(got, vec![(a.local_addr(), parts.concat())]);
+    }
+    let five: [&[u8]; 5] = [b"1", b"2", b"3", b"4", b"5"];
+    let err = a.send_parts(&five, b.local_addr()).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+}
+
+#[test]
 fn receiving_from_an_empty_socket_returns_at_once() {
     for cfg in [UdpConfig::default(), no_offload()] {
         let mut rx = bind(&cfg);

@@ -115,6 +115,12 @@ pub fn packet_checksum(covered: &[u8]) -> u32 {
     crc32c::crc32c(covered)
 }
 
+/// [`packet_checksum`] of the concatenation of `parts` (a packet whose
+/// header and payload are not contiguous, e.g. sent with a vectored send).
+pub fn packet_checksum_parts(parts: &[&[u8]]) -> u32 {
+    parts.iter().fold(0, |crc, part| crc32c::crc32c_append(crc, part))
+}
+
 /// Checks what must be checked before anything else of a received datagram
 /// can be read: that it is as long as a header and starts with memwire's
 /// magic number and this build's version (they say how the rest is laid
@@ -642,6 +648,17 @@ mod tests {
         assert!(!checksum_matches(&buf[..3]));
         // CRC32C of "123456789" is the standard check value 0xE3069283.
         assert_eq!(packet_checksum(b"123456789"), 0xe306_9283);
+    }
+
+    #[test]
+    fn checksum_of_parts_equals_checksum_of_concatenation() {
+        let whole: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+        for cuts in [(0, 0), (0, 3000), (17, 17), (24, 1500), (1, 2999), (3000, 3000)] {
+            let (a, rest) = whole.split_at(cuts.0);
+            let (b, c) = rest.split_at(cuts.1 - cuts.0);
+            assert_eq!(packet_checksum_parts(&[a, b, c, &[]]), packet_checksum(&whole), "cuts {cuts:?}");
+        }
+        assert_eq!(packet_checksum_parts(&[]), packet_checksum(&[]));
     }
 
     #[test]

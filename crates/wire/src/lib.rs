@@ -23,7 +23,7 @@ pub mod op;
 
 pub use error::{Error, Result};
 pub use header::{
-    check_preamble, checksum_matches, packet_checksum, peek_packet_type, Flags, Header, HeaderRepr, PacketType,
-    CHECKSUM_LEN, HEADER_LEN, MAC_LEN, MAGIC, VERSION,
+    check_preamble, checksum_matches, packet_checksum, packet_checksum_parts, peek_packet_type, Flags, Header,
+    HeaderRepr, PacketType, CHECKSUM_LEN, HEADER_LEN, MAC_LEN, MAGIC, VERSION,
 };
 pub use op::{OpCode, OpRepr};

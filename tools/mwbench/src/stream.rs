@@ -40,16 +40,35 @@ fn put_stream(ep: &Endpoint, key: RegionKey, peer: u32, data: &[u8], count: usiz
     drain(outstanding);
 }
 
-/// `count` windowed gets of `size` bytes from `peer`.
+/// `count` gets of `size` bytes from `peer`, between `window / 2` and
+/// `window` outstanding. A handle borrows its destination, so the buffers
+/// are two halves that take turns: one half is reissued while the other is
+/// in flight (draining the whole window before issuing more would empty the
+/// pipe once per batch). A window of 1 issues one get at a time.
 fn get_stream(ep: &Endpoint, key: RegionKey, peer: u32, bufs: &mut [Vec<u8>], count: usize, window: usize) {
-    let mut done = 0;
-    while done < count {
-        let batch = (count - done).min(window);
-        let handles: Vec<_> =
-            bufs.iter_mut().take(batch).map(|b| ep.get_nb(peer, key, 0, b).expect("get_nb")).collect();
-        mw_core::wait_all(handles).expect("get");
-        done += batch;
+    let in_use = window.min(bufs.len());
+    let bufs = &mut bufs[..in_use];
+    if bufs.len() < 2 {
+        for _ in 0..count {
+            ep.get(peer, key, 0, &mut bufs[0]).expect("get");
+        }
+        return;
     }
+    let half = bufs.len() / 2;
+    let (first, second) = bufs.split_at_mut(half);
+    let mut issued = 0;
+    let mut in_second = Vec::new();
+    while issued < count {
+        let n = (count - issued).min(first.len());
+        let in_first: Vec<_> = first.iter_mut().take(n).map(|b| ep.get_nb(peer, key, 0, b).expect("get_nb")).collect();
+        issued += n;
+        mw_core::wait_all(in_second).expect("get");
+        let n = (count - issued).min(second.len());
+        in_second = second.iter_mut().take(n).map(|b| ep.get_nb(peer, key, 0, b).expect("get_nb")).collect();
+        issued += n;
+        mw_core::wait_all(in_first).expect("get");
+    }
+    mw_core::wait_all(in_second).expect("get");
 }
 
 /// `count` tagged sends of `size` bytes to `peer`, `window` outstanding,

@@ -31,6 +31,30 @@ pub(crate) struct Ids {
 /// Epochs of earlier incarnations of a peer remembered to reject their late packets.
 const RETIRED_EPOCHS: usize = 4;
 
+/// What [`Peer::poll_transmit`] wrote: the packet header at the start of the
+/// caller's buffer and, for a Data packet, which stream bytes form its
+/// payload. The payload is not copied here: the endpoint either copies it
+/// behind the header ([`send::SendState::copy_payload`]) or lends it out for
+/// a vectored send ([`send::SendState::payload`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Emitted {
+    /// Header bytes written (the whole packet for a control packet).
+    pub(crate) head_len: usize,
+    /// The Data packet whose payload follows the header.
+    pub(crate) data: Option<send::DataPacket>,
+}
+
+impl Emitted {
+    fn control(head_len: usize) -> Emitted {
+        Emitted { head_len, data: None }
+    }
+
+    /// Header plus payload bytes (no MAC trailer).
+    pub(crate) fn len(&self) -> usize {
+        self.head_len + self.data.map_or(0, |p| p.len)
+    }
+}
+
 /// The connection with one remote rank.
 #[derive(Debug)]
 pub(crate) struct Peer {
@@ -119,16 +143,23 @@ impl Peer {
             || (self.send.is_quiescent() && !self.recv.ack_owed() && self.reset_owed.is_none() && !self.probe_owed)
     }
 
-    /// Writes the next packet toward this peer into `buf`, returning its
-    /// length, or `None` when nothing may be sent now.
-    pub(crate) fn poll_transmit(&mut self, now: Instant, ids: Ids, buf: &mut [u8], stats: &mut Stats) -> Option<usize> {
+    /// Writes the header of the next packet toward this peer into `buf` and
+    /// says what payload follows it, or `None` when nothing may be sent now.
+    pub(crate) fn poll_transmit(
+        &mut self,
+        now: Instant,
+        ids: Ids,
+        buf: &mut [u8],
+        stats: &mut Stats,
+    ) -> Option<Emitted> {
         if self.dead {
             return None;
         }
         let watermark = self.send.watermark();
         if let Some(dst_epoch) = self.reset_owed.take() {
             stats.resets_sent += 1;
-            return Some(self.control(ids, PacketType::Reset, Flags::empty(), dst_epoch, watermark, buf));
+            let len = self.control(ids, PacketType::Reset, Flags::empty(), dst_epoch, watermark, buf);
+            return Some(Emitted::control(len));
         }
         if self.recv.ack_due() {
             // Piggyback only on a Data packet whose own seq + 1 is the
@@ -141,7 +172,7 @@ impl Peer {
                 } else {
                     stats.acks_sent += 1;
                 }
-                return Some(self.control(ids, ptype, Flags::ACK, self.epoch, watermark, buf));
+                return Some(Emitted::control(self.control(ids, ptype, Flags::ACK, self.epoch, watermark, buf)));
             }
         }
         if let Some(packet) = self.send.next_packet(now, self.rtt.rto()) {
@@ -155,22 +186,28 @@ impl Peer {
             }
             let repr = self.header(ids, PacketType::Data, flags, packet.len as u16, packet.seq, ack, sack);
             repr.emit_into(buf);
-            self.send.copy_payload(&packet, &mut buf[HEADER_LEN..HEADER_LEN + packet.len]);
             match packet.retransmit {
                 None => stats.data_sent += 1,
                 Some(true) => stats.retransmits_timeout += 1,
                 Some(false) => stats.retransmits_fast += 1,
             }
-            return Some(HEADER_LEN + packet.len);
+            return Some(Emitted { head_len: HEADER_LEN, data: Some(packet) });
         }
         if self.recv.ack_due() {
             stats.acks_sent += 1;
-            return Some(self.control(ids, PacketType::Ack, Flags::ACK, self.epoch, watermark, buf));
+            return Some(Emitted::control(self.control(ids, PacketType::Ack, Flags::ACK, self.epoch, watermark, buf)));
         }
         if self.probe_owed {
             self.probe_owed = false;
             stats.probes_sent += 1;
-            return Some(self.control(ids, PacketType::Probe, Flags::empty(), self.epoch, watermark, buf));
+            return Some(Emitted::control(self.control(
+                ids,
+                PacketType::Probe,
+                Flags::empty(),
+                self.epoch,
+                watermark,
+                buf,
+            )));
         }
         None
     }

@@ -168,6 +168,8 @@ pub(crate) struct RecvState {
     reasm: Reassembly,
     /// In-order Data packets received since the last ack went out.
     unacked: u32,
+    /// Their payload bytes.
+    unacked_bytes: usize,
     /// When the delayed ack must go out at the latest.
     ack_deadline: Option<Instant>,
     /// An ack must go out at once.
@@ -186,6 +188,7 @@ impl RecvState {
             nack_hi: config.initial_seq,
             reasm: Reassembly { buf: Vec::new(), state: Reasm::Idle, max_message: config.max_message },
             unacked: 0,
+            unacked_bytes: 0,
             ack_deadline: None,
             ack_now: false,
             nack_now: false,
@@ -272,7 +275,12 @@ impl RecvState {
             self.nack_hi = self.rcv_nxt;
         }
         self.unacked += 1;
-        if filled || flags.contains(Flags::ACK_NOW) || self.unacked >= config.ack_every {
+        self.unacked_bytes += payload.len();
+        if filled
+            || flags.contains(Flags::ACK_NOW)
+            || self.unacked >= config.ack_every
+            || self.unacked_bytes >= config.ack_every_bytes
+        {
             // A packet that fills (part of) a hole is acked at once (RFC 5681
             // §4.2) so the sender's recovery ends quickly.
             self.ack_now = true;
@@ -378,6 +386,7 @@ impl RecvState {
     /// An ack carrying [`RecvState::ack_fields`] went out.
     pub(crate) fn on_ack_sent(&mut self) {
         self.unacked = 0;
+        self.unacked_bytes = 0;
         self.ack_deadline = None;
         self.ack_now = false;
         self.nack_now = false;
@@ -433,6 +442,21 @@ mod tests {
             data(&mut rs, &cfg, s0.wrapping_add(4 + cfg.recv_window), f | l, b"z", &mut out),
             Err(DropReason::OutOfWindow)
         );
+    }
+
+    #[test]
+    fn large_packets_are_acked_every_ack_every_bytes() {
+        let cfg = Config { ack_every: 8, ack_every_bytes: 100, ..Config::default() };
+        let mut rs = RecvState::new(&cfg);
+        let mut out = Vec::new();
+        let fl = Flags::FIRST | Flags::LAST;
+        data(&mut rs, &cfg, 0, fl, &[1; 60], &mut out).unwrap();
+        assert!(!rs.ack_due(), "60 bytes: the ack may wait");
+        data(&mut rs, &cfg, 1, fl, &[2; 60], &mut out).unwrap();
+        assert!(rs.ack_due(), "120 bytes since the last ack");
+        rs.on_ack_sent();
+        data(&mut rs, &cfg, 2, fl, &[3; 60], &mut out).unwrap();
+        assert!(!rs.ack_due(), "the byte count restarts with each ack");
     }
 
     #[test]

@@ -45,6 +45,9 @@ struct SentPacket {
     sent_at: Instant,
     /// Ever retransmitted: Karn's rule takes no RTT sample from it.
     retransmitted: bool,
+    /// The latest transmission was a timeout retransmission: an ack for it
+    /// may well be for an earlier copy that was only late.
+    by_timeout: bool,
     state: PktState,
 }
 
@@ -57,6 +60,44 @@ pub(crate) struct DataPacket {
     pub(crate) len: usize,
     /// `Some(by_timeout)` for a retransmission.
     pub(crate) retransmit: Option<bool>,
+}
+
+/// What one ack newly acknowledged (cumulatively or by SACK), for loss
+/// detection and RTT sampling.
+#[derive(Debug, Default)]
+struct NewlyAcked {
+    /// The newest (by transmission) of them: (tx, sent_at, ever retransmitted).
+    newest: Option<(u64, Instant, bool)>,
+    /// The newest of them whose latest transmission was not a timeout
+    /// retransmission: (tx, sent_at).
+    newest_unambiguous: Option<(u64, Instant)>,
+    /// The oldest transmission among them of a packet never retransmitted.
+    oldest_original: Option<u64>,
+}
+
+impl NewlyAcked {
+    fn note(&mut self, p: &SentPacket) {
+        if self.newest.is_none_or(|(tx, _, _)| tx < p.tx) {
+            self.newest = Some((p.tx, p.sent_at, p.retransmitted));
+        }
+        if !p.by_timeout && self.newest_unambiguous.is_none_or(|(tx, _)| tx < p.tx) {
+            self.newest_unambiguous = Some((p.tx, p.sent_at));
+        }
+        if !p.retransmitted && self.oldest_original.is_none_or(|tx| p.tx < tx) {
+            self.oldest_original = Some(p.tx);
+        }
+    }
+
+    /// Whether the newest of them is a timeout retransmission whose ack
+    /// shows the RTO was spurious (see `SendState::on_ack`).
+    fn spurious_timeout(&self) -> bool {
+        match (self.newest, self.newest_unambiguous) {
+            (Some((tx, _, _)), unambiguous) if unambiguous.is_none_or(|(u, _)| u < tx) => {
+                self.oldest_original.is_some_and(|original| original < tx)
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The send half of a connection.
@@ -96,6 +137,9 @@ pub(crate) struct SendState {
     recovery_tx: u64,
     /// Send the next lost packet even if the window is full (RTO).
     force_one: bool,
+    /// (cwnd, ssthresh) before the current series of RTOs, restored if the
+    /// ack of the timeout retransmission shows the RTO was spurious.
+    before_rto: Option<(u32, u32)>,
     /// Acks that acknowledged nothing new while naming `snd_una` as missing,
     /// counted once that packet's latest transmission has had time to arrive.
     dup_acks: u64,
@@ -139,6 +183,7 @@ impl SendState {
             cwnd_acc: 0,
             recovery_tx: 0,
             force_one: false,
+            before_rto: None,
             dup_acks: 0,
             rto_deadline: None,
             ack_request: None,
@@ -296,6 +341,7 @@ impl SendState {
             p.tx = tx;
             p.sent_at = now;
             p.retransmitted = true;
+            p.by_timeout = by_timeout;
             p.state = PktState::InFlight;
             self.inflight += 1;
             self.inflight_bytes += p.len as usize;
@@ -336,6 +382,7 @@ impl SendState {
             tx,
             sent_at: now,
             retransmitted: false,
+            by_timeout: false,
             state: PktState::InFlight,
         });
         self.sent_log.push_back((tx, seq));
@@ -353,21 +400,28 @@ impl SendState {
         Some(DataPacket { seq, flags: wire_flags, off, len, retransmit: None })
     }
 
-    /// Copies the payload of a packet chosen by [`SendState::next_packet`] into `out`.
-    pub(crate) fn copy_payload(&self, packet: &DataPacket, out: &mut [u8]) {
+    /// The payload of a packet chosen by [`SendState::next_packet`], in place
+    /// in the stream: one slice, or two when it wraps around the ring (the
+    /// second is then non-empty). Valid until the next `&mut self` call.
+    pub(crate) fn payload(&self, packet: &DataPacket) -> [&[u8]; 2] {
         let start = (packet.off - self.stream_base) as usize;
         let (a, b) = self.stream.as_slices();
-        let len = out.len();
+        let len = packet.len;
         if start + len <= a.len() {
-            out.copy_from_slice(&a[start..start + len]);
+            [&a[start..start + len], &[]]
         } else if start >= a.len() {
             let s = start - a.len();
-            out.copy_from_slice(&b[s..s + len]);
+            [&b[s..s + len], &[]]
         } else {
-            let n = a.len() - start;
-            out[..n].copy_from_slice(&a[start..]);
-            out[n..].copy_from_slice(&b[..len - n]);
+            [&a[start..], &b[..len - (a.len() - start)]]
         }
+    }
+
+    /// Copies the payload of a packet chosen by [`SendState::next_packet`] into `out`.
+    pub(crate) fn copy_payload(&self, packet: &DataPacket, out: &mut [u8]) {
+        let [a, b] = self.payload(packet);
+        out[..a.len()].copy_from_slice(a);
+        out[a.len()..a.len() + b.len()].copy_from_slice(b);
     }
 
     /// Processes acknowledgement fields from the peer. `watermark` is the
@@ -385,13 +439,7 @@ impl SendState {
         if seq_lt(self.snd_nxt(), ack) {
             return false; // acks what we never sent: ignore
         }
-        // The newly acked packet sent last: (tx, sent_at, retransmitted).
-        let mut newest: Option<(u64, Instant, bool)> = None;
-        let note = |newest: &mut Option<(u64, Instant, bool)>, p: &SentPacket| {
-            if !matches!(newest, Some((tx, _, _)) if *tx > p.tx) {
-                *newest = Some((p.tx, p.sent_at, p.retransmitted));
-            }
-        };
+        let mut newly = NewlyAcked::default();
         let mut freed_to = None;
         let before = self.acked_msgs;
         // seed 004, PM/UDP S2: everything below the cumulative ack is released.
@@ -401,7 +449,7 @@ impl SendState {
             };
             self.snd_una = self.snd_una.wrapping_add(1);
             if p.state != PktState::Sacked {
-                note(&mut newest, &p);
+                newly.note(&p);
                 if p.state == PktState::InFlight {
                     self.inflight -= 1;
                     self.inflight_bytes -= p.len as usize;
@@ -440,22 +488,52 @@ impl SendState {
             }
             p.state = PktState::Sacked;
             let p = &self.sent[index];
-            note(&mut newest, p);
+            newly.note(p);
             let tx = p.tx;
             self.grow(tx);
         }
-        let Some((tx, sent_at, retransmitted)) = newest else {
+        let Some((newest_tx, newest_sent_at, newest_retransmitted)) = newly.newest else {
             self.on_duplicate_ack(now, ack, rtt);
             return false;
         };
         self.dup_acks = 0;
-        if tx > self.largest_acked_tx {
-            self.largest_acked_tx = tx;
-            self.largest_acked_sent_at = sent_at;
-            if !retransmitted {
-                // Karn's rule: only never-retransmitted packets give samples.
-                rtt.on_sample(now - sent_at);
+        if newest_tx > self.largest_acked_tx {
+            // The loss reference is the newest packet known to have arrived.
+            // An ack for a packet the RTO resent is ambiguous: the RTO fires
+            // as readily when the peer is merely slow (descheduled) as when
+            // the packet was lost. If this ack also newly covers a packet
+            // sent before that retransmission and never resent, the originals
+            // were only late: the RTO was spurious. Then the retransmission's
+            // new, high transmission number must not become the reference
+            // (every packet still in flight behind the original would look
+            // lost: a burst of spurious retransmissions), and the window
+            // collapse is undone (the Eifel response, RFC 4015). Otherwise
+            // the retransmission is taken to have arrived, and the packets
+            // sent before it and still unacked are lost too: that repairs a
+            // tail of losses without one RTO per packet. (RFC 9002 has no
+            // such ambiguity: it never reuses packet numbers.)
+            let reference = if newly.spurious_timeout() {
+                if let Some((cwnd, ssthresh)) = self.before_rto.take() {
+                    self.cwnd = self.cwnd.max(cwnd);
+                    self.ssthresh = ssthresh;
+                }
+                newly.newest_unambiguous.filter(|&(tx, _)| tx > self.largest_acked_tx)
+            } else {
+                Some((newest_tx, newest_sent_at))
+            };
+            if let Some((tx, sent_at)) = reference {
+                self.largest_acked_tx = tx;
+                self.largest_acked_sent_at = sent_at;
             }
+            if !newest_retransmitted {
+                // Karn's rule: only never-retransmitted packets give samples,
+                // and only the newest acked one (RFC 9002 §5.1): an older one
+                // may have waited behind a hole for its cumulative ack.
+                rtt.on_sample(now - newest_sent_at);
+            }
+        }
+        if !self.awaiting_rto_verdict() {
+            self.before_rto = None;
         }
         rtt.on_progress();
         let threshold = if nack { 1 } else { PACKET_THRESHOLD };
@@ -467,6 +545,13 @@ impl SendState {
             self.hold(watermark);
         }
         true
+    }
+
+    /// The oldest unacked packet is an RTO's retransmission (sent, or about
+    /// to be) whose ack has not come yet: whether the RTO was spurious is
+    /// still open.
+    fn awaiting_rto_verdict(&self) -> bool {
+        self.sent.front().is_some_and(|p| p.by_timeout || p.state == PktState::Lost { by_timeout: true })
     }
 
     /// An ack that acknowledged nothing new. SACK reports only the 64
@@ -500,6 +585,9 @@ impl SendState {
         self.inflight_bytes -= len;
         self.lost.push_front(self.snd_una);
         self.on_congestion(tx);
+        // Both copies of an RTO's retransmission lost: the RTO was not
+        // spurious, its window collapse stays.
+        self.before_rto = None;
         // The packets still counted in flight are exactly the ones stuck
         // behind this hole: they cannot make room in the window, so it goes
         // out regardless, as after an RTO.
@@ -592,6 +680,7 @@ impl SendState {
             PktState::Sacked => {}
         }
         self.force_one = true;
+        self.before_rto.get_or_insert((self.cwnd, self.ssthresh));
         self.ssthresh = (self.cwnd / 2).max(self.min_window);
         self.cwnd = self.min_window;
         self.cwnd_acc = 0;

@@ -1,8 +1,8 @@
 //! The unsafe island: every system call and raw C structure this crate uses.
 //!
-//! Owns: thin wrappers over `sendto`, `recvfrom`, `recvmsg`, `sendmmsg`,
-//! `recvmmsg`, socket options (buffer sizes, UDP GSO/GRO), `ppoll` and
-//! `sched_yield`, `sched_getcpu`, plus the conversions between `std::net::SocketAddr` and
+//! Owns: thin wrappers over `sendto`, `sendmsg`, `recvfrom`, `recvmsg`, `sendmmsg`,
+//! `recvmmsg`, socket options (buffer sizes, UDP GSO/GRO), `ppoll`,
+//! `sched_yield`, `sched_getcpu` and CPU affinity, plus the conversions between `std::net::SocketAddr` and
 //! `sockaddr_storage`. Each wrapper turns `-1`/`errno` into `io::Error`, so
 //! the rest of the crate is safe code and can `#![deny(unsafe_code)]`.
 //!
@@ -20,7 +20,7 @@ mod sockopt;
 
 pub(crate) use mmsg::{RecvScratch, SendGroup, SendScratch};
 pub(crate) use poll::{allowed_cpus, current_cpu, nudge_to_cpu, ppoll_readable, yield_cpu, PollFds};
-pub(crate) use single::{recv_from, recv_split, send_to};
+pub(crate) use single::{recv_from, recv_split, send_parts, send_to};
 pub(crate) use sockopt::{enable_gro, probe_gso, set_buffer_sizes, BufferSizes};
 
 use std::io;

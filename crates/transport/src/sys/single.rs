@@ -1,8 +1,10 @@
 //! Single-datagram send and receive: the latency path, one syscall each, no
-//! allocation.
+//! allocation; and the vectored send of a bulk payload that is not behind
+//! its header.
 //!
-//! Owns: `sendto`, and `recvfrom`/`recvmsg` with `MSG_DONTWAIT`, turning
-//! "nothing queued" into `None` and reporting truncation and GRO segment sizes.
+//! Owns: `sendto`, `sendmsg` with a gather list, and `recvfrom`/`recvmsg`
+//! with `MSG_DONTWAIT`, turning "nothing queued" into `None` and reporting
+//! truncation and GRO segment sizes.
 //! Must not: block, retry, or look inside a datagram.
 
 use std::io;
@@ -29,6 +31,39 @@ pub(crate) fn send_to(fd: RawFd, buf: &[u8], dst: &SocketAddr) -> io::Result<()>
             addr_len,
         )
     };
+    super::check(ret).map(drop).map_err(super::map_send_error)
+}
+
+/// Most pieces [`send_parts`] gathers into one datagram.
+pub(crate) const MAX_SEND_PARTS: usize = 4;
+
+/// `sendmsg(2)` of one datagram gathered from `parts` (at most
+/// [`MAX_SEND_PARTS`]; empty ones are skipped), so a caller can send a header
+/// and a payload that live apart without first copying them together.
+/// `EAGAIN`/`ENOBUFS` come back as `WouldBlock`.
+pub(crate) fn send_parts(fd: RawFd, parts: &[&[u8]], dst: &SocketAddr) -> io::Result<()> {
+    if parts.len() > MAX_SEND_PARTS {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "send_parts: too many parts"));
+    }
+    let mut storage = zeroed_storage();
+    let addr_len = encode_addr(dst, &mut storage);
+    let mut iovs = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; MAX_SEND_PARTS];
+    let mut count = 0;
+    for part in parts.iter().filter(|p| !p.is_empty()) {
+        // sendmsg only reads through iov_base; the cast to *mut is what the C type demands.
+        iovs[count] = libc::iovec { iov_base: part.as_ptr().cast_mut().cast(), iov_len: part.len() };
+        count += 1;
+    }
+    // SAFETY: `msghdr` is plain C data; all-zero is a valid empty header.
+    let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+    hdr.msg_name = (&mut storage as *mut libc::sockaddr_storage).cast();
+    hdr.msg_namelen = addr_len;
+    hdr.msg_iov = iovs.as_mut_ptr();
+    hdr.msg_iovlen = count as _;
+    // SAFETY: `hdr` points at `storage` (an initialised address of `addr_len`
+    // bytes) and at `count` iovecs, each describing a live borrowed slice
+    // with its true length; the kernel only reads them; all outlive the call.
+    let ret = unsafe { libc::sendmsg(fd, &hdr, 0) };
     super::check(ret).map(drop).map_err(super::map_send_error)
 }
 
