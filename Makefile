@@ -99,6 +99,7 @@ ctest: capi
 	$(MWRUN) -n 4 --timeout 120 $(C_OUT)/hello_rma
 	$(MWRUN) -n 4 --timeout 120 $(C_OUT)/hello_rma-static
 	$(MWRUN) -n 4 --timeout 300 $(C_OUT)/capi_test
+	MW_TRANSPORT=udp $(MWRUN) -n 4 --timeout 300 $(C_OUT)/capi_test
 	$(MWRUN) -n 2 --timeout 300 $(C_OUT)/capi_test-static
 	$(MWRUN) -n 1 --timeout 300 $(C_OUT)/capi_test
 	@# The install target and its pkg-config file work from another prefix.

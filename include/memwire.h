@@ -148,8 +148,8 @@ typedef struct mw_handle mw_handle;
 typedef struct mw_region mw_region;
 
 /**
- * Counters of one endpoint (`mw_stats_get`): operations, and the reliable
- * protocol's packets. `MW_STATS=1` prints them at `mw_finalize`.
+ * Counters of one endpoint (`mw_stats_get`): operations, the reliable
+ * protocol's packets, and the shared-memory path's operations. `MW_STATS=1` prints them at `mw_finalize`.
  */
 typedef struct mw_stats {
   /**
@@ -273,6 +273,19 @@ typedef struct mw_stats {
    * Datagrams dropped: from a peer declared dead.
    */
   uint64_t drops_dead_peer;
+  /**
+   * One-sided operations executed directly on a same-host peer's memory
+   * (not counted in `ops_initiated`, which counts those sent as messages).
+   */
+  uint64_t shm_direct_ops;
+  /**
+   * Messages put into same-host peers' shared-memory rings.
+   */
+  uint64_t shm_ring_sent;
+  /**
+   * Messages taken from this rank's shared-memory rings and executed.
+   */
+  uint64_t shm_ring_received;
 } mw_stats;
 
 /**
@@ -904,8 +917,10 @@ enum mw_status mw_get(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_
  * Starts a get of `len` bytes at `offset` of region `key` at `rank` into
  * `out` and stores its handle in `*handle`. `out` is filled when `mw_wait`
  * (or `mw_wait_all`) returns `MW_OK` for the handle; until the handle is
- * consumed, `out` must stay valid and must not be read or written. A
- * handle released with `mw_handle_free` never writes `out`.
+ * consumed, `out` must stay valid and must not be read or written. Once
+ * `mw_handle_free` has released the handle, `out` is never written again
+ * (a get from a same-host peer may already have filled it inside this
+ * call), so it may be freed at once.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `out` NULL (only if `len` is 0) or
@@ -1296,7 +1311,7 @@ enum mw_status mw_wait_all(struct mw_handle **handles, size_t count);
 /**
  * Releases a handle without waiting and sets `*handle` to NULL: the
  * operation still completes, its result is discarded, and a get's buffer
- * is not written. A NULL `*handle` is a no-op.
+ * is not written after this returns. A NULL `*handle` is a no-op.
  *
  * # Safety
  * As for `mw_wait`.

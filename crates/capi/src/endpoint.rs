@@ -254,6 +254,9 @@ pub unsafe extern "C" fn mw_stats_get(ep: *mut mw_endpoint, stats: *mut mw_stats
             drops_out_of_window: d.out_of_window,
             drops_bad_mac: d.bad_mac,
             drops_dead_peer: d.dead_peer,
+            shm_direct_ops: core.shm_direct_ops,
+            shm_ring_sent: core.shm_ring_sent,
+            shm_ring_received: core.shm_ring_received,
         });
         Ok(())
     })

@@ -136,7 +136,7 @@ pub unsafe extern "C" fn mw_wait_all(handles: *mut *mut mw_handle, count: usize)
 
 /// Releases a handle without waiting and sets `*handle` to NULL: the
 /// operation still completes, its result is discarded, and a get's buffer
-/// is not written. A NULL `*handle` is a no-op.
+/// is not written after this returns. A NULL `*handle` is a no-op.
 ///
 /// # Safety
 /// As for `mw_wait`.

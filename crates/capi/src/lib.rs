@@ -181,8 +181,8 @@ pub struct mw_arrival {
     pub len: u64,
 }
 
-/// Counters of one endpoint (`mw_stats_get`): operations, and the reliable
-/// protocol's packets. `MW_STATS=1` prints them at `mw_finalize`.
+/// Counters of one endpoint (`mw_stats_get`): operations, the reliable
+/// protocol's packets, and the shared-memory path's operations. `MW_STATS=1` prints them at `mw_finalize`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct mw_stats {
@@ -247,4 +247,11 @@ pub struct mw_stats {
     pub drops_bad_mac: u64,
     /// Datagrams dropped: from a peer declared dead.
     pub drops_dead_peer: u64,
+    /// One-sided operations executed directly on a same-host peer's memory
+    /// (not counted in `ops_initiated`, which counts those sent as messages).
+    pub shm_direct_ops: u64,
+    /// Messages put into same-host peers' shared-memory rings.
+    pub shm_ring_sent: u64,
+    /// Messages taken from this rank's shared-memory rings and executed.
+    pub shm_ring_received: u64,
 }

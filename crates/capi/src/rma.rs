@@ -140,8 +140,10 @@ pub unsafe extern "C" fn mw_get(
 /// Starts a get of `len` bytes at `offset` of region `key` at `rank` into
 /// `out` and stores its handle in `*handle`. `out` is filled when `mw_wait`
 /// (or `mw_wait_all`) returns `MW_OK` for the handle; until the handle is
-/// consumed, `out` must stay valid and must not be read or written. A
-/// handle released with `mw_handle_free` never writes `out`.
+/// consumed, `out` must stay valid and must not be read or written. Once
+/// `mw_handle_free` has released the handle, `out` is never written again
+/// (a get from a same-host peer may already have filled it inside this
+/// call), so it may be freed at once.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `out` NULL (only if `len` is 0) or
