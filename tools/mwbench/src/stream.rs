@@ -92,19 +92,26 @@ fn send_stream(ep: &Endpoint, peer: u32, spare: &mut Vec<Vec<u8>>, count: usize,
     }
 }
 
-/// `count` receives of `size` bytes from `peer`, `window` posted at a time,
-/// into handed-over buffers (`irecv_owned`: received in place, no staging).
+/// `count` receives of `size` bytes from `peer`, `window` posted at all
+/// times (a new one as soon as the oldest completes, as the sender keeps
+/// `window` in flight), into handed-over buffers (`irecv_owned`: received
+/// in place, no staging).
 fn recv_stream(ep: &Endpoint, peer: u32, bufs: &mut Vec<Vec<u8>>, count: usize, window: usize) {
-    let mut done = 0;
-    while done < count {
-        let batch = (count - done).min(window);
-        let handles: Vec<_> = bufs.drain(..batch).map(|b| ep.irecv_owned(peer, 2, b).expect("irecv_owned")).collect();
-        for h in handles {
+    let mut posted = VecDeque::with_capacity(window);
+    for _ in 0..count {
+        if posted.len() >= window {
+            let h: mw_core::OwnedRecv<'_> = posted.pop_front().expect("window");
             let (buf, result) = h.wait();
             result.expect("recv");
             bufs.push(buf);
         }
-        done += batch;
+        let buf = bufs.pop().expect("a free buffer");
+        posted.push_back(ep.irecv_owned(peer, 2, buf).expect("irecv_owned"));
+    }
+    for h in posted {
+        let (buf, result) = h.wait();
+        result.expect("recv");
+        bufs.push(buf);
     }
 }
 
