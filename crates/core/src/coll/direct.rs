@@ -102,23 +102,19 @@ impl Team<'_> {
     /// member's out of theirs (a buffer nobody writes during the call, so
     /// its cache lines are shared, not moved, as the readers copy them).
     pub(super) fn allgather_direct(&mut self, send: &[u8], recv: &mut [u8]) -> Result<()> {
-        let (p, me, n) = (self.p(), self.me, send.len());
-        self.begin()?;
-        for k in 1..p {
-            self.expose((me + k) % p, send)?;
-        }
-        let mut failed = Ok(());
-        for k in 1..p {
-            let from = (me + p - k) % p;
-            let read = self.read_exposed(from, 0, &mut recv[from * n..(from + 1) * n]);
-            failed = failed.and(read);
-        }
-        self.finish_direct(failed)
+        self.read_every_exposed(send, recv, send.len(), 0)
     }
 
     /// Alltoall: every member exposes `send` and reads block `me` of every
     /// other member's.
     pub(super) fn alltoall_direct(&mut self, n: usize, send: &[u8], recv: &mut [u8]) -> Result<()> {
+        let mine = self.me * n;
+        self.read_every_exposed(send, recv, n, mine)
+    }
+
+    /// Exposes `send` to every other member and reads `n` bytes at `offset`
+    /// of each one's exposure into that member's block of `recv`.
+    fn read_every_exposed(&mut self, send: &[u8], recv: &mut [u8], n: usize, offset: usize) -> Result<()> {
         let (p, me) = (self.p(), self.me);
         self.begin()?;
         for k in 1..p {
@@ -127,7 +123,7 @@ impl Team<'_> {
         let mut failed = Ok(());
         for k in 1..p {
             let from = (me + p - k) % p;
-            let read = self.read_exposed(from, me * n, &mut recv[from * n..(from + 1) * n]);
+            let read = self.read_exposed(from, offset, &mut recv[from * n..(from + 1) * n]);
             failed = failed.and(read);
         }
         self.finish_direct(failed)
