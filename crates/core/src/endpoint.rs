@@ -243,7 +243,11 @@ impl Endpoint {
             dead: vec![false; size as usize],
             peer_events: VecDeque::new(),
             stats: CoreStats::default(),
-            msg: crate::msg::MsgState::new(rank, size, &config),
+            msg: {
+                let mut msg = crate::msg::MsgState::new(rank, size, &config);
+                msg.rndv.set_udp_chunk(udp_segment.saturating_sub(op::OpCode::GetResponse.min_header_len()).max(1));
+                msg
+            },
             mcast,
             config,
             internal: Internal::new(rank, size),

@@ -107,9 +107,12 @@ struct Args {
     /// nton send orders (in_order, shifted, multicast).
     #[arg(long, value_delimiter = ',')]
     method: Vec<String>,
-    /// Outstanding operations in bandwidth, bibw and loss.
-    #[arg(long, default_value_t = 8)]
-    window: usize,
+    /// Outstanding operations in bandwidth, bibw and loss (default 8 over
+    /// udp, 1 over shm: there every operation is one CPU's copy, complete
+    /// when the call returns, so more in flight only add buffers that push
+    /// the data out of the cache).
+    #[arg(long)]
+    window: Option<usize>,
     /// Outstanding operations in rate.
     #[arg(long, default_value_t = 64)]
     rate_window: usize,

@@ -95,7 +95,8 @@ pub struct Options {
     pub iters: Option<usize>,
     pub ranks: Vec<u32>,
     pub methods: Vec<String>,
-    pub window: usize,
+    /// `--window`; `None`: [`Options::window_for`]'s default.
+    pub window: Option<usize>,
     pub rate_window: usize,
     pub loss: Vec<f64>,
     /// Under mwrun: (job size, transport of the job).
@@ -155,6 +156,17 @@ impl Step {
 }
 
 impl Options {
+    /// Outstanding operations of the throughput benches on `transport`:
+    /// `--window`, else 8 over UDP (enough to keep the pipe full) and 1 over
+    /// shared memory. There a put or get is one CPU's copy that is complete
+    /// when the call returns (a send's is the receiver's single pull), so
+    /// a window overlaps nothing; its only effect would be `window` distinct
+    /// local buffers, whose footprint (8 × 16 MiB) leaves the cache the
+    /// memcpy baseline's two warm buffers enjoy.
+    pub fn window_for(&self, transport: &str) -> usize {
+        self.window.unwrap_or(if transport == "shm" { 1 } else { 8 })
+    }
+
     fn wants(&self, op: &str) -> bool {
         self.ops.is_empty() && !TRAILER_COMPARISONS.contains(&op) || self.ops.iter().any(|o| o == op)
     }
@@ -232,7 +244,7 @@ fn validate(o: &Options, benches: &[&'static str]) -> Result<(), String> {
     if o.sizes.contains(&0) && benches.iter().any(|b| ["bandwidth", "bibw", "loss", "nton"].contains(b)) {
         return Err("throughput benches need sizes of at least 1 byte".into());
     }
-    if o.window == 0 || o.rate_window == 0 {
+    if o.window == Some(0) || o.rate_window == 0 {
         return Err("--window and --rate-window must be at least 1".into());
     }
     if o.iters == Some(0) {
@@ -300,7 +312,7 @@ pub fn build(o: &Options) -> Result<Vec<Step>, String> {
 }
 
 fn pt2pt_steps(o: &Options, bench: &'static str, transport: &'static str, steps: &mut Vec<Step>) {
-    let window = if bench == "rate" { o.rate_window } else { o.window };
+    let window = if bench == "rate" { o.rate_window } else { o.window_for(transport) };
     let sizes = match bench {
         "pingpong" => o.sizes_or(&[8, 64, 1024, 16 << 10, 64 << 10, 1 << 20], &[8, 1 << 20]),
         "bandwidth" => o.sizes_or(&[4 << 10, 64 << 10, 1 << 20, 16 << 20], &[1 << 20]),
@@ -374,7 +386,7 @@ fn mpi_pt2pt_steps(o: &Options, benches: &[&'static str], transport: &'static st
                     "--points".into(),
                     points.join(","),
                     "--window".into(),
-                    o.window.to_string(),
+                    o.window_for(transport).to_string(),
                     "--rate-window".into(),
                     o.rate_window.to_string(),
                 ],
@@ -522,7 +534,7 @@ fn udp_only_steps(o: &Options, bench: &'static str, steps: &mut Vec<Step>) {
                 let count = o.stream_count("udp", size, 512);
                 steps.push(Step::Point(Point {
                     loss: Some(loss),
-                    window: o.window,
+                    window: o.window_for("udp"),
                     ..point("loss", op, "udp", size, count)
                 }));
             }
@@ -544,7 +556,7 @@ mod tests {
             iters: None,
             ranks: Vec::new(),
             methods: Vec::new(),
-            window: 8,
+            window: None,
             rate_window: 64,
             loss: Vec::new(),
             process: None,

@@ -23,6 +23,7 @@ use mw_wire::op::{self, OpRepr, RndvDone, Status};
 
 use super::{am, MsgOutput, Outgoing};
 use crate::endpoint::State;
+use crate::get_window::GetChunk;
 use crate::region::{Access, AlignedBuf, RawMem, RegionKey};
 use crate::request::{RequestId, Requests};
 use crate::target::Target;
@@ -79,13 +80,22 @@ pub(crate) struct Rndv {
     chunk: u64,
     /// Chunks in flight per pull: bounds what the sender queues for us.
     window: u32,
+    /// Bytes per GET of a pull from a peer over UDP: one datagram's worth
+    /// (0 until the endpoint sets it; then such pulls are paced by the
+    /// endpoint's get window like any large get, see `pump_pulls`).
+    udp_chunk: u64,
 }
 
 impl Rndv {
     pub(crate) fn new(chunk_bytes: usize, max_queued_bytes: usize) -> Rndv {
         let chunk = chunk_bytes.max(1) as u64;
         let window = (max_queued_bytes as u64 / chunk).clamp(2, 1024) as u32;
-        Rndv { exposed: HashMap::new(), pulls: Vec::new(), retired: Vec::new(), chunk, window }
+        Rndv { exposed: HashMap::new(), pulls: Vec::new(), retired: Vec::new(), chunk, window, udp_chunk: 0 }
+    }
+
+    /// Sets the data bytes one GET answer carries in one UDP datagram.
+    pub(crate) fn set_udp_chunk(&mut self, bytes: usize) {
+        self.udp_chunk = bytes as u64;
     }
 
     pub(crate) fn is_idle(&self) -> bool {
@@ -232,6 +242,7 @@ impl State {
     /// whose last chunk has landed.
     pub(crate) fn pump_pulls(&mut self, now: mw_proto::time::Instant) -> bool {
         let mut worked = false;
+        let mut paced = false;
         let mut index = 0;
         while index < self.msg.rndv.pulls.len() {
             let pull = &self.msg.rndv.pulls[index];
@@ -245,6 +256,12 @@ impl State {
             if self.msg.rndv.pulls[index].issued == 0 && self.pull_directly(index) {
                 worked = true;
                 continue; // finished at the top of the next turn
+            }
+            if self.msg.rndv.pulls[index].issued == 0 && self.pull_paced(index) {
+                worked = true;
+                paced = true;
+                index += 1;
+                continue;
             }
             let window = self.msg.rndv.window;
             let chunk = self.msg.rndv.chunk;
@@ -271,7 +288,39 @@ impl State {
             }
             index += 1;
         }
+        if paced {
+            self.pump_gets(now);
+        }
         worked
+    }
+
+    /// Hands pull `index` from a peer over UDP to the endpoint's get window
+    /// (crate::get_window), cut into one-datagram GETs, exactly as a large
+    /// `get` is: the window keeps only a few hundred KiB on their way, so
+    /// the sender copies each answer into its send queue just before the
+    /// kernel sends it, while it is still in the cache. (Issuing the pull's
+    /// own `chunk_bytes` GETs, a window of megabytes at once, made a 16 MiB
+    /// message arrive at about half a plain get's rate.) False for peers
+    /// reached another way (this rank, shared memory).
+    fn pull_paced(&mut self, index: usize) -> bool {
+        let chunk = self.msg.rndv.udp_chunk;
+        let pull = &self.msg.rndv.pulls[index];
+        if chunk == 0 || pull.peer == self.rank || self.is_shm_peer(pull.peer) {
+            return false;
+        }
+        let chunks = pull.total.div_ceil(chunk).max(1);
+        let Ok(count) = u32::try_from(chunks) else { return false };
+        let (req, peer, key, offset, total) = (pull.req, pull.peer, pull.key, pull.offset, pull.total);
+        self.requests.set_pending(req, count);
+        for i in 0..chunks {
+            let start = i * chunk;
+            let len = total.saturating_sub(start).min(chunk);
+            self.gets.push(peer, GetChunk { req, key, offset: offset + start, len });
+        }
+        let pull = &mut self.msg.rndv.pulls[index];
+        pull.chunks = count;
+        pull.issued = count;
+        true
     }
 
     /// Copies pull `index`'s whole payload from a same-host sender's memory
