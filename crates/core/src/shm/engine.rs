@@ -9,7 +9,7 @@
 //! Must not: hold the rings' memory-ordering logic (mw-transport's ring
 //! does) or touch region bytes.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,7 +55,7 @@ pub(crate) struct ShmState {
     /// By rank.
     tx: Vec<Option<Tx>>,
     dir_free: Vec<usize>,
-    dir_slots: HashMap<RegionKey, usize>,
+    dir_slots: crate::region::KeyMap<RegionKey, usize>,
     last_liveness: ProtoInstant,
     /// By rank, reused every round: how far the peer had consumed our ring
     /// before we took its replies (`None`: nothing waits on it).
@@ -78,7 +78,7 @@ impl ShmState {
             rx: rx.into_iter().map(|(r, view)| (r, Consumer::new(view))).collect(),
             tx,
             dir_free: (0..DIR_SLOTS).rev().collect(),
-            dir_slots: HashMap::new(),
+            dir_slots: Default::default(),
             last_liveness: ProtoInstant::from_nanos(0),
             consumed: vec![None; size],
             shared,

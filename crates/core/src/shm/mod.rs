@@ -26,7 +26,6 @@ pub(crate) mod direct;
 pub(crate) mod engine;
 mod windows;
 
-use std::hash::Hasher;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -50,23 +49,7 @@ const RING_SLEEPER: u64 = 1;
 /// the owner (it logs what it executes); low bits are the access rights.
 pub(crate) const FLAG_LOGGED: u32 = 1 << 8;
 
-/// Identity hasher: region keys are already uniformly random.
-#[derive(Default)]
-pub(crate) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
+pub(crate) use crate::region::KeyHasher;
 
 /// What a peer's region is, as cached here.
 #[derive(Debug)]
