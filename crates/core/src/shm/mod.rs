@@ -131,6 +131,9 @@ pub(crate) struct ShmShared {
     pub cma: bool,
     /// Direct operations issued (see `CoreStats::shm_direct_ops`).
     pub direct_ops: AtomicU64,
+    /// Lock-free looks at our inbound rings: a waiter spins on these and
+    /// takes the endpoint lock only when a record is there to pop.
+    pub inbound: Vec<mw_transport::shm::RingPeek>,
 }
 
 /// Announced sleep: undone on drop.
@@ -147,6 +150,12 @@ impl Drop for Sleeping<'_> {
 }
 
 impl ShmShared {
+    /// Whether any inbound ring holds a record not yet popped (a hint).
+    #[inline]
+    pub fn inbound_pending(&self) -> bool {
+        self.inbound.iter().any(|ring| ring.has_pending())
+    }
+
     /// Counts one direct operation. A load and a store, not a locked
     /// increment: this is on the fast path, and a count that may miss
     /// concurrent increments from several threads is good enough.
@@ -332,6 +341,7 @@ pub(crate) fn exchange(boot: &mut mw_bootstrap::Bootstrap, config: &Config, me: 
         spin: config.shm_spin,
         cma: config.shm_copy == ShmCopy::Cma,
         direct_ops: AtomicU64::new(0),
+        inbound: rx.iter().map(|(_, view)| view.peek()).collect(),
     });
     let state = ShmState::new(Arc::clone(&shared), rx, hellos.len());
     Ok(Setup { peers, shm: Some((shared, state)) })

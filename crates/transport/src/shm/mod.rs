@@ -21,7 +21,7 @@ mod segment;
 
 pub use control::{Control, DirEntry, DIR_SLOTS};
 pub use copy::{vm_read, vm_write};
-pub use ring::{Consumer, Corrupt, Producer, PushError, RingView};
+pub use ring::{Consumer, Corrupt, Producer, PushError, RingPeek, RingView};
 pub use segment::Segment;
 
 /// This boot of the kernel (`/proc/sys/kernel/random/boot_id`): two

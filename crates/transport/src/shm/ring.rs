@@ -169,6 +169,11 @@ impl RingView {
     pub fn capacity(&self) -> usize {
         self.cap
     }
+
+    /// A [`RingPeek`] of this ring (its salt must be set).
+    pub fn peek(&self) -> RingPeek {
+        RingPeek { view: self.clone(), salt: self.salt() }
+    }
 }
 
 /// The producing end. Exactly one per ring (the type is not `Clone`; the
@@ -283,6 +288,29 @@ unsafe fn write_header(at: *mut u8, len: u32, kind: u32) {
     fields[4..].copy_from_slice(&kind.to_le_bytes());
     // SAFETY: per this function's contract (bytes 8..16 of the header).
     unsafe { std::ptr::copy_nonoverlapping(fields.as_ptr(), at.add(8), fields.len()) };
+}
+
+/// A read-only look at whether a ring holds a record its consumer has not
+/// taken yet, for threads that do not own the [`Consumer`] (a waiter that
+/// must not take the consumer's lock just to find the ring empty). It reads
+/// the shared `head` the consumer publishes and the stamp at that position:
+/// two loads, no write, so any number of threads may peek while the consumer
+/// pops. A peek may be stale by the record the consumer is taking right
+/// now; it is a hint to go and pop, never a claim on the record.
+#[derive(Debug, Clone)]
+pub struct RingPeek {
+    view: RingView,
+    salt: u64,
+}
+
+impl RingPeek {
+    /// Whether the record after the consumer's published head is there.
+    #[inline]
+    pub fn has_pending(&self) -> bool {
+        let head = self.view.head().load(Ordering::Acquire);
+        let pos = (head % self.view.cap as u64) as usize;
+        self.view.stamp(pos).load(Ordering::Acquire) == self.salt ^ head
+    }
 }
 
 /// The consuming end. Exactly one per ring.
