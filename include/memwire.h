@@ -286,6 +286,11 @@ typedef struct mw_stats {
    * Messages taken from this rank's shared-memory rings and executed.
    */
   uint64_t shm_ring_received;
+  /**
+   * Bytes of this rank's large messages it copied into a same-host
+   * receiver's buffer itself, while the receiver copied the rest.
+   */
+  uint64_t shm_assist_bytes;
 } mw_stats;
 
 /**

@@ -257,6 +257,7 @@ pub unsafe extern "C" fn mw_stats_get(ep: *mut mw_endpoint, stats: *mut mw_stats
             shm_direct_ops: core.shm_direct_ops,
             shm_ring_sent: core.shm_ring_sent,
             shm_ring_received: core.shm_ring_received,
+            shm_assist_bytes: core.shm_assist_bytes,
         });
         Ok(())
     })

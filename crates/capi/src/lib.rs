@@ -254,4 +254,7 @@ pub struct mw_stats {
     pub shm_ring_sent: u64,
     /// Messages taken from this rank's shared-memory rings and executed.
     pub shm_ring_received: u64,
+    /// Bytes of this rank's large messages it copied into a same-host
+    /// receiver's buffer itself, while the receiver copied the rest.
+    pub shm_assist_bytes: u64,
 }

@@ -427,7 +427,7 @@ impl Endpoint {
                 // One datagram per round: the caller's condition is checked
                 // as soon as something arrived, instead of after another
                 // receive syscall that would only report an empty socket.
-                let worked = state.progress_with(now, 1);
+                let worked = state.progress_with(now, 1) | state.assist_pulls();
                 if done(&mut state) {
                     return true;
                 }
@@ -510,12 +510,13 @@ impl Endpoint {
                 let worked = {
                     let mut state = self.shared.lock();
                     let now = self.shared.at(clock);
-                    let worked = if rounds_since_clock == 0 && clock - last_full >= FULL_EVERY {
+                    let mut worked = if rounds_since_clock == 0 && clock - last_full >= FULL_EVERY {
                         last_full = clock;
                         state.progress_with(now, 1)
                     } else {
                         state.progress_local(now)
                     };
+                    worked |= state.assist_pulls();
                     if done(&mut state) {
                         return Some(true);
                     }

@@ -594,6 +594,62 @@ fn self_sends_contexts_cancel_and_probe() {
     });
 }
 
+/// Over shared memory a large message from user memory is copied by both
+/// ranks at once: the receiver reads chunks while the sender, waiting for
+/// it, writes others into the receiver's buffer (`mw_transport::shm`'s
+/// assist). Every byte must land exactly where it belongs whoever copied it:
+/// sizes that are not a multiple of the chunk, receive buffers longer than
+/// the message, blocking and owned receives, and both directions at once.
+/// The sender must really help (its counter), which needs both ranks on a
+/// CPU at the same time: rounds go on until it has, at most 50.
+#[test]
+fn large_shm_messages_are_copied_by_both_ranks() {
+    run_job(2, common::shm(Config::default()), |ep| {
+        let peer = 1 - ep.rank();
+        let sizes = [(512 << 10) + 1, 3 << 20, (8 << 20) + 4095];
+        for round in 0..50u32 {
+            for (i, &len) in sizes.iter().enumerate() {
+                let (tag, seed) = (u64::from(round) * 8 + i as u64, round * 100 + i as u32);
+                if ep.rank() == 0 {
+                    ep.send(peer, tag, &pattern(seed, len)).unwrap();
+                } else {
+                    let mut buf = vec![0xee; len + 9];
+                    assert_eq!(ep.recv(peer, tag, &mut buf).unwrap().len, len);
+                    assert!(buf[..len] == pattern(seed, len)[..], "round {round}, {len} bytes");
+                    assert_eq!(&buf[len..], &[0xee; 9], "bytes past the message untouched");
+                }
+            }
+            // Rank 0 says whether to go on (it knows whether it has helped).
+            let mut go_on = [0u8];
+            if ep.rank() == 0 {
+                go_on[0] = u8::from(ep.stats().0.shm_assist_bytes == 0 && round < 49);
+                ep.send(peer, 7777, &go_on).unwrap();
+            } else {
+                ep.recv(peer, 7777, &mut go_on).unwrap();
+            }
+            if go_on[0] == 0 {
+                break;
+            }
+        }
+        if ep.rank() == 0 {
+            assert!(ep.stats().0.shm_assist_bytes > 0, "the waiting sender never helped: {:?}", ep.stats().0);
+        }
+        // Both directions at once, owned buffers: each rank is sender and receiver.
+        let len = (6 << 20) + 13;
+        for round in 0..3u32 {
+            let mine = pattern(1000 + round * 2 + ep.rank(), len);
+            let send = ep.isend_owned(peer, 9000 + u64::from(round), mine.clone()).unwrap();
+            let (buf, status) = ep.irecv_owned(peer, 9000 + u64::from(round), vec![0u8; len]).unwrap().wait();
+            assert_eq!(status.unwrap().len, len);
+            assert!(buf == pattern(1000 + round * 2 + peer, len), "round {round}");
+            let (back, result) = send.wait();
+            result.unwrap();
+            assert!(back == mine, "the send buffer comes back unchanged");
+        }
+        ep.barrier().unwrap();
+    });
+}
+
 #[test]
 fn owned_buffers_send_and_receive_in_place() {
     for (name, cfg) in configs() {

@@ -323,20 +323,64 @@ impl State {
         true
     }
 
+    /// Sender side of `mw_transport::shm::assist`: for each payload a
+    /// same-host receiver is pulling right now, takes chunks of it and
+    /// writes them into the receiver's buffer. Called from waits only (a
+    /// rank that is waiting has a CPU to spare; a `test` call must stay
+    /// short). Returns whether it copied anything.
+    pub(crate) fn assist_pulls(&mut self) -> bool {
+        if self.msg.rndv.exposed.is_empty() {
+            return false;
+        }
+        let State { shm, msg, regions, stats, .. } = self;
+        let Some(shared) = shm.as_ref().map(|s| &s.shared) else { return false };
+        let mut worked = false;
+        for (&token, exposure) in &msg.rndv.exposed {
+            let Some(link) = shared.link(exposure.peer) else { continue };
+            let Some(slot) = link.peer.assist_slot(shared.my_index) else { continue };
+            let Some(offer) = slot.offer() else { continue };
+            if offer.token != token || link.dead.load(std::sync::atomic::Ordering::Relaxed) {
+                continue;
+            }
+            let Ok(entry) = regions.get(exposure.key) else { continue };
+            let mem = entry.mem;
+            while let Some(chunk) = slot.take_offered(&offer, crate::shm::direct::ASSIST_CHUNK) {
+                worked = true;
+                let copied = offer
+                    .offset
+                    .checked_add(chunk.start)
+                    .and_then(|from| crate::region::checked_range(from, chunk.len, mem.len()).ok())
+                    .is_some_and(|(from, len)| {
+                        mem.with_slice(from, len, |src| {
+                            mw_transport::shm::vm_write(link.pid, offer.dest + chunk.start, src).is_ok()
+                        })
+                    });
+                if copied {
+                    slot.finished(chunk);
+                    stats.shm_assist_bytes += chunk.len;
+                } else {
+                    slot.failed(&offer, chunk);
+                    break;
+                }
+            }
+        }
+        worked
+    }
+
     /// Copies pull `index`'s whole payload from a same-host sender's memory
     /// into its sink at once. False (nothing landed, nothing issued) when
     /// the sender is not on this host or direct access is not possible;
     /// the chunked GETs then go through the rings.
     fn pull_directly(&mut self, index: usize) -> bool {
         let pull = &self.msg.rndv.pulls[index];
-        let (peer, key, offset, req) = (pull.peer, pull.key, pull.offset, pull.req);
+        let (peer, key, offset, req, token) = (pull.peer, pull.key, pull.offset, pull.req, pull.token);
         let Ok(total) = usize::try_from(pull.total) else { return false };
         let State { shm, requests, .. } = self;
         let Some(shared) = shm.as_ref().map(|s| &s.shared) else { return false };
         let Some(link) = shared.link(peer) else { return false };
         let Some(output) = requests.msg_mut(req) else { return false };
         let landed = output.land_with(total, |dest| {
-            crate::shm::direct::read_direct(shared, link, crate::region::RegionKey(key), offset, dest).is_some()
+            crate::shm::direct::read_for_pull(shared, link, crate::region::RegionKey(key), offset, dest, token).is_some()
         });
         if landed.is_err() {
             return false;

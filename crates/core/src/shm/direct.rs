@@ -94,6 +94,107 @@ pub(crate) fn read_direct(shm: &ShmShared, link: &Link, key: RegionKey, offset: 
     })
 }
 
+/// Messages from this size on are copied by both CPUs when the sender's
+/// memory is not in a shared mapping (`mw_transport::shm::assist`); below
+/// it, handing out chunks costs more than the second CPU saves.
+pub(crate) const ASSIST_MIN: usize = 512 << 10;
+/// Bytes per chunk either side takes: large enough that the claim traffic
+/// is noise, small enough that the receiver's final wait for the sender's
+/// last chunk is short (~20 us).
+pub(crate) const ASSIST_CHUNK: u64 = 256 << 10;
+
+/// [`read_direct`] for a rendezvous pull of sender token `token`: the
+/// same copy, but for a large message from user memory (cross-memory
+/// attach) the sender, waiting for this pull, is offered chunks of it to
+/// write into `out` itself (`process_vm_writev`) while this side reads the
+/// rest. Returns when every byte has landed; `None` as `read_direct`, and
+/// also when the sender failed a chunk or died while copying.
+pub(crate) fn read_for_pull(
+    shm: &ShmShared,
+    link: &Link,
+    key: RegionKey,
+    offset: u64,
+    out: &mut [u8],
+    token: u32,
+) -> Option<()> {
+    if out.len() < ASSIST_MIN || out.len() as u64 > mw_transport::shm::MAX_ASSISTED {
+        return read_direct(shm, link, key, offset, out);
+    }
+    if link.dead.load(Ordering::Relaxed) {
+        return None;
+    }
+    let slot = shm.own.assist_slot(link.their_index);
+    link.with_windows([key.0], |[window], [flags]| {
+        if !allows(flags, Access::READ) {
+            return None;
+        }
+        let start = range(offset, out.len(), window)?;
+        match (&window.kind, slot) {
+            (WindowKind::Mapped(peer), _) => {
+                peer.mem().read(start, out);
+                Some(())
+            }
+            (WindowKind::Cma { base }, Some(slot)) if cma_allowed(shm, link) => {
+                copy_assisted(link, &slot, base + start as u64, offset, out, token)
+            }
+            (WindowKind::Cma { base }, None) if cma_allowed(shm, link) => {
+                mw_transport::shm::vm_read(link.pid, base + start as u64, out).map_err(|e| cma_failed(link, &e)).ok()
+            }
+            (WindowKind::Cma { .. }, _) => None,
+        }
+    })
+}
+
+/// Reads `out` from `remote` in the sender's memory, sharing the chunks
+/// with the sender through `slot`. Does not return while the sender may
+/// still be writing into `out`.
+fn copy_assisted(
+    link: &Link,
+    slot: &mw_transport::shm::AssistSlot<'_>,
+    remote: u64,
+    offset: u64,
+    out: &mut [u8],
+    token: u32,
+) -> Option<()> {
+    let total = out.len() as u64;
+    let generation = slot.open(token, out.as_mut_ptr() as u64, total, offset);
+    let mut mine = 0u64;
+    let mut ok = true;
+    while let Some(chunk) = slot.take(generation, total, ASSIST_CHUNK) {
+        mine += chunk.len;
+        if ok {
+            let (start, end) = (chunk.start as usize, (chunk.start + chunk.len) as usize);
+            if let Err(error) = mw_transport::shm::vm_read(link.pid, remote + chunk.start, &mut out[start..end]) {
+                cma_failed(link, &error);
+                ok = false; // keep taking chunks, so the sender gets no more
+            }
+        }
+    }
+    // The sender's chunks: `out` must outlive its writes. A dead sender
+    // writes no more, so that wait ends with the process.
+    let owed = total - mine;
+    let mut spins = 0u32;
+    let mut last_check = std::time::Instant::now();
+    loop {
+        let (done, failed) = slot.sender_done(generation);
+        if done >= owed {
+            return (ok && !failed).then_some(());
+        }
+        spins += 1;
+        if spins < 1 << 12 {
+            std::hint::spin_loop();
+            continue;
+        }
+        std::thread::yield_now();
+        if last_check.elapsed() >= std::time::Duration::from_millis(1) {
+            last_check = std::time::Instant::now();
+            if link.dead.load(Ordering::Relaxed) || !super::engine::process_alive(link.pid) {
+                return None;
+            }
+        }
+    }
+}
+
 impl Endpoint {
     /// The link to `rank` when a direct access may go now (nothing of ours
     /// toward it is still in the ring, so order is kept).

@@ -132,7 +132,7 @@ impl ShmState {
 }
 
 /// Whether process `pid` still runs (not gone, not a zombie).
-fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());

@@ -91,6 +91,8 @@ pub(crate) struct Link {
     /// outlives it, so a store would "succeed" into a dead process) and go
     /// the ring way, which fails them with `PeerUnreachable`.
     pub dead: AtomicBool,
+    /// The peer's index in the host group: its assist slot in our segment.
+    pub their_index: usize,
     windows: windows::WindowCache,
 }
 
@@ -131,6 +133,8 @@ pub(crate) struct ShmShared {
     pub cma: bool,
     /// Direct operations issued (see `CoreStats::shm_direct_ops`).
     pub direct_ops: AtomicU64,
+    /// Our index in the host group: our assist slot in peers' segments.
+    pub my_index: usize,
     /// Lock-free looks at our inbound rings: a waiter spins on these and
     /// takes the endpoint lock only when a record is there to pop.
     pub inbound: Vec<mw_transport::shm::RingPeek>,
@@ -326,6 +330,7 @@ pub(crate) fn exchange(boot: &mut mw_bootstrap::Bootstrap, config: &Config, me: 
             ordered_end: AtomicU64::new(0),
             cma_refused: AtomicBool::new(false),
             dead: AtomicBool::new(false),
+            their_index,
             windows: windows::WindowCache::new(),
         });
     }
@@ -342,6 +347,7 @@ pub(crate) fn exchange(boot: &mut mw_bootstrap::Bootstrap, config: &Config, me: 
         cma: config.shm_copy == ShmCopy::Cma,
         direct_ops: AtomicU64::new(0),
         inbound: rx.iter().map(|(_, view)| view.peek()).collect(),
+        my_index,
     });
     let state = ShmState::new(Arc::clone(&shared), rx, hellos.len());
     Ok(Setup { peers, shm: Some((shared, state)) })

@@ -5,6 +5,7 @@
 //! ```text
 //!      0  magic u64, pid u32, ring count u32, ring capacity u64
 //!     64  sleepers: AtomicU64   threads of the owner about to block (own line)
+//!    256  assist slots: ASSIST_SLOTS lines, one per peer index (`assist.rs`)
 //!   4096  directory: DIR_SLOTS entries of 32 bytes
 //! RINGS   ring i at RINGS + i * ring_len(cap)
 //! ```
@@ -34,6 +35,10 @@ const MAGIC: u64 = u64::from_le_bytes(*b"MWSHM\0\x01\0");
 /// rings (the owner executes the operations), still correct, just slower.
 pub const DIR_SLOTS: usize = 1024;
 const DIR_AT: usize = 4096;
+const ASSIST_AT: usize = 256;
+/// Peers (by index in the host group) that can help this rank copy a large
+/// message (`assist.rs`); in larger host groups the others copy alone.
+pub const ASSIST_SLOTS: usize = (DIR_AT - ASSIST_AT) / 64;
 const ENTRY: usize = 32;
 const RINGS_AT: usize = DIR_AT + DIR_SLOTS * ENTRY;
 
@@ -168,6 +173,19 @@ impl Control {
         // SAFETY: offset 64 is 8-aligned, inside the header, and only ever
         // accessed atomically.
         unsafe { AtomicU64::from_ptr(self.at(64)) }
+    }
+
+    /// The assist slot of the host group's peer `index` in this segment
+    /// (`None` beyond [`ASSIST_SLOTS`]).
+    pub fn assist_slot(&self, index: usize) -> Option<super::assist::AssistSlot<'_>> {
+        if index >= ASSIST_SLOTS {
+            return None;
+        }
+        // SAFETY: the line at ASSIST_AT + 64 * index lies between the header
+        // and the directory (index checked), inside the mapping; it is
+        // 64-aligned, and every process accesses its words only atomically.
+        let words: &[AtomicU64; 7] = unsafe { &*self.at::<[AtomicU64; 7]>(ASSIST_AT + 64 * index) };
+        Some(super::assist::AssistSlot::new(words))
     }
 
     fn entry(&self, slot: usize) -> (&AtomicU64, &AtomicU64, &AtomicU64, &AtomicI32, &AtomicU32) {

@@ -14,12 +14,14 @@
 mod control;
 #[allow(unsafe_code)]
 mod copy;
+mod assist;
 #[allow(unsafe_code)]
 pub mod ring;
 #[allow(unsafe_code)]
 mod segment;
 
-pub use control::{Control, DirEntry, DIR_SLOTS};
+pub use assist::{AssistSlot, Chunk, Offer, MAX_ASSISTED};
+pub use control::{Control, DirEntry, ASSIST_SLOTS, DIR_SLOTS};
 pub use copy::{vm_read, vm_write};
 pub use ring::{Consumer, Corrupt, Producer, PushError, RingPeek, RingView};
 pub use segment::Segment;
