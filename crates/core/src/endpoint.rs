@@ -506,15 +506,21 @@ impl Endpoint {
             // rings: a locked round of progress is a few hundred
             // instructions, a peek two loads per peer, so a record is seen
             // and popped sooner after it lands.
-            if rounds_since_clock == 0 || shm.inbound_pending() {
+            let periodic = rounds_since_clock == 0;
+            if periodic || shm.inbound_pending() {
                 let worked = {
                     let mut state = self.shared.lock();
                     let now = self.shared.at(clock);
-                    let mut worked = if rounds_since_clock == 0 && clock - last_full >= FULL_EVERY {
+                    let mut worked = if periodic && clock - last_full >= FULL_EVERY {
                         last_full = clock;
                         state.progress_with(now, 1)
-                    } else {
+                    } else if periodic {
                         state.progress_local(now)
+                    } else {
+                        // A record landed: execute it (and what it set off
+                        // in messaging) first; the rest waits for the next
+                        // periodic round, at most CLOCK_EVERY rounds away.
+                        state.progress_rings(now)
                     };
                     worked |= state.assist_pulls();
                     if done(&mut state) {
@@ -855,6 +861,17 @@ impl State {
         worked
     }
 
+    /// The part of [`progress_local`](Self::progress_local) that executes
+    /// ring arrivals: the rings, then messaging and internal traffic they
+    /// may have set off (a receive's pull, a credit return, a collective's
+    /// next step).
+    pub(crate) fn progress_rings(&mut self, now: ProtoInstant) -> bool {
+        let mut worked = self.poll_shm_rings(now, crate::shm::engine::BATCH);
+        self.internal_progress(now);
+        worked |= self.msg_progress(now);
+        worked
+    }
+
     /// One round of progress receiving at most `max_datagrams`.
     pub(crate) fn progress_with(&mut self, now: ProtoInstant, max_datagrams: usize) -> bool {
         let mut worked = self.drain_loopback(now);
@@ -962,7 +979,13 @@ impl State {
         if self.replies.is_empty() {
             self.replies = replies;
         }
-        for completion in std::mem::take(&mut self.completions) {
+        if self.completions.is_empty() {
+            return;
+        }
+        // Drained in place: the vector keeps its capacity (taking it would
+        // free it here and allocate again at the next completion).
+        let mut completions = std::mem::take(&mut self.completions);
+        for completion in completions.drain(..) {
             if let Some((key, offset)) = completion.notify {
                 if let Ok(region) = self.regions.get(key) {
                     if region.mem.is_aligned(offset as usize, 8) && offset + 8 <= region.mem.len() as u64 {
@@ -970,6 +993,9 @@ impl State {
                     }
                 }
             }
+        }
+        if self.completions.is_empty() {
+            self.completions = completions;
         }
     }
 

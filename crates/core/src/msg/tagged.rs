@@ -673,9 +673,17 @@ impl RecvHandle<'_> {
     /// Waits for the message; returns its envelope.
     pub fn wait(mut self) -> Result<RecvStatus> {
         let id = self.id;
-        self.ep.wait_for(|state| state.requests.is_done(id) != Some(false));
+        // Collected under the lock that saw it complete (not a second one).
+        let mut collected = None;
+        self.ep.wait_for(|state| {
+            if state.requests.is_done(id) == Some(false) {
+                return false;
+            }
+            collected = Some(super::take_msg(state, id));
+            true
+        });
         self.finished = true;
-        let output = super::take_msg(&mut self.ep.lock(), id)?;
+        let output = collected.expect("the wait ends only after collecting")?;
         let Some(MsgOutput::Recv { status, mut sink }) = output else {
             return Err(Error::InvalidArgument("not a receive"));
         };

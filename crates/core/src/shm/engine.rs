@@ -27,7 +27,7 @@ use crate::{Error, Result};
 const LIVENESS_EVERY: Duration = Duration::from_millis(200);
 /// Messages taken from one inbound ring per progress round, so one busy
 /// peer cannot starve the others (or the UDP side).
-const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 
 #[derive(Debug)]
 struct Pending {
@@ -284,6 +284,38 @@ impl State {
                 _ => None,
             };
         }
+        worked |= self.poll_shm_rings(now, BATCH);
+        let shm = self.shm.as_mut().expect("checked");
+        let mut consumed_by_peer = std::mem::take(&mut shm.consumed);
+        let mut completed = false;
+        for (peer, consumed) in consumed_by_peer.iter_mut().enumerate() {
+            let Some(consumed) = consumed.take() else { continue };
+            let waiters = &mut self.ack_waiters[peer];
+            while waiters.front().is_some_and(|(end, _)| *end <= consumed) {
+                let (_, req) = waiters.pop_front().expect("front checked");
+                if let Some(c) = self.requests.part_done(req) {
+                    self.completions.push(c);
+                }
+                completed = true;
+            }
+        }
+        self.shm.as_mut().expect("checked").consumed = consumed_by_peer;
+        if completed {
+            worked = true;
+            self.after_delivery(now);
+        }
+        self.shm_check_liveness(now);
+        worked
+    }
+
+    /// Executes up to `batch` records of each inbound ring, and nothing
+    /// else: the part of [`poll_shm`](Self::poll_shm) a waiter runs when a
+    /// peek saw a record (overflow, consumption and liveness wait for its
+    /// next full round; completing requests by consumption only there keeps
+    /// the order poll_shm needs, see its comment).
+    pub(crate) fn poll_shm_rings(&mut self, now: ProtoInstant, batch: usize) -> bool {
+        let Some(shm) = self.shm.as_mut() else { return false };
+        let mut worked = false;
         let mut rx = std::mem::take(&mut shm.rx);
         for (peer, consumer) in rx.iter_mut() {
             let peer = *peer;
@@ -291,7 +323,7 @@ impl State {
                 continue;
             }
             let mut consumed_any = false;
-            for _ in 0..BATCH {
+            for _ in 0..batch {
                 let popped = consumer.pop(|msg| {
                     self.deliver(peer, msg);
                     self.after_delivery(now);
@@ -322,27 +354,9 @@ impl State {
                 }
             }
         }
-        let shm = self.shm.as_mut().expect("checked");
-        shm.rx = rx;
-        let mut consumed_by_peer = std::mem::take(&mut shm.consumed);
-        let mut completed = false;
-        for (peer, consumed) in consumed_by_peer.iter_mut().enumerate() {
-            let Some(consumed) = consumed.take() else { continue };
-            let waiters = &mut self.ack_waiters[peer];
-            while waiters.front().is_some_and(|(end, _)| *end <= consumed) {
-                let (_, req) = waiters.pop_front().expect("front checked");
-                if let Some(c) = self.requests.part_done(req) {
-                    self.completions.push(c);
-                }
-                completed = true;
-            }
+        if let Some(shm) = self.shm.as_mut() {
+            shm.rx = rx;
         }
-        self.shm.as_mut().expect("checked").consumed = consumed_by_peer;
-        if completed {
-            worked = true;
-            self.after_delivery(now);
-        }
-        self.shm_check_liveness(now);
         worked
     }
 
