@@ -380,7 +380,8 @@ impl State {
         let Some(link) = shared.link(peer) else { return false };
         let Some(output) = requests.msg_mut(req) else { return false };
         let landed = output.land_with(total, |dest| {
-            crate::shm::direct::read_for_pull(shared, link, crate::region::RegionKey(key), offset, dest, token).is_some()
+            crate::shm::direct::read_for_pull(shared, link, crate::region::RegionKey(key), offset, dest, token)
+                .is_some()
         });
         if landed.is_err() {
             return false;

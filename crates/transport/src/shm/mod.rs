@@ -10,11 +10,11 @@
 //! `unsafe` is confined to `segment`, `ring`, `control` and `copy`, each
 //! block with its `// SAFETY:` reasoning.
 
+mod assist;
 #[allow(unsafe_code)]
 mod control;
 #[allow(unsafe_code)]
 mod copy;
-mod assist;
 #[allow(unsafe_code)]
 pub mod ring;
 #[allow(unsafe_code)]
