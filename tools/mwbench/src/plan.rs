@@ -608,6 +608,37 @@ mod tests {
     }
 
     #[test]
+    fn throughput_window_defaults_to_8_over_udp_and_1_over_shm_unless_given() {
+        let window_of = |o: &Options, t: &str| {
+            build(o)
+                .unwrap()
+                .iter()
+                .find_map(|s| match s {
+                    Step::Point(p) if p.bench == "bandwidth" && p.op == "get" && p.transport == t => Some(p.window),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let o = Options { benches: vec!["bandwidth".into()], ..options() };
+        assert_eq!((window_of(&o, "udp"), window_of(&o, "shm")), (8, 1));
+        let o = Options { window: Some(4), ..o };
+        assert_eq!((window_of(&o, "udp"), window_of(&o, "shm")), (4, 4));
+        let args = |o: &Options, t: &str| {
+            build(o)
+                .unwrap()
+                .iter()
+                .find_map(|s| match s {
+                    Step::Mpi(l) if l.transport == t => Some(l.args.clone()),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let o = Options { window: None, ..o };
+        let shm = args(&o, "shm");
+        assert_eq!(shm[shm.iter().position(|a| a == "--window").unwrap() + 1], "1", "MPI gets the same window");
+    }
+
+    #[test]
     fn mpi_points_use_memwire_sizes_and_counts() {
         let o = Options { benches: vec!["pingpong".into()], sizes: vec![8, 1024], iters: Some(77), ..options() };
         let steps = build(&o).unwrap();
