@@ -66,6 +66,19 @@ fn write_window(shm: &ShmShared, link: &Link, window: &CachedWindow, start: usiz
     }
 }
 
+fn read_window(shm: &ShmShared, link: &Link, window: &CachedWindow, start: usize, out: &mut [u8]) -> Option<()> {
+    match &window.kind {
+        WindowKind::Mapped(peer) => {
+            peer.mem().read(start, out);
+            Some(())
+        }
+        WindowKind::Cma { base } if cma_allowed(shm, link) => {
+            mw_transport::shm::vm_read(link.pid, base + start as u64, out).map_err(|e| cma_failed(link, &e)).ok()
+        }
+        WindowKind::Cma { .. } => None,
+    }
+}
+
 /// Reads `out.len()` bytes at `offset` of the peer's region `key` straight
 /// from its memory (a mapping, or `process_vm_readv`). `None` when direct
 /// access does not apply (see the module doc); reads are never ordered
@@ -80,17 +93,7 @@ pub(crate) fn read_direct(shm: &ShmShared, link: &Link, key: RegionKey, offset: 
         if !allows(flags, Access::READ) {
             return None;
         }
-        let start = range(offset, out.len(), window)?;
-        match &window.kind {
-            WindowKind::Mapped(peer) => {
-                peer.mem().read(start, out);
-                Some(())
-            }
-            WindowKind::Cma { base } if cma_allowed(shm, link) => {
-                mw_transport::shm::vm_read(link.pid, base + start as u64, out).map_err(|e| cma_failed(link, &e)).ok()
-            }
-            WindowKind::Cma { .. } => None,
-        }
+        read_window(shm, link, window, range(offset, out.len(), window)?, out)
     })
 }
 
@@ -130,17 +133,10 @@ pub(crate) fn read_for_pull(
         }
         let start = range(offset, out.len(), window)?;
         match (&window.kind, slot) {
-            (WindowKind::Mapped(peer), _) => {
-                peer.mem().read(start, out);
-                Some(())
-            }
             (WindowKind::Cma { base }, Some(slot)) if cma_allowed(shm, link) => {
                 copy_assisted(link, &slot, base + start as u64, offset, out, token)
             }
-            (WindowKind::Cma { base }, None) if cma_allowed(shm, link) => {
-                mw_transport::shm::vm_read(link.pid, base + start as u64, out).map_err(|e| cma_failed(link, &e)).ok()
-            }
-            (WindowKind::Cma { .. }, _) => None,
+            _ => read_window(shm, link, window, start, out),
         }
     })
 }
