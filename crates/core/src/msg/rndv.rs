@@ -24,7 +24,7 @@ use mw_wire::op::{self, OpRepr, RndvDone, Status};
 use super::{am, MsgOutput, Outgoing};
 use crate::endpoint::State;
 use crate::get_window::GetChunk;
-use crate::region::{Access, AlignedBuf, RawMem, RegionKey};
+use crate::region::{Access, RawMem, RegionKey};
 use crate::request::{RequestId, Requests};
 use crate::target::Target;
 use crate::Error;
@@ -34,7 +34,7 @@ pub(crate) enum Keep {
     /// The caller's buffer, exposed in place for the length of a blocking send.
     Borrowed,
     /// A library-owned copy (nonblocking sends, AM payloads).
-    Copy(#[allow(dead_code)] AlignedBuf),
+    Copy(#[allow(dead_code)] Vec<u8>),
     /// A buffer handed over by `isend_owned`, given back on completion.
     Owned(Vec<u8>),
 }
@@ -184,9 +184,10 @@ impl State {
 
     /// Copies `payload` into a library-owned buffer and exposes it.
     pub(crate) fn expose_copy(&mut self, peer: u32, payload: &[u8], token: RequestId) -> RegionKey {
-        let copy = AlignedBuf::zeroed(payload.len());
-        let mem = copy.raw();
-        mem.write(0, payload);
+        // Copied in one pass, not zeroed first: a megabyte payload paid as
+        // much again for zeroing its fresh pages as for the copy.
+        let copy = payload.to_vec();
+        let mem = crate::memory::owned_mem(&copy);
         self.expose(peer, mem, Keep::Copy(copy), token)
     }
 
