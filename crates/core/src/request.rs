@@ -280,6 +280,13 @@ impl Requests {
         Some((result, output))
     }
 
+    /// Frees pending request `id` whose outcome its waiter took directly
+    /// (a receive whose message was written in place): nothing else refers
+    /// to it any more.
+    pub fn retire(&mut self, id: RequestId) {
+        self.free_slot(id);
+    }
+
     /// The handle went away: free now if complete, else when it completes.
     pub fn release(&mut self, id: RequestId) {
         if let Some(slot) = self.slot_mut(id) {

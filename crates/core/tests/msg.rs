@@ -231,6 +231,58 @@ fn truncation_is_a_clear_error() {
     });
 }
 
+/// A blocking receive takes its message straight from a same-host peer's
+/// ring when it is the oldest posted receive and the message is an eager
+/// one it accepts; everything else must go the general way. Posted order,
+/// tag matching behind a message for another tag, truncation and the
+/// credit grants a long stream needs must all come out as they would
+/// without that shortcut (a grant withheld would hang the stream).
+#[test]
+fn receives_taken_from_the_ring_keep_matching_order_and_credit() {
+    for (name, cfg) in configs() {
+        eprintln!("config {name}");
+        let cfg = Config { unexpected_credit: 16 << 10, ..cfg };
+        run_job(2, cfg, |ep| {
+            const STREAM: u32 = 3000;
+            if ep.rank() == 0 {
+                ep.send(1, 7, b"first").unwrap();
+                ep.send(1, 7, b"second").unwrap();
+                ep.barrier().unwrap();
+                // Tag 2 ahead of tag 1, which rank 1 asks for first.
+                ep.send(1, 2, b"two").unwrap();
+                ep.send(1, 1, b"one").unwrap();
+                ep.send(1, 3, &[9u8; 64]).unwrap();
+                for i in 0..STREAM {
+                    ep.send(1, 4 + u64::from(i % 2), &seq_msg(i, 8 + (i as usize % 5) * 8)).unwrap();
+                }
+                ep.barrier().unwrap();
+                return;
+            }
+            // Posted order: the irecv is older than the blocking receive.
+            let mut early = [0u8; 16];
+            let mut late = [0u8; 16];
+            let handle = ep.irecv(0, 7, &mut early).unwrap();
+            let st = ep.recv(0, 7, &mut late).unwrap();
+            assert_eq!(&late[..st.len], b"second", "the older posted receive gets the first message");
+            let st = handle.wait().unwrap();
+            assert_eq!(&early[..st.len], b"first");
+            ep.barrier().unwrap();
+            let mut buf = [0u8; 64];
+            let st = ep.recv(0, 1, &mut buf).unwrap();
+            assert_eq!((&buf[..st.len], st.tag), (&b"one"[..], 1));
+            let st = ep.recv(0, 2, &mut buf).unwrap();
+            assert_eq!((&buf[..st.len], st.tag), (&b"two"[..], 2));
+            let mut small = [0u8; 8];
+            assert!(matches!(ep.recv(0, 3, &mut small), Err(Error::Truncated)), "a message larger than the buffer");
+            for i in 0..STREAM {
+                let st = ep.recv(0, 4 + u64::from(i % 2), &mut buf).unwrap();
+                assert_eq!(&buf[..st.len], &seq_msg(i, 8 + (i as usize % 5) * 8)[..], "message {i}");
+            }
+            ep.barrier().unwrap();
+        });
+    }
+}
+
 #[test]
 fn credit_flood_is_bounded_and_lossless() {
     for (name, cfg) in

@@ -12,7 +12,6 @@
 //! progress engine with the endpoint lock held; they get an [`AmContext`]
 //! whose `reply` and `am_send` are queued and sent when the handler returns.
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -31,7 +30,9 @@ type HandlerFn = dyn Fn(&mut AmContext, &AmMessage<'_>) + Send + Sync;
 /// The registered handlers of one endpoint.
 #[derive(Default)]
 pub(crate) struct Handlers {
-    table: HashMap<u16, Arc<HandlerFn>>,
+    /// By handler id. Ids are the application's own (nothing a peer sends
+    /// inserts here), so the one-multiply hasher is enough.
+    table: crate::region::KeyMap<u16, Arc<HandlerFn>>,
 }
 
 /// An incoming active message, as its handler sees it.
@@ -134,7 +135,7 @@ pub(crate) fn run_handler(
     args: &[u64],
     payload: &[u8],
 ) {
-    let Some(f) = msg.am.table.get(&handler).cloned() else {
+    let Some(f) = msg.am.table.get(&handler) else {
         msg.stats.am_no_handler += 1;
         answer_error(msg, source, req, want_reply, Status::NoHandler);
         return;
@@ -265,11 +266,46 @@ pub(crate) fn on_reply(t: &mut Target<'_>, peer: u32, reply: &op::AmReply<'_>) {
 }
 
 /// An active-message request in flight; completes with the handler's reply.
+impl crate::endpoint::State {
+    /// Completes `am_request` `id` to same-host `rank` with the reply at the
+    /// front of that peer's ring, read in place: the successful inline
+    /// reply the generic path (`on_reply`) would land, built straight into
+    /// what the caller returns, and the request freed. Anything else (an
+    /// error status, a rendezvous reply, another record) stays in the ring
+    /// for the next poll.
+    pub(crate) fn am_reply_from_ring(&mut self, id: RequestId, rank: u32) -> Option<AmReplyData> {
+        if self.dead.get(rank as usize) != Some(&false) {
+            return None;
+        }
+        let crate::endpoint::State { shm, requests, stats, .. } = self;
+        let mut data = None;
+        let taken = shm.as_mut()?.take_if(rank, |payload| {
+            let Ok(OpRepr::AmReply(reply)) = OpRepr::parse(payload) else { return false };
+            if reply.req != id.0 || reply.rndv || reply.status != Status::Ok {
+                return false;
+            }
+            if !matches!(requests.msg_mut(id), Some(MsgOutput::AmReply { .. })) {
+                return false;
+            }
+            requests.retire(id);
+            data = Some(AmReplyData { args: reply.args.as_slice().to_vec(), payload: reply.body.to_vec() });
+            true
+        });
+        if taken {
+            stats.shm_ring_received += 1;
+        }
+        data
+    }
+}
+
 #[must_use = "an active-message handle does nothing unless tested or waited on"]
 #[derive(Debug)]
 pub struct AmHandle<'a> {
     ep: &'a Endpoint,
     id: RequestId,
+    /// The target: with a same-host one, the wait takes the reply straight
+    /// from its ring.
+    rank: u32,
     finished: bool,
 }
 
@@ -283,8 +319,19 @@ impl AmHandle<'_> {
     /// Waits for the reply.
     pub fn wait(mut self) -> Result<AmReplyData> {
         let id = self.id;
-        self.ep.wait_for(|state| state.requests.is_done(id) != Some(false));
+        let (rank, from_ring) = (self.rank, self.ep.shares_memory_with(self.rank));
+        let mut in_place = None;
+        self.ep.wait_for(|state| {
+            if state.requests.is_done(id) != Some(false) {
+                return true;
+            }
+            in_place = if from_ring { state.am_reply_from_ring(id, rank) } else { None };
+            in_place.is_some()
+        });
         self.finished = true;
+        if let Some(reply) = in_place {
+            return Ok(reply);
+        }
         match super::take_msg(&mut self.ep.lock(), id)? {
             Some(MsgOutput::AmReply { args, mut sink }) => {
                 Ok(AmReplyData { args: args.as_slice().to_vec(), payload: sink.take_staged() })
@@ -343,11 +390,33 @@ impl Endpoint {
             return Err(Error::InvalidArgument("handler ids from RESERVED_HANDLER_BASE (0xFF00) up are internal"));
         }
         let args = check_args(args)?;
-        self.msg_wait_for_room(rank);
         let mut state = self.lock();
+        if state.queue_full_toward(rank) {
+            drop(state);
+            self.msg_wait_for_room(rank);
+            state = self.lock();
+        }
         let req = state.requests.alloc(rank, 1)?;
         let output = MsgOutput::AmReply { args: AmArgs::EMPTY, sink: Sink::staged(0) };
         state.requests.set_output(req, Output::Msg(output));
+        if payload.len() <= state.msg.eager_limit && state.is_shm_peer(rank) {
+            // Into the peer's ring: no clock, no socket.
+            let repr = OpRepr::AmRequest(op::AmRequest {
+                req: req.0,
+                handler: id,
+                want_reply: true,
+                rndv: false,
+                args,
+                body: &[],
+            });
+            let mut header = [0u8; op::AM_MAX_HEADER_LEN];
+            let len = repr.emit_header(&mut header);
+            if let Err(error) = state.shm_send(rank, &[&header[..len], payload], None, true) {
+                state.requests.fail(req, error);
+            }
+            drop(state);
+            return Ok(AmHandle { ep: self, id: req, rank, finished: false });
+        }
         let now = self.shared.now();
         let sent = if payload.len() <= state.msg.eager_limit {
             let repr = OpRepr::AmRequest(op::AmRequest {
@@ -383,6 +452,6 @@ impl Endpoint {
             }
         }
         drop(state);
-        Ok(AmHandle { ep: self, id: req, finished: false })
+        Ok(AmHandle { ep: self, id: req, rank, finished: false })
     }
 }

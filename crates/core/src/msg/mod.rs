@@ -296,7 +296,7 @@ impl MsgState {
         }
     }
 
-    fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         self.outbox.is_empty() && self.rndv.is_idle() && self.tagged.nothing_blocked()
     }
 }
@@ -399,14 +399,16 @@ impl Endpoint {
     /// Waits while too many bytes are queued toward `rank` (bounds the
     /// sender's memory like the one-sided operations do).
     pub(crate) fn msg_wait_for_room(&self, rank: u32) {
-        let over = |state: &mut State| {
-            rank != state.rank
-                && state.proto.queued_bytes(rank) >= state.config.max_queued_bytes
-                && !state.dead[rank as usize]
-        };
-        if over(&mut self.lock()) {
-            self.wait_for(|state| !over(state));
+        if self.lock().queue_full_toward(rank) {
+            self.wait_for(|state| !state.queue_full_toward(rank));
         }
+    }
+}
+
+impl State {
+    /// Whether `rank`'s send queue is at its limit (see `msg_wait_for_room`).
+    pub(crate) fn queue_full_toward(&self, rank: u32) -> bool {
+        rank != self.rank && self.proto.queued_bytes(rank) >= self.config.max_queued_bytes && !self.dead[rank as usize]
     }
 }
 

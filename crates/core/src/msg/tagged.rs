@@ -434,6 +434,71 @@ impl State {
     }
 }
 
+/// What [`State::recv_from_ring`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FromRing {
+    /// Nothing: the front record is not this receive's message.
+    Nothing,
+    /// The message is in the receive's own buffer and its request is freed:
+    /// this is the whole result.
+    Collected(RecvStatus),
+    /// The receive completed; collect it as any other.
+    Completed,
+}
+
+impl State {
+    /// Completes posted receive `id` from same-host `source` with the eager
+    /// message at the front of that peer's ring, executed in place: no copy
+    /// out of the ring, no trip through the generic delivery path. Only
+    /// when that is exactly what the generic path would do: `id` is the
+    /// oldest posted receive (so it is the one the message matches), the
+    /// message is an eager one it accepts and has room for, and no credit
+    /// grant falls due (the generic path sends grants at once). Anything
+    /// else stays in the ring for the next poll.
+    pub(crate) fn recv_from_ring(&mut self, id: RequestId, source: u32) -> FromRing {
+        let Some(front) = self.msg.tagged.posted.front() else { return FromRing::Nothing };
+        if front.req != id || self.dead.get(source as usize) != Some(&false) {
+            return FromRing::Nothing;
+        }
+        let (context, want_source, want_tag, capacity) = (front.context, front.source, front.tag, front.capacity);
+        let owed = self.msg.tagged.owed[source as usize];
+        let batch = self.msg.tagged.initial / 4;
+        let State { shm, msg, requests, stats, .. } = self;
+        let Some(shm) = shm.as_mut() else { return FromRing::Nothing };
+        let mut outcome = FromRing::Nothing;
+        let taken = shm.take_if(source, |payload| {
+            let Ok(OpRepr::Eager(eager)) = OpRepr::parse(payload) else { return false };
+            let len = eager.body.len();
+            let charge = len as u64 + OVERHEAD;
+            if !accepts(context, want_source, want_tag, eager.context, source, eager.tag)
+                || len > capacity
+                || owed + charge >= batch
+            {
+                return false;
+            }
+            msg.tagged.posted.pop_front();
+            msg.tagged.owed[source as usize] = owed + charge;
+            let status = RecvStatus { source, tag: eager.tag, len };
+            // A blocking receive's own buffer: write it and free the request
+            // (nothing else refers to it: it left the posted queue above).
+            if let Some(MsgOutput::Recv { sink: Sink::Direct { mem, .. }, .. }) = requests.msg_mut(id) {
+                mem.write(0, eager.body);
+                requests.retire(id);
+                outcome = FromRing::Collected(status);
+                return true;
+            }
+            requests.set_target(id, source);
+            deliver_eager(requests, id, capacity, status, Cow::Borrowed(eager.body));
+            outcome = FromRing::Completed;
+            true
+        });
+        if taken {
+            stats.shm_ring_received += 1;
+        }
+        outcome
+    }
+}
+
 /// Undoes a blocking send's in-place exposure on every exit path (also on
 /// unwind), before the caller's borrow of the data ends.
 struct Unexpose<'a> {
@@ -596,7 +661,7 @@ impl Endpoint {
         let mem = crate::memory::scoped_mem(buf);
         let id = self.lock().post_recv(context, source, tag, capacity, Sink::Direct { mem, filled: 0 })?;
         // The handle cancels the receive if we unwind, before `buf`'s borrow ends.
-        RecvHandle { ep: self, id, out: None, finished: false }.wait()
+        RecvHandle { ep: self, id, source, out: None, finished: false }.wait()
     }
 
     /// Nonblocking receive into `buf` (filled when the handle completes:
@@ -611,7 +676,7 @@ impl Endpoint {
     pub fn irecv_in<'a>(&'a self, context: u32, source: u32, tag: u64, buf: &'a mut [u8]) -> Result<RecvHandle<'a>> {
         self.check_source(source)?;
         let id = self.lock().post_recv(context, source, tag, buf.len(), Sink::staged(buf.len()))?;
-        Ok(RecvHandle { ep: self, id, out: Some(buf), finished: false })
+        Ok(RecvHandle { ep: self, id, source, out: Some(buf), finished: false })
     }
 
     /// Whether a message from `source` with `tag` has arrived and is not yet
@@ -652,6 +717,9 @@ impl Endpoint {
 pub struct RecvHandle<'a> {
     ep: &'a Endpoint,
     id: RequestId,
+    /// The rank named in the receive (or `ANY_SOURCE`): with a same-host
+    /// one, the wait takes the message straight from its ring.
+    source: u32,
     /// Where staged data is copied; `None` when it landed in place.
     out: Option<&'a mut [u8]>,
     finished: bool,
@@ -675,14 +743,30 @@ impl RecvHandle<'_> {
         let id = self.id;
         // Collected under the lock that saw it complete (not a second one).
         let mut collected = None;
+        let source = self.source;
+        let from_ring = source != ANY_SOURCE && self.ep.shares_memory_with(source);
+        let mut in_place = None;
         self.ep.wait_for(|state| {
             if state.requests.is_done(id) == Some(false) {
-                return false;
+                if !from_ring {
+                    return false;
+                }
+                match state.recv_from_ring(id, source) {
+                    FromRing::Nothing => return false,
+                    FromRing::Collected(status) => {
+                        in_place = Some(status);
+                        return true;
+                    }
+                    FromRing::Completed => {}
+                }
             }
             collected = Some(super::take_msg(state, id));
             true
         });
         self.finished = true;
+        if let Some(status) = in_place {
+            return Ok(status);
+        }
         let output = collected.expect("the wait ends only after collecting")?;
         let Some(MsgOutput::Recv { status, mut sink }) = output else {
             return Err(Error::InvalidArgument("not a receive"));

@@ -122,6 +122,22 @@ impl ShmState {
         }
     }
 
+    /// Offers the next message in `peer`'s inbound ring to `f`, which
+    /// executes it and returns `true`, or declines it and leaves it for the
+    /// next poll. A taken message frees its slots (the producer is woken if
+    /// it sleeps waiting for room or consumption, as after any poll). A
+    /// corrupt ring is left for the poll, which declares the peer dead.
+    pub fn take_if(&mut self, peer: u32, f: impl FnOnce(&[u8]) -> bool) -> bool {
+        let Some((_, consumer)) = self.rx.iter_mut().find(|(p, _)| *p == peer) else { return false };
+        if consumer.pop_if(f) != Ok(true) {
+            return false;
+        }
+        if let Some(link) = self.shared.link(peer) {
+            self.shared.wake_for_ring(link);
+        }
+        true
+    }
+
     /// Routes peers' operations on `key` through this rank (which logs
     /// arrivals) instead of direct access.
     pub fn set_logged(&mut self, key: RegionKey, access: Access) {

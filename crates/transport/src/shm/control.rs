@@ -75,10 +75,14 @@ impl Control {
 
     /// Creates this process's control segment.
     pub fn create(ring_count: usize, ring_cap: usize) -> io::Result<Control> {
-        if ring_cap % super::ring::SLOT != 0 || ring_cap < 2 * super::ring::SLOT {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "ring capacity must be a multiple of 64"));
+        if !ring_cap.is_power_of_two() || ring_cap < 2 * super::ring::SLOT {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "ring capacity must be a power of two of at least 128",
+            ));
         }
         let seg = Arc::new(Segment::create("memwire-control", Self::len_for(ring_count, ring_cap))?);
+        seg.prefault();
         let pid = std::process::id();
         let mut head = [0u8; 24];
         head[..8].copy_from_slice(&MAGIC.to_le_bytes());
@@ -102,6 +106,7 @@ impl Control {
             return Err(bad("too short"));
         }
         let seg = Arc::new(Segment::open_peer(pid, fd, len)?);
+        seg.prefault();
         let mut head = [0u8; 24];
         // SAFETY: the mapping is at least RINGS_AT bytes (checked by open_peer).
         unsafe { std::ptr::copy_nonoverlapping(seg.as_ptr(), head.as_mut_ptr(), head.len()) };

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! `tail` and `head` count bytes since the ring was created and never wrap
-//! (a u64 of bytes lasts centuries); a position's slot is `pos % cap`. A
+//! (a u64 of bytes lasts centuries); a position's slot is `pos % cap` (`cap` is a power of two). A
 //! record is a 16-byte header (`stamp: u64`, `len: u32`, `kind: u32`) then
 //! `len` payload bytes, padded to whole 64-byte slots, and never wraps
 //! around the end of the data area: when it would not fit before the end,
@@ -97,14 +97,21 @@ pub struct RingView {
 impl RingView {
     /// Describes the ring at `offset` of `seg` with `cap` data bytes. `None`
     /// unless it lies inside the segment, `offset` is 64-aligned and `cap` is
-    /// a nonzero multiple of 64.
+    /// a power of two of at least two slots (so a position's slot is a mask,
+    /// not a division: this is on every push, pop and peek).
     pub fn new(seg: Arc<Segment>, offset: usize, cap: usize) -> Option<RingView> {
         let end = offset.checked_add(ring_len(cap))?;
-        (end <= seg.len() && offset % SLOT == 0 && cap % SLOT == 0 && cap >= 2 * SLOT).then_some(RingView {
+        (end <= seg.len() && offset % SLOT == 0 && cap.is_power_of_two() && cap >= 2 * SLOT).then_some(RingView {
             seg,
             offset,
             cap,
         })
+    }
+
+    /// Where position `pos` falls in the data area.
+    #[inline]
+    fn slot_of(&self, pos: u64) -> usize {
+        pos as usize & (self.cap - 1)
     }
 
     fn word(&self, at: usize) -> &AtomicU64 {
@@ -222,7 +229,7 @@ impl Producer {
         if record > cap || len > u32::MAX as usize {
             return Err(PushError::TooBig);
         }
-        let pos = (self.tail % cap as u64) as usize;
+        let pos = self.view.slot_of(self.tail);
         let to_end = cap - pos;
         let need = if record <= to_end { record } else { to_end + record };
         if self.free() < need as u64 {
@@ -239,7 +246,7 @@ impl Producer {
             self.view.stamp(pos).store(self.salt ^ self.tail, Ordering::Release);
             self.tail += to_end as u64;
         }
-        let pos = (self.tail % cap as u64) as usize;
+        let pos = self.view.slot_of(self.tail);
         // SAFETY: the record fits in [pos, pos + record) <= cap (no wrap by
         // construction) and those slots are free: the consumer has moved
         // `head` past them (Acquire above), so nobody reads them now.
@@ -308,7 +315,7 @@ impl RingPeek {
     #[inline]
     pub fn has_pending(&self) -> bool {
         let head = self.view.head().load(Ordering::Acquire);
-        let pos = (head % self.view.cap as u64) as usize;
+        let pos = self.view.slot_of(head);
         self.view.stamp(pos).load(Ordering::Acquire) == self.salt ^ head
     }
 }
@@ -335,7 +342,7 @@ impl Consumer {
     /// would start (the line its header and a small payload share).
     #[inline]
     pub fn has_pending(&self) -> bool {
-        let pos = (self.head % self.view.cap as u64) as usize;
+        let pos = self.view.slot_of(self.head);
         self.view.stamp(pos).load(Ordering::Acquire) == self.salt ^ self.head
     }
 
@@ -347,7 +354,7 @@ impl Consumer {
                 return Ok(false);
             }
             let cap = self.view.cap;
-            let pos = (self.head % cap as u64) as usize;
+            let pos = self.view.slot_of(self.head);
             let data = self.view.data();
             let mut fields = [0u8; 8];
             // SAFETY: pos + 16 <= cap; the record was published (its stamp,
@@ -389,6 +396,41 @@ impl Consumer {
                 _ => return Err(Corrupt),
             }
         }
+    }
+
+    /// Hands the next record to `f` when it is a whole message (not a piece
+    /// of one, not padding, none being reassembled) and frees its slots if
+    /// `f` returns `true`; otherwise the record stays for [`pop`](Self::pop).
+    /// Returns whether a record was taken. A caller that wants only some
+    /// messages (a receive waiting for its own) takes them this way without
+    /// copying anything out first.
+    pub fn pop_if(&mut self, f: impl FnOnce(&[u8]) -> bool) -> Result<bool, Corrupt> {
+        if !self.partial.is_empty() || !self.has_pending() {
+            return Ok(false);
+        }
+        let cap = self.view.cap;
+        let pos = self.view.slot_of(self.head);
+        let data = self.view.data();
+        let mut fields = [0u8; 8];
+        // SAFETY: as in `pop`: pos + 16 <= cap and the record is published.
+        unsafe { std::ptr::copy_nonoverlapping(data.add(pos + 8), fields.as_mut_ptr(), fields.len()) };
+        let len = u32::from_le_bytes(fields[..4].try_into().expect("4 bytes")) as usize;
+        let kind = u32::from_le_bytes(fields[4..].try_into().expect("4 bytes"));
+        let record = Producer::record_len(len);
+        if record > cap - pos {
+            return Err(Corrupt);
+        }
+        if kind != KIND_MESSAGE {
+            return Ok(false);
+        }
+        // SAFETY: as in `pop`: pos + 16 + len <= cap, published, and not
+        // reused by the producer until head moves past it.
+        let payload = unsafe { std::slice::from_raw_parts(data.add(pos + RECORD_HEADER), len) };
+        if !f(payload) {
+            return Ok(false);
+        }
+        self.advance(record as u64);
+        Ok(true)
     }
 
     fn advance(&mut self, by: u64) {
@@ -521,5 +563,47 @@ mod tests {
             .unwrap();
         }
         producer.join().unwrap();
+    }
+
+    #[test]
+    fn pop_if_takes_only_accepted_whole_messages_and_keeps_order() {
+        let (mut tx, mut rx) = ring(1024);
+        assert_eq!(rx.pop_if(|_| true), Ok(false), "empty ring");
+        tx.push(&[b"first"]).unwrap();
+        tx.push(&[b"second"]).unwrap();
+        // Declined: it stays, and a later look sees the same record.
+        assert_eq!(rx.pop_if(|m| m == b"second"), Ok(false));
+        let mut seen = Vec::new();
+        assert_eq!(
+            rx.pop_if(|m| {
+                seen = m.to_vec();
+                true
+            }),
+            Ok(true)
+        );
+        assert_eq!(seen, b"first");
+        // A message in parts is never offered, not even its last record.
+        tx.push_part(&[b"par"]).unwrap();
+        tx.push(&[b"ts"]).unwrap();
+        assert_eq!(rx.pop_if(|m| m == b"second"), Ok(true));
+        assert_eq!(rx.pop_if(|_| panic!("a part was offered")), Ok(false));
+        let mut whole = Vec::new();
+        assert_eq!(rx.pop(|m| whole = m.to_vec()), Ok(true));
+        assert_eq!(whole, b"parts");
+        // Padding at the end of the data area is left to `pop`, which
+        // skips it; the record after it is offered again.
+        let mut sent = 0;
+        while tx.published() % 1024 < 1024 - 64 {
+            tx.push(&[&[7u8; 40]]).unwrap();
+            sent += 1;
+            assert_eq!(rx.pop_if(|m| m == [7u8; 40]), Ok(true));
+        }
+        assert!(sent > 0);
+        tx.push(&[&[9u8; 100]]).unwrap(); // does not fit the last slot: padding first
+        assert_eq!(rx.pop_if(|_| true), Ok(false), "padding is not a message");
+        let mut last = Vec::new();
+        assert_eq!(rx.pop(|m| last = m.to_vec()), Ok(true));
+        assert_eq!(last, [9u8; 100]);
+        assert_eq!(rx.pop_if(|_| true), Ok(false));
     }
 }

@@ -100,6 +100,19 @@ impl Segment {
         Ok(Segment { ptr, len, fd: None })
     }
 
+    /// Faults in every page of the mapping now (page tables writable, pages
+    /// allocated), without touching the bytes. For the control segments:
+    /// their rings are written at a new page every 64 records during the
+    /// first lap, and on these VMs a first touch costs 5-50 us, which a
+    /// ping-pong then pays on one message in 64 (its 99th percentile went
+    /// from 1.4 to 7 us). Best effort: a kernel without
+    /// `MADV_POPULATE_WRITE` (before 5.14) leaves the faults for later.
+    pub fn prefault(&self) {
+        // SAFETY: the range is exactly this mapping; the advice only
+        // populates page tables and does not change the contents.
+        let _ = unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_POPULATE_WRITE) };
+    }
+
     /// Start of the mapping (page aligned).
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()

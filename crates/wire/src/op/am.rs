@@ -42,6 +42,9 @@ use crate::{Error, Result};
 
 /// Most u64 arguments an active message carries.
 pub const AM_MAX_ARGS: usize = 8;
+/// The longest header of an [`AmRequest`] or [`AmReply`]: the fixed fields
+/// and [`AM_MAX_ARGS`] arguments (a stack buffer of this size always fits).
+pub const AM_MAX_HEADER_LEN: usize = field::ARGS + AM_MAX_ARGS * field::ARG_SIZE;
 
 mod field {
     use core::ops::Range;
