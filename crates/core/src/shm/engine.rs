@@ -343,6 +343,13 @@ impl State {
                 let popped = consumer.pop(|msg| {
                     self.deliver(peer, msg);
                     self.after_delivery(now);
+                    // What it set off in messaging (an active message's
+                    // reply, a credit grant) leaves now, not after the
+                    // look at the next slot: that line was last written a
+                    // lap ago and is likely a cache miss.
+                    if !self.msg.outbox.is_empty() {
+                        self.flush_outbox(now);
+                    }
                 });
                 match popped {
                     Ok(true) => {
