@@ -399,18 +399,14 @@ impl Endpoint {
         let req = state.requests.alloc(rank, 1)?;
         let output = MsgOutput::AmReply { args: AmArgs::EMPTY, sink: Sink::staged(0) };
         state.requests.set_output(req, Output::Msg(output));
-        if payload.len() <= state.msg.eager_limit && state.is_shm_peer(rank) {
+        let request = |rndv: bool| {
+            OpRepr::AmRequest(op::AmRequest { req: req.0, handler: id, want_reply: true, rndv, args, body: &[] })
+        };
+        let eager = payload.len() <= state.msg.eager_limit;
+        if eager && state.is_shm_peer(rank) {
             // Into the peer's ring: no clock, no socket.
-            let repr = OpRepr::AmRequest(op::AmRequest {
-                req: req.0,
-                handler: id,
-                want_reply: true,
-                rndv: false,
-                args,
-                body: &[],
-            });
             let mut header = [0u8; op::AM_MAX_HEADER_LEN];
-            let len = repr.emit_header(&mut header);
+            let len = request(false).emit_header(&mut header);
             if let Err(error) = state.shm_send(rank, &[&header[..len], payload], None, true) {
                 state.requests.fail(req, error);
             }
@@ -418,30 +414,14 @@ impl Endpoint {
             return Ok(AmHandle { ep: self, id: req, rank, finished: false });
         }
         let now = self.shared.now();
-        let sent = if payload.len() <= state.msg.eager_limit {
-            let repr = OpRepr::AmRequest(op::AmRequest {
-                req: req.0,
-                handler: id,
-                want_reply: true,
-                rndv: false,
-                args,
-                body: &[],
-            });
-            state.send_op(now, rank, &repr, payload, None)
+        let sent = if eager {
+            state.send_op(now, rank, &request(false), payload, None)
         } else {
             let token = state.requests.alloc(rank, 1)?;
             state.requests.release(token);
             let key = state.expose_copy(rank, payload, token);
             let desc = RndvDesc { total_len: payload.len() as u64, key: key.0, offset: 0, token: token.0 };
-            let repr = OpRepr::AmRequest(op::AmRequest {
-                req: req.0,
-                handler: id,
-                want_reply: true,
-                rndv: true,
-                args,
-                body: &[],
-            });
-            state.send_op(now, rank, &repr, &desc.to_bytes(), None)
+            state.send_op(now, rank, &request(true), &desc.to_bytes(), None)
         };
         match sent {
             Ok(()) => {

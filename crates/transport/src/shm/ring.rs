@@ -320,6 +320,27 @@ impl RingPeek {
     }
 }
 
+/// A published record at a consumer's head (see `Consumer::head_record`).
+struct HeadRecord {
+    /// Slot position of its header in the data area.
+    pos: usize,
+    /// Payload bytes.
+    len: usize,
+    kind: u32,
+    /// Bytes it takes in the ring, padding included.
+    record: usize,
+}
+
+impl HeadRecord {
+    /// Its payload in `view`'s data area.
+    fn payload<'a>(&self, view: &'a RingView) -> &'a [u8] {
+        // SAFETY: pos + 16 + len <= cap (checked in `Consumer::head_record`);
+        // published, and not reused by the producer until the consumer moves
+        // head past it, which it does only after its last use of this slice.
+        unsafe { std::slice::from_raw_parts(view.data().add(self.pos + RECORD_HEADER), self.len) }
+    }
+}
+
 /// The consuming end. Exactly one per ring.
 #[derive(Debug)]
 pub struct Consumer {
@@ -346,51 +367,53 @@ impl Consumer {
         self.view.stamp(pos).load(Ordering::Acquire) == self.salt ^ self.head
     }
 
+    /// The record at `head`, if published: where it is and what it holds,
+    /// checked against the ring's bounds.
+    fn head_record(&self) -> Result<Option<HeadRecord>, Corrupt> {
+        if !self.has_pending() {
+            return Ok(None);
+        }
+        let pos = self.view.slot_of(self.head);
+        let mut fields = [0u8; 8];
+        // SAFETY: pos + 16 <= cap (pos is slot aligned and < cap); the record
+        // was published (its stamp, Acquire in has_pending), so the producer
+        // wrote it and will not touch it until we move head past it.
+        unsafe { std::ptr::copy_nonoverlapping(self.view.data().add(pos + 8), fields.as_mut_ptr(), fields.len()) };
+        let len = u32::from_le_bytes(fields[..4].try_into().expect("4 bytes")) as usize;
+        let kind = u32::from_le_bytes(fields[4..].try_into().expect("4 bytes"));
+        let record = Producer::record_len(len);
+        if record > self.view.cap - pos {
+            return Err(Corrupt);
+        }
+        Ok(Some(HeadRecord { pos, len, kind, record }))
+    }
+
     /// Hands the next message to `f`, then frees its slots. Returns
     /// `Ok(false)` when the ring is empty.
     pub fn pop(&mut self, f: impl FnOnce(&[u8])) -> Result<bool, Corrupt> {
         loop {
-            if !self.has_pending() {
-                return Ok(false);
-            }
-            let cap = self.view.cap;
-            let pos = self.view.slot_of(self.head);
-            let data = self.view.data();
-            let mut fields = [0u8; 8];
-            // SAFETY: pos + 16 <= cap; the record was published (its stamp,
-            // Acquire in has_pending), so the producer wrote it and will not
-            // touch it until we move head past it.
-            unsafe { std::ptr::copy_nonoverlapping(data.add(pos + 8), fields.as_mut_ptr(), fields.len()) };
-            let len = u32::from_le_bytes(fields[..4].try_into().expect("4 bytes")) as usize;
-            let kind = u32::from_le_bytes(fields[4..].try_into().expect("4 bytes"));
-            let record = Producer::record_len(len);
-            if record > cap - pos {
-                return Err(Corrupt);
-            }
-            match kind {
+            let Some(head) = self.head_record()? else { return Ok(false) };
+            match head.kind {
                 KIND_PAD => {
-                    self.advance(record as u64);
+                    self.advance(head.record as u64);
                     continue;
                 }
                 KIND_MESSAGE | KIND_PART => {
-                    // SAFETY: pos + 8 + len <= cap (checked above); published
-                    // and not reused by the producer until head moves past it.
-                    let payload = unsafe { std::slice::from_raw_parts(data.add(pos + RECORD_HEADER), len) };
-                    if kind == KIND_PART || !self.partial.is_empty() {
-                        if self.partial.len() + len > MAX_REASSEMBLED {
+                    if head.kind == KIND_PART || !self.partial.is_empty() {
+                        if self.partial.len() + head.len > MAX_REASSEMBLED {
                             return Err(Corrupt);
                         }
-                        self.partial.extend_from_slice(payload);
-                        self.advance(record as u64);
-                        if kind == KIND_PART {
+                        self.partial.extend_from_slice(head.payload(&self.view));
+                        self.advance(head.record as u64);
+                        if head.kind == KIND_PART {
                             continue;
                         }
                         let whole = std::mem::take(&mut self.partial);
                         f(&whole);
                         return Ok(true);
                     }
-                    f(payload);
-                    self.advance(record as u64);
+                    f(head.payload(&self.view));
+                    self.advance(head.record as u64);
                     return Ok(true);
                 }
                 _ => return Err(Corrupt),
@@ -405,31 +428,14 @@ impl Consumer {
     /// messages (a receive waiting for its own) takes them this way without
     /// copying anything out first.
     pub fn pop_if(&mut self, f: impl FnOnce(&[u8]) -> bool) -> Result<bool, Corrupt> {
-        if !self.partial.is_empty() || !self.has_pending() {
+        if !self.partial.is_empty() {
             return Ok(false);
         }
-        let cap = self.view.cap;
-        let pos = self.view.slot_of(self.head);
-        let data = self.view.data();
-        let mut fields = [0u8; 8];
-        // SAFETY: as in `pop`: pos + 16 <= cap and the record is published.
-        unsafe { std::ptr::copy_nonoverlapping(data.add(pos + 8), fields.as_mut_ptr(), fields.len()) };
-        let len = u32::from_le_bytes(fields[..4].try_into().expect("4 bytes")) as usize;
-        let kind = u32::from_le_bytes(fields[4..].try_into().expect("4 bytes"));
-        let record = Producer::record_len(len);
-        if record > cap - pos {
-            return Err(Corrupt);
-        }
-        if kind != KIND_MESSAGE {
+        let Some(head) = self.head_record()? else { return Ok(false) };
+        if head.kind != KIND_MESSAGE || !f(head.payload(&self.view)) {
             return Ok(false);
         }
-        // SAFETY: as in `pop`: pos + 16 + len <= cap, published, and not
-        // reused by the producer until head moves past it.
-        let payload = unsafe { std::slice::from_raw_parts(data.add(pos + RECORD_HEADER), len) };
-        if !f(payload) {
-            return Ok(false);
-        }
-        self.advance(record as u64);
+        self.advance(head.record as u64);
         Ok(true)
     }
 
