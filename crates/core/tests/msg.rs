@@ -398,7 +398,11 @@ fn active_messages() {
             assert_eq!(ep.am_request(me, 1, &[0], b"xy").unwrap().payload, b"yx");
             let handles: Vec<_> = (0..50u64).map(|i| ep.am_request_nb(right, 1, &[i], &[i as u8]).unwrap()).collect();
             for (i, h) in handles.into_iter().enumerate() {
-                assert_eq!(h.wait().unwrap().args, vec![i as u64 + 1]);
+                // Reply buffers are reused: each payload must be its own.
+                assert_eq!(
+                    h.wait().unwrap(),
+                    mw_core::AmReplyData { args: vec![i as u64 + 1], payload: vec![i as u8] }
+                );
             }
             ep.barrier().unwrap();
             if me == 0 {

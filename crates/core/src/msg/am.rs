@@ -33,7 +33,13 @@ pub(crate) struct Handlers {
     /// By handler id. Ids are the application's own (nothing a peer sends
     /// inserts here), so the one-multiply hasher is enough.
     table: crate::region::KeyMap<u16, Arc<HandlerFn>>,
+    /// A reply payload buffer back from its last send, for the next
+    /// handler's reply: no allocation per small reply.
+    pub(crate) spare: Vec<u8>,
 }
+
+/// Largest reply buffer kept for reuse (a bigger one is freed after use).
+pub(crate) const SPARE_KEEP: usize = 4096;
 
 /// An incoming active message, as its handler sees it.
 #[derive(Debug, Clone, Copy)]
@@ -57,6 +63,8 @@ pub struct AmContext {
     size: u32,
     wants_reply: bool,
     reply: Option<(AmArgs, Vec<u8>)>,
+    /// An empty buffer (with capacity) for the reply's payload.
+    spare: Vec<u8>,
     sends: Vec<Outgoing>,
 }
 
@@ -79,7 +87,9 @@ impl AmContext {
         if self.reply.is_some() {
             return Err(Error::InvalidArgument("a handler replies at most once"));
         }
-        self.reply = Some((args, payload.to_vec()));
+        let mut buf = std::mem::take(&mut self.spare);
+        buf.extend_from_slice(payload);
+        self.reply = Some((args, buf));
         Ok(())
     }
 
@@ -146,12 +156,16 @@ pub(crate) fn run_handler(
         size: msg.size,
         wants_reply: want_reply && req != 0,
         reply: None,
+        spare: std::mem::take(&mut msg.am.spare),
         sends: Vec::new(),
     };
     let message = AmMessage { source, handler, args, payload };
     // A panicking handler must not unwind through the protocol's delivery.
     let ran = catch_unwind(AssertUnwindSafe(|| f(&mut ctx, &message)));
     msg.stats.am_handled += 1;
+    if ctx.spare.capacity() > 0 {
+        msg.am.spare = std::mem::take(&mut ctx.spare); // no reply took it
+    }
     if ran.is_err() {
         msg.stats.am_handler_panics += 1;
         answer_error(msg, source, req, want_reply, Status::Unsupported);

@@ -358,11 +358,16 @@ impl State {
             Outgoing::Status { peer, req, status } => {
                 self.send_op(now, peer, &OpRepr::OpStatus(op::OpStatus { req, status }), &[], None)
             }
-            Outgoing::AmReply { peer, req, status, args, payload } => {
+            Outgoing::AmReply { peer, req, status, args, mut payload } => {
                 let (rndv, desc) = self.maybe_expose(peer, &payload)?;
                 let body: &[u8] = if rndv { &desc } else { &payload };
                 let repr = OpRepr::AmReply(op::AmReply { req, status, rndv, args, body: &[] });
-                self.send_op(now, peer, &repr, body, None)
+                let sent = self.send_op(now, peer, &repr, body, None);
+                if payload.capacity() <= am::SPARE_KEEP && payload.capacity() > self.msg.am.spare.capacity() {
+                    payload.clear();
+                    self.msg.am.spare = payload; // the next handler's reply goes here
+                }
+                sent
             }
             Outgoing::AmSend { peer, handler, args, payload } => {
                 let (rndv, desc) = self.maybe_expose(peer, &payload)?;
