@@ -455,7 +455,10 @@ impl State {
     /// message is an eager one it accepts and has room for, and no credit
     /// grant falls due (the generic path sends grants at once). Anything
     /// else stays in the ring for the next poll.
-    pub(crate) fn recv_from_ring(&mut self, id: RequestId, source: u32) -> FromRing {
+    ///
+    /// `out`: the buffer a nonblocking receive's wait copies its staged
+    /// message into; the message then goes there directly.
+    pub(crate) fn recv_from_ring(&mut self, id: RequestId, source: u32, out: Option<&mut [u8]>) -> FromRing {
         let Some(front) = self.msg.tagged.posted.front() else { return FromRing::Nothing };
         if front.req != id || self.dead.get(source as usize) != Some(&false) {
             return FromRing::Nothing;
@@ -479,17 +482,22 @@ impl State {
             msg.tagged.posted.pop_front();
             msg.tagged.owed[source as usize] = owed + charge;
             let status = RecvStatus { source, tag: eager.tag, len };
-            // A blocking receive's own buffer: write it and free the request
-            // (nothing else refers to it: it left the posted queue above).
-            if let Some(MsgOutput::Recv { sink: Sink::Direct { mem, .. }, .. }) = requests.msg_mut(id) {
-                mem.write(0, eager.body);
-                requests.retire(id);
-                outcome = FromRing::Collected(status);
-                return true;
+            // Into the receive's own buffer, and the request freed (nothing
+            // else refers to it: it left the posted queue above).
+            match (requests.msg_mut(id), out) {
+                (Some(MsgOutput::Recv { sink: Sink::Direct { mem, .. }, .. }), _) => mem.write(0, eager.body),
+                (Some(MsgOutput::Recv { sink: Sink::Staged { .. }, .. }), Some(out)) if len <= out.len() => {
+                    out[..len].copy_from_slice(eager.body);
+                }
+                _ => {
+                    requests.set_target(id, source);
+                    deliver_eager(requests, id, capacity, status, Cow::Borrowed(eager.body));
+                    outcome = FromRing::Completed;
+                    return true;
+                }
             }
-            requests.set_target(id, source);
-            deliver_eager(requests, id, capacity, status, Cow::Borrowed(eager.body));
-            outcome = FromRing::Completed;
+            requests.retire(id);
+            outcome = FromRing::Collected(status);
             true
         });
         if taken {
@@ -746,12 +754,13 @@ impl RecvHandle<'_> {
         let source = self.source;
         let from_ring = source != ANY_SOURCE && self.ep.shares_memory_with(source);
         let mut in_place = None;
+        let mut out = self.out.take();
         self.ep.wait_for(|state| {
             if state.requests.is_done(id) == Some(false) {
                 if !from_ring {
                     return false;
                 }
-                match state.recv_from_ring(id, source) {
+                match state.recv_from_ring(id, source, out.as_deref_mut()) {
                     FromRing::Nothing => return false,
                     FromRing::Collected(status) => {
                         in_place = Some(status);
@@ -771,7 +780,7 @@ impl RecvHandle<'_> {
         let Some(MsgOutput::Recv { status, mut sink }) = output else {
             return Err(Error::InvalidArgument("not a receive"));
         };
-        if let Some(out) = self.out.as_deref_mut() {
+        if let Some(out) = out {
             let data = sink.take_staged();
             out.get_mut(..data.len()).ok_or(Error::Truncated)?.copy_from_slice(&data);
         }
