@@ -279,7 +279,6 @@ pub(crate) fn on_reply(t: &mut Target<'_>, peer: u32, reply: &op::AmReply<'_>) {
     }
 }
 
-/// An active-message request in flight; completes with the handler's reply.
 impl crate::endpoint::State {
     /// Completes `am_request` `id` to same-host `rank` with the reply at the
     /// front of that peer's ring, read in place: the successful inline
@@ -312,6 +311,7 @@ impl crate::endpoint::State {
     }
 }
 
+/// An active-message request in flight; completes with the handler's reply.
 #[must_use = "an active-message handle does nothing unless tested or waited on"]
 #[derive(Debug)]
 pub struct AmHandle<'a> {
