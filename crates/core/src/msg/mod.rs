@@ -359,10 +359,13 @@ impl State {
                 self.send_op(now, peer, &OpRepr::OpStatus(op::OpStatus { req, status }), &[], None)
             }
             Outgoing::AmReply { peer, req, status, args, mut payload } => {
-                let (rndv, desc) = self.maybe_expose(peer, &payload)?;
-                let body: &[u8] = if rndv { &desc } else { &payload };
-                let repr = OpRepr::AmReply(op::AmReply { req, status, rndv, args, body: &[] });
-                let sent = self.send_op(now, peer, &repr, body, None);
+                if payload.len() > self.msg.eager_limit {
+                    let desc = self.expose_payload(peer, payload)?;
+                    let repr = OpRepr::AmReply(op::AmReply { req, status, rndv: true, args, body: &[] });
+                    return self.send_op(now, peer, &repr, &desc, None);
+                }
+                let repr = OpRepr::AmReply(op::AmReply { req, status, rndv: false, args, body: &[] });
+                let sent = self.send_op(now, peer, &repr, &payload, None);
                 if payload.capacity() <= am::SPARE_KEEP && payload.capacity() > self.msg.am.spare.capacity() {
                     payload.clear();
                     self.msg.am.spare = payload; // the next handler's reply goes here
@@ -370,28 +373,28 @@ impl State {
                 sent
             }
             Outgoing::AmSend { peer, handler, args, payload } => {
-                let (rndv, desc) = self.maybe_expose(peer, &payload)?;
-                let body: &[u8] = if rndv { &desc } else { &payload };
+                let rndv = payload.len() > self.msg.eager_limit;
                 let repr =
                     OpRepr::AmRequest(op::AmRequest { req: 0, handler, want_reply: false, rndv, args, body: &[] });
-                self.send_op(now, peer, &repr, body, None)
+                if rndv {
+                    let desc = self.expose_payload(peer, payload)?;
+                    return self.send_op(now, peer, &repr, &desc, None);
+                }
+                self.send_op(now, peer, &repr, &payload, None)
             }
         }
     }
 
-    /// An active-message payload above the eager limit is copied into a
-    /// library-owned buffer and exposed for `peer` to pull; returns whether
-    /// it was, and the descriptor to send instead of the payload.
-    fn maybe_expose(&mut self, peer: u32, payload: &[u8]) -> Result<(bool, [u8; op::RndvDesc::LEN])> {
-        if payload.len() <= self.msg.eager_limit {
-            return Ok((false, [0; op::RndvDesc::LEN]));
-        }
+    /// Exposes an active-message payload above the eager limit for `peer`
+    /// to pull (the buffer moves into the exposure: no copy); returns the
+    /// descriptor to send instead of the payload.
+    fn expose_payload(&mut self, peer: u32, payload: Vec<u8>) -> Result<[u8; op::RndvDesc::LEN]> {
         let token = self.requests.alloc(peer, 1)?;
         // Nobody waits on the token: it frees itself when the pull is done.
         self.requests.release(token);
-        let key = self.expose_copy(peer, payload, token);
-        let desc = op::RndvDesc { total_len: payload.len() as u64, key: key.0, offset: 0, token: token.0 };
-        Ok((true, desc.to_bytes()))
+        let total_len = payload.len() as u64;
+        let key = self.expose_vec(peer, payload, token);
+        Ok(op::RndvDesc { total_len, key: key.0, offset: 0, token: token.0 }.to_bytes())
     }
 }
 

@@ -186,9 +186,14 @@ impl State {
     pub(crate) fn expose_copy(&mut self, peer: u32, payload: &[u8], token: RequestId) -> RegionKey {
         // Copied in one pass, not zeroed first: a megabyte payload paid as
         // much again for zeroing its fresh pages as for the copy.
-        let copy = payload.to_vec();
-        let mem = crate::memory::owned_mem(&copy);
-        self.expose(peer, mem, Keep::Copy(copy), token)
+        self.expose_vec(peer, payload.to_vec(), token)
+    }
+
+    /// Exposes a library-owned buffer, which the exposure keeps until the
+    /// pull is done.
+    pub(crate) fn expose_vec(&mut self, peer: u32, payload: Vec<u8>, token: RequestId) -> RegionKey {
+        let mem = crate::memory::owned_mem(&payload);
+        self.expose(peer, mem, Keep::Copy(payload), token)
     }
 
     /// Withdraws a released exposure from the local table and the
