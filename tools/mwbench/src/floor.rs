@@ -1,10 +1,11 @@
 //! The physical limits shared-memory results are judged by, measured in the
 //! same run: a two-process cache-line ping-pong over a shared page (op
-//! `shm_floor`), and `memcpy` (single-thread copy bandwidth; for `bibw` two
+//! `shm_floor`: one line bounced; `shm_floor_2lines`: each side's flag in its
+//! own page, what a signal in the receiver's memory costs), and `memcpy` (single-thread copy bandwidth; for `bibw` two
 //! threads copying at once; for `overhead` the time of one copy).
 //!
 //! The ping-pong's second process is this executable started again with
-//! `--shm-floor-child PID FD ITERS`: it maps the parent's memory file
+//! `--shm-floor-child PID FD ITERS LINES`: it maps the parent's memory file
 //! through `/proc/PID/fd/FD`, exactly as memwire ranks map each other's.
 //! `unsafe` here is only the view of one mapped word as an atomic. Owns
 //! these measurements; must not print (the runner emits the rows).
@@ -18,30 +19,49 @@ use mw_transport::shm::Segment;
 use crate::pingpong::warmup;
 use crate::row::Row;
 
-fn word(seg: &Segment) -> &AtomicU64 {
-    // SAFETY: the mapping is at least one page, page aligned (so 8-aligned),
-    // lives as long as `seg`, and both processes access this word only
-    // through atomics.
-    unsafe { AtomicU64::from_ptr(seg.as_ptr().cast()) }
+/// The word at `offset` (a multiple of 8 below the segment's length).
+fn word(seg: &Segment, offset: usize) -> &AtomicU64 {
+    assert!(offset % 8 == 0 && offset + 8 <= seg.len(), "word inside the page");
+    // SAFETY: the mapping is page aligned and `offset` is 8-aligned and in
+    // bounds (checked above), so the word is aligned and mapped; it lives as
+    // long as `seg`, and both processes access it only through atomics.
+    unsafe { AtomicU64::from_ptr(seg.as_ptr().add(offset).cast()) }
+}
+
+/// Bytes mapped for the ping-pong: one page per side, so that with
+/// `lines == 2` each side waits on a word in its own page.
+const FLOOR_LEN: usize = 2 * 4096;
+
+/// Where the parent waits and where the child waits: the same word for the
+/// one-line floor; for the two-line floor, words a page apart (like a
+/// signal word in each rank's own memory).
+fn words(seg: &Segment, lines: u64) -> (&AtomicU64, &AtomicU64) {
+    let child_offset = if lines == 2 { 4096 } else { 0 };
+    (word(seg, 0), word(seg, child_offset))
 }
 
 /// The child side: waits for odd values, answers with the next even one.
-pub fn shm_floor_child(pid: u32, fd: i32, iters: u64) {
-    let seg = Segment::open_peer(pid, fd, 4096).expect("map the parent's page");
-    let w = word(&seg);
+pub fn shm_floor_child(pid: u32, fd: i32, iters: u64, lines: u64) {
+    let seg = Segment::open_peer(pid, fd, FLOOR_LEN).expect("map the parent's page");
+    let (parent_waits, child_waits) = words(&seg, lines);
     for i in 0..iters {
-        while w.load(Ordering::Acquire) != 2 * i + 1 {
+        while child_waits.load(Ordering::Acquire) != 2 * i + 1 {
             std::hint::spin_loop();
         }
-        w.store(2 * i + 2, Ordering::Release);
+        parent_waits.store(2 * i + 2, Ordering::Release);
     }
 }
 
-/// Two-process ping-pong of one cache line: half the round trip.
-pub fn pingpong_shm_floor(iters: usize) -> Row {
+/// Two-process ping-pong: half the round trip. `lines == 1` (`shm_floor`):
+/// both sides bounce one word, so each half trip moves one cache line once.
+/// `lines == 2` (`shm_floor_2lines`): each side waits on a word in its own
+/// page that the other writes, as a put_signal's signal word in the
+/// receiver's memory; the writer must first take the line from its
+/// spinning reader, so each half trip costs two transfers.
+pub fn pingpong_shm_floor(iters: usize, lines: u64) -> Row {
     let warm = warmup(iters);
     let total = (iters + warm) as u64;
-    let seg = Segment::create("mwbench-shm-floor", 4096).expect("memory file");
+    let seg = Segment::create("mwbench-shm-floor", FLOOR_LEN).expect("memory file");
     let exe = std::env::current_exe().expect("own path");
     let mut child = std::process::Command::new(exe)
         .args([
@@ -49,15 +69,16 @@ pub fn pingpong_shm_floor(iters: usize) -> Row {
             &std::process::id().to_string(),
             &seg.fd().expect("own segment").to_string(),
             &total.to_string(),
+            &lines.to_string(),
         ])
         .spawn()
         .expect("start the ping-pong partner");
-    let w = word(&seg);
+    let (parent_waits, child_waits) = words(&seg, lines);
     let mut samples = Vec::with_capacity(iters);
     for i in 0..total {
         let t0 = Instant::now();
-        w.store(2 * i + 1, Ordering::Release);
-        while w.load(Ordering::Acquire) != 2 * i + 2 {
+        child_waits.store(2 * i + 1, Ordering::Release);
+        while parent_waits.load(Ordering::Acquire) != 2 * i + 2 {
             std::hint::spin_loop();
         }
         if i >= warm as u64 {
@@ -65,7 +86,8 @@ pub fn pingpong_shm_floor(iters: usize) -> Row {
         }
     }
     child.wait().expect("partner exit");
-    Row::latency("pingpong", "shm_floor", "shm", 8, samples)
+    let op = if lines == 2 { "shm_floor_2lines" } else { "shm_floor" };
+    Row::latency("pingpong", op, "shm", 8, samples)
 }
 
 /// Copy bandwidth between warm buffers of `size` bytes: one thread

@@ -128,7 +128,7 @@ struct Args {
     #[arg(long)]
     step_timeout: Option<u64>,
     /// Internal: the second process of the shared-memory cache-line ping-pong.
-    #[arg(long, num_args = 3, hide = true, value_names = ["PID", "FD", "ITERS"])]
+    #[arg(long, num_args = 4, hide = true, value_names = ["PID", "FD", "ITERS", "LINES"])]
     shm_floor_child: Vec<u64>,
 }
 
@@ -168,8 +168,8 @@ fn main() {
         None => {}
     }
     let args = cli.measure;
-    if let [pid, fd, iters] = args.shm_floor_child[..] {
-        floor::shm_floor_child(pid as u32, fd as i32, iters);
+    if let [pid, fd, iters, lines] = args.shm_floor_child[..] {
+        floor::shm_floor_child(pid as u32, fd as i32, iters, lines);
         return;
     }
     let transport = |t: &str| -> &'static str {

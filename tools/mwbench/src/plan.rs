@@ -64,7 +64,7 @@ pub fn memwire_ops(bench: &str) -> &'static [&'static str] {
 pub fn baselines(bench: &str, transport: &str) -> &'static [&'static str] {
     match (bench, transport) {
         ("pingpong", "udp") => &["udp_raw", "tcp_raw", "mpich", "openmpi"],
-        ("pingpong", _) => &["shm_floor", "mpich", "openmpi"],
+        ("pingpong", _) => &["shm_floor", "shm_floor_2lines", "mpich", "openmpi"],
         ("bandwidth" | "bibw" | "rate", "udp") => &["udp_raw", "tcp_raw", "mpich", "openmpi"],
         ("bandwidth" | "bibw", _) => &["memcpy", "mpich", "openmpi"],
         ("rate", _) => &["mpich", "openmpi"],
@@ -77,6 +77,8 @@ pub fn baselines(bench: &str, transport: &str) -> &'static [&'static str] {
 
 /// Atomics work on one 8-byte word: measured once, at 8 B, whatever the sizes.
 const ATOMICS: &[&str] = &["fetch_add", "swap", "compare_swap"];
+/// The shared-memory ping-pong floors: measured once, at 8 bytes.
+const FLOORS: &[&str] = &["shm_floor", "shm_floor_2lines"];
 
 /// Benches that only run over UDP (fault injection and the progress thread
 /// act on the UDP send path; shared-memory puts never reach it).
@@ -333,13 +335,15 @@ fn pt2pt_steps(o: &Options, bench: &'static str, transport: &'static str, steps:
     };
     // Size-independent points once: the cache-line floor and the atomics.
     if bench == "pingpong" && transport == "shm" {
-        push("shm_floor", 8);
+        for floor in FLOORS {
+            push(floor, 8);
+        }
     }
     for &op in memwire_ops(bench).iter().filter(|op| ATOMICS.contains(op)) {
         push(op, 8);
     }
     for &size in &sizes {
-        for &op in baselines(bench, transport).iter().filter(|b| !mpi::LABELS.contains(b) && **b != "shm_floor") {
+        for &op in baselines(bench, transport).iter().filter(|b| !mpi::LABELS.contains(b) && !FLOORS.contains(b)) {
             // A raw datagram carries at most 65,000 bytes: no raw message rate above.
             if !(bench == "rate" && op == "udp_raw" && size > 65_000) {
                 push(op, size);
@@ -593,6 +597,10 @@ mod tests {
         }
         assert!(has("pingpong", "udp_raw", "udp", 8) && has("pingpong", "tcp_raw", "udp", 8));
         assert!(has("pingpong", "shm_floor", "shm", 8) && has("bandwidth", "memcpy", "shm", 1 << 20));
+        for floor in FLOORS {
+            let times = pts.iter().filter(|p| p.1 == *floor).count();
+            assert!(times == 1 && has("pingpong", floor, "shm", 8), "{floor} once, at 8 B ({times}x)");
+        }
         assert!(has("bandwidth", "udp_raw", "udp", 1 << 20) && has("bandwidth", "tcp_raw", "udp", 1 << 20));
         assert!(!pts.iter().any(|p| p.1 == "put_signal_auth"), "auth comparison only when asked");
         assert!(!pts.iter().any(|p| p.1 == "put_signal_crc"), "checksum comparison only when asked");

@@ -47,7 +47,8 @@ fn measure(job: &Job, p: &Point) -> Result<Vec<Row>, String> {
     let rows = match (p.bench, p.op) {
         ("pingpong", "udp_raw") => vec![raw::udp_pingpong(size, n)?],
         ("pingpong", "tcp_raw") => vec![raw::tcp_pingpong(size, n)],
-        ("pingpong", "shm_floor") => vec![floor::pingpong_shm_floor(n)],
+        ("pingpong", "shm_floor") => vec![floor::pingpong_shm_floor(n, 1)],
+        ("pingpong", "shm_floor_2lines") => vec![floor::pingpong_shm_floor(n, 2)],
         ("pingpong", op) => pingpong::measure(job, op, t, size, n),
         ("bandwidth" | "bibw", "udp_raw") => vec![raw::udp_blast(p.bench, size, n, p.bench == "bibw")],
         ("bandwidth" | "bibw" | "rate", "tcp_raw") => vec![raw::tcp_stream(p.bench, size, n)],
