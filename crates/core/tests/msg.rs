@@ -421,6 +421,14 @@ fn active_messages() {
                 assert_eq!(forwarded.load(Ordering::SeqCst), n);
             }
             ep.barrier().unwrap();
+            // Same-host requests run straight from the ring (all the small
+            // ones here); over UDP none can.
+            let in_place = ep.msg_stats().am_in_place;
+            if name.starts_with("shm") {
+                assert!(in_place >= 25, "same-host requests run from the ring: {in_place} of 50+");
+            } else {
+                assert_eq!(in_place, 0, "no ring over UDP");
+            }
             assert!(ep.unregister_handler(1));
             assert!(!ep.unregister_handler(1));
             ep.barrier().unwrap();

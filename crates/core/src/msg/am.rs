@@ -39,7 +39,18 @@ pub(crate) struct Handlers {
 }
 
 /// Largest reply buffer kept for reuse (a bigger one is freed after use).
-pub(crate) const SPARE_KEEP: usize = 4096;
+const SPARE_KEEP: usize = 4096;
+
+impl Handlers {
+    /// Takes back a reply payload buffer once its bytes are sent, for the
+    /// next handler's reply (when it is small, and larger than the one kept).
+    pub(crate) fn keep_spare(&mut self, mut payload: Vec<u8>) {
+        if payload.capacity() <= SPARE_KEEP && payload.capacity() > self.spare.capacity() {
+            payload.clear();
+            self.spare = payload;
+        }
+    }
+}
 
 /// An incoming active message, as its handler sees it.
 #[derive(Debug, Clone, Copy)]
@@ -122,16 +133,22 @@ pub struct AmReplyData {
     pub payload: Vec<u8>,
 }
 
-/// Answers request `req` of `peer` with an error (no handler ran).
-pub(crate) fn answer_error(msg: &mut MsgState, peer: u32, req: u32, want_reply: bool, status: Status) {
+/// The answer to request `req` of `peer` when no handler ran to completion
+/// (none when the initiator waits for nothing).
+fn error_answer(peer: u32, req: u32, want_reply: bool, status: Status) -> Option<Outgoing> {
     if req == 0 {
-        return;
+        return None;
     }
-    msg.outbox.push_back(if want_reply {
+    Some(if want_reply {
         Outgoing::AmReply { peer, req, status, args: AmArgs::EMPTY, payload: Vec::new() }
     } else {
         Outgoing::Status { peer, req, status }
-    });
+    })
+}
+
+/// Answers request `req` of `peer` with an error (no handler ran).
+pub(crate) fn answer_error(msg: &mut MsgState, peer: u32, req: u32, want_reply: bool, status: Status) {
+    msg.outbox.extend(error_answer(peer, req, want_reply, status));
 }
 
 /// Runs handler `handler` for a request of `source` and queues its reply
@@ -145,10 +162,27 @@ pub(crate) fn run_handler(
     args: &[u64],
     payload: &[u8],
 ) {
+    let (reply, sends) = call_handler(msg, source, handler, req, want_reply, args, payload);
+    msg.outbox.extend(reply);
+    msg.outbox.extend(sends);
+}
+
+/// Runs handler `handler` for a request of `source`; returns what is to be
+/// sent, in this order: the answer to the request (the handler's reply, or
+/// the error when there is no such handler or it panicked; none when the
+/// initiator waits for nothing), then the one-way messages it queued.
+fn call_handler(
+    msg: &mut MsgState,
+    source: u32,
+    handler: u16,
+    req: u32,
+    want_reply: bool,
+    args: &[u64],
+    payload: &[u8],
+) -> (Option<Outgoing>, Vec<Outgoing>) {
     let Some(f) = msg.am.table.get(&handler) else {
         msg.stats.am_no_handler += 1;
-        answer_error(msg, source, req, want_reply, Status::NoHandler);
-        return;
+        return (error_answer(source, req, want_reply, Status::NoHandler), Vec::new());
     };
     let mut ctx = AmContext {
         source,
@@ -166,14 +200,16 @@ pub(crate) fn run_handler(
     if ctx.spare.capacity() > 0 {
         msg.am.spare = std::mem::take(&mut ctx.spare); // no reply took it
     }
-    if ran.is_err() {
+    let answer = if ran.is_err() {
         msg.stats.am_handler_panics += 1;
-        answer_error(msg, source, req, want_reply, Status::Unsupported);
+        error_answer(source, req, want_reply, Status::Unsupported)
     } else if want_reply && req != 0 {
         let (args, payload) = ctx.reply.take().unwrap_or((AmArgs::EMPTY, Vec::new()));
-        msg.outbox.push_back(Outgoing::AmReply { peer: source, req, status: Status::Ok, args, payload });
-    }
-    msg.outbox.extend(ctx.sends);
+        Some(Outgoing::AmReply { peer: source, req, status: Status::Ok, args, payload })
+    } else {
+        None
+    };
+    (answer, ctx.sends)
 }
 
 /// An active-message request arrived from `peer`.
@@ -280,6 +316,41 @@ pub(crate) fn on_reply(t: &mut Target<'_>, peer: u32, reply: &op::AmReply<'_>) {
 }
 
 impl crate::endpoint::State {
+    /// Runs an eager active-message request from same-host `peer` straight
+    /// from its ring `record`, and publishes the handler's inline answer in
+    /// `peer`'s ring at once: what `on_request` and the outbox would do,
+    /// without the generic dispatch and the queue in between (8-byte am over
+    /// shm, alternating runs: 0.227 -> 0.224 us per half round trip). Declines
+    /// (`false`; the record is left to the generic delivery) any other
+    /// operation, an internal or rendezvous request, or when the outbox holds
+    /// something that must leave first.
+    pub(crate) fn am_from_ring(&mut self, peer: u32, record: &[u8]) -> bool {
+        if record.first() != Some(&(op::OpCode::AmRequest as u8)) || !self.msg.outbox.is_empty() {
+            return false;
+        }
+        let Ok(OpRepr::AmRequest(am)) = OpRepr::parse(record) else { return false };
+        if am.rndv || am.handler >= RESERVED_HANDLER_BASE {
+            return false;
+        }
+        let (answer, sends) =
+            call_handler(&mut self.msg, peer, am.handler, am.req, am.want_reply, am.args.as_slice(), am.body);
+        match answer {
+            Some(Outgoing::AmReply { peer, req, status, args, payload }) if payload.len() <= self.msg.eager_limit => {
+                let mut header = [0u8; op::AM_MAX_HEADER_LEN];
+                let len =
+                    OpRepr::AmReply(op::AmReply { req, status, rndv: false, args, body: &[] }).emit_header(&mut header);
+                // A peer that died meanwhile: nothing to deliver it to (the
+                // outbox drops it the same way).
+                let _ = self.shm_send(peer, &[&header[..len], &payload], None, true);
+                self.msg.am.keep_spare(payload);
+            }
+            other => self.msg.outbox.extend(other),
+        }
+        self.msg.outbox.extend(sends);
+        self.msg.stats.am_in_place += 1;
+        true
+    }
+
     /// Completes `am_request` `id` to same-host `rank` with the reply at the
     /// front of that peer's ring, read in place: the successful inline
     /// reply the generic path (`on_reply`) would land, built straight into

@@ -71,6 +71,9 @@ pub struct MsgStats {
     pub rndv_pulled: u64,
     /// Active-message handlers run.
     pub am_handled: u64,
+    /// Of those, requests from same-host peers run straight from the ring,
+    /// their inline answer published at once (no queue in between).
+    pub am_in_place: u64,
     /// Handlers that panicked (their request was answered `Unsupported`).
     pub am_handler_panics: u64,
     /// Active messages for an id without a handler.
@@ -358,7 +361,7 @@ impl State {
             Outgoing::Status { peer, req, status } => {
                 self.send_op(now, peer, &OpRepr::OpStatus(op::OpStatus { req, status }), &[], None)
             }
-            Outgoing::AmReply { peer, req, status, args, mut payload } => {
+            Outgoing::AmReply { peer, req, status, args, payload } => {
                 if payload.len() > self.msg.eager_limit {
                     let desc = self.expose_payload(peer, payload)?;
                     let repr = OpRepr::AmReply(op::AmReply { req, status, rndv: true, args, body: &[] });
@@ -366,10 +369,7 @@ impl State {
                 }
                 let repr = OpRepr::AmReply(op::AmReply { req, status, rndv: false, args, body: &[] });
                 let sent = self.send_op(now, peer, &repr, &payload, None);
-                if payload.capacity() <= am::SPARE_KEEP && payload.capacity() > self.msg.am.spare.capacity() {
-                    payload.clear();
-                    self.msg.am.spare = payload; // the next handler's reply goes here
-                }
+                self.msg.am.keep_spare(payload);
                 sent
             }
             Outgoing::AmSend { peer, handler, args, payload } => {

@@ -341,8 +341,10 @@ impl State {
             let mut consumed_any = false;
             for _ in 0..batch {
                 let popped = consumer.pop(|msg| {
-                    self.deliver(peer, msg);
-                    self.after_delivery(now);
+                    if !self.am_from_ring(peer, msg) {
+                        self.deliver(peer, msg);
+                        self.after_delivery(now);
+                    }
                     // What it set off in messaging (an active message's
                     // reply, a credit grant) leaves now, not after the
                     // look at the next slot: that line was last written a
