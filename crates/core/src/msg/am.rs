@@ -151,35 +151,45 @@ pub(crate) fn answer_error(msg: &mut MsgState, peer: u32, req: u32, want_reply: 
     msg.outbox.extend(error_answer(peer, req, want_reply, status));
 }
 
-/// Runs handler `handler` for a request of `source` and queues its reply
-/// and the messages it asked to send.
-pub(crate) fn run_handler(
-    msg: &mut MsgState,
-    source: u32,
-    handler: u16,
-    req: u32,
-    want_reply: bool,
-    args: &[u64],
-    payload: &[u8],
-) {
-    let (reply, sends) = call_handler(msg, source, handler, req, want_reply, args, payload);
+/// An active-message request to run, whole (its payload pulled already).
+pub(crate) struct Request<'a> {
+    pub source: u32,
+    pub handler: u16,
+    /// The initiator's request id; 0 for a one-way message.
+    pub req: u32,
+    pub want_reply: bool,
+    pub args: &'a [u64],
+    pub payload: &'a [u8],
+}
+
+impl<'a> Request<'a> {
+    /// An eager request of `peer`, as it arrived.
+    fn of(peer: u32, am: &'a op::AmRequest<'a>) -> Request<'a> {
+        Request {
+            source: peer,
+            handler: am.handler,
+            req: am.req,
+            want_reply: am.want_reply,
+            args: am.args.as_slice(),
+            payload: am.body,
+        }
+    }
+}
+
+/// Runs the handler of `request` and queues its reply and the messages it
+/// asked to send.
+pub(crate) fn run_handler(msg: &mut MsgState, request: &Request<'_>) {
+    let (reply, sends) = call_handler(msg, request);
     msg.outbox.extend(reply);
     msg.outbox.extend(sends);
 }
 
-/// Runs handler `handler` for a request of `source`; returns what is to be
-/// sent, in this order: the answer to the request (the handler's reply, or
-/// the error when there is no such handler or it panicked; none when the
-/// initiator waits for nothing), then the one-way messages it queued.
-fn call_handler(
-    msg: &mut MsgState,
-    source: u32,
-    handler: u16,
-    req: u32,
-    want_reply: bool,
-    args: &[u64],
-    payload: &[u8],
-) -> (Option<Outgoing>, Vec<Outgoing>) {
+/// Runs the handler of `request`; returns what is to be sent, in this
+/// order: the answer to the request (the handler's reply, or the error when
+/// there is no such handler or it panicked; none when the initiator waits
+/// for nothing), then the one-way messages it queued.
+fn call_handler(msg: &mut MsgState, request: &Request<'_>) -> (Option<Outgoing>, Vec<Outgoing>) {
+    let &Request { source, handler, req, want_reply, args, payload } = request;
     let Some(f) = msg.am.table.get(&handler) else {
         msg.stats.am_no_handler += 1;
         return (error_answer(source, req, want_reply, Status::NoHandler), Vec::new());
@@ -225,7 +235,7 @@ pub(crate) fn on_request(t: &mut Target<'_>, peer: u32, am: &op::AmRequest<'_>) 
         return;
     }
     if !am.rndv {
-        run_handler(msg, peer, am.handler, am.req, am.want_reply, am.args.as_slice(), am.body);
+        run_handler(msg, &Request::of(peer, am));
         return;
     }
     let Ok(desc) = RndvDesc::parse(am.body) else {
@@ -332,8 +342,7 @@ impl crate::endpoint::State {
         if am.rndv || am.handler >= RESERVED_HANDLER_BASE {
             return false;
         }
-        let (answer, sends) =
-            call_handler(&mut self.msg, peer, am.handler, am.req, am.want_reply, am.args.as_slice(), am.body);
+        let (answer, sends) = call_handler(&mut self.msg, &Request::of(peer, &am));
         match answer {
             Some(Outgoing::AmReply { peer, req, status, args, payload }) if payload.len() <= self.msg.eager_limit => {
                 let mut header = [0u8; op::AM_MAX_HEADER_LEN];

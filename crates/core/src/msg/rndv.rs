@@ -423,7 +423,9 @@ impl State {
                 match result {
                     Ok(()) => {
                         let payload = sink.take_staged();
-                        am::run_handler(&mut self.msg, source, handler, req, want_reply, args.as_slice(), &payload);
+                        let request =
+                            am::Request { source, handler, req, want_reply, args: args.as_slice(), payload: &payload };
+                        am::run_handler(&mut self.msg, &request);
                     }
                     // The payload could not be pulled (the initiator vanished or
                     // the bytes did not fit): the handler does not run.
