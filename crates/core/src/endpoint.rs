@@ -697,6 +697,7 @@ impl Endpoint {
         core.udp_oversized = state.udp.truncated_datagrams();
         core.mcast_oversized = state.mcast.truncated_datagrams();
         core.fault = state.fault.as_ref().map(|f| f.stats()).unwrap_or_default();
+        core.requests_live = state.requests.live() as u64;
         if let Some(shm) = &self.shared.shm {
             core.shm_direct_ops = shm.direct_ops.load(Ordering::Relaxed);
         }

@@ -281,8 +281,9 @@ impl Requests {
     }
 
     /// Frees pending request `id` whose outcome its waiter took directly
-    /// (a receive whose message was written in place): nothing else refers
-    /// to it any more.
+    /// (a receive whose message was written in place), or that only named
+    /// an exposure now withdrawn: nothing waits on it any more (a message
+    /// still naming it finds a stale id, which every lookup ignores).
     pub fn retire(&mut self, id: RequestId) {
         self.free_slot(id);
     }
@@ -324,7 +325,6 @@ impl Requests {
     }
 
     /// Requests allocated and not yet freed.
-    #[cfg(test)]
     pub fn live(&self) -> usize {
         self.live
     }

@@ -22,6 +22,11 @@ pub struct CoreStats {
     pub unsupported_ops: u64,
     /// Datagrams the transport failed to send (retried by the protocol).
     pub send_errors: u64,
+    /// Requests allocated and not yet freed when the counters were read:
+    /// operations in flight, handles not yet waited on, payloads exposed
+    /// and not yet pulled. Not a counter: a value that keeps growing over
+    /// the rounds of a steady loop is a leak.
+    pub requests_live: u64,
     /// One-sided operations this rank executed directly on a same-host
     /// peer's memory (mapped load/store/atomic, or `process_vm_*`).
     /// Counted without a lock: approximate when several threads issue them.
@@ -55,9 +60,10 @@ pub fn report(rank: u32, core: &CoreStats, proto: &mw_proto::Stats) -> String {
     use std::fmt::Write as _;
     let mut lines = vec![
         format!(
-            "operations {} initiated; rejected incoming: {} bad key, {} out of bounds, {} no permission, {} other; \
-             {} malformed, {} unsupported",
+            "operations {} initiated, {} requests live; rejected incoming: {} bad key, {} out of bounds, \
+             {} no permission, {} other; {} malformed, {} unsupported",
             core.ops_initiated,
+            core.requests_live,
             core.rejected_bad_key,
             core.rejected_out_of_bounds,
             core.rejected_no_permission,
@@ -117,6 +123,7 @@ mod tests {
     #[test]
     fn the_report_is_labelled_lines_with_transport_counters() {
         let core = CoreStats {
+            requests_live: 5,
             udp_oversized: 3,
             fault: mw_transport::FaultStats { offered: 10, dropped: 2, duplicated: 1, reordered: 0 },
             ..CoreStats::default()
@@ -126,6 +133,7 @@ mod tests {
         let text = report(7, &core, &proto);
         assert!(text.lines().all(|l| l.starts_with("memwire rank 7 ")), "{text}");
         assert!(text.contains("oversized datagrams dropped: 3 udp, 0 multicast"), "{text}");
+        assert!(text.contains("0 initiated, 5 requests live;"), "{text}");
         assert!(text.contains("10 datagrams offered: 2 dropped, 1 duplicated"), "{text}");
         assert!(text.contains("drops      total 4 bad_version=4"), "{text}");
         assert!(!text.contains('{'), "no Debug structs: {text}");

@@ -421,6 +421,16 @@ fn active_messages() {
                 assert_eq!(forwarded.load(Ordering::SeqCst), n);
             }
             ep.barrier().unwrap();
+            // Every request is freed: the blocking large requests' in-place
+            // exposures were withdrawn with their tokens, the nonblocking
+            // ones' copies released when the target's RndvDone came.
+            let mut live = ep.stats().0.requests_live;
+            let wait_start = std::time::Instant::now();
+            while live != 0 && wait_start.elapsed() < std::time::Duration::from_secs(10) {
+                ep.progress();
+                live = ep.stats().0.requests_live;
+            }
+            assert_eq!(live, 0, "requests left allocated after the AM exchanges");
             // Same-host requests run straight from the ring (all the small
             // ones here); over UDP none can.
             let in_place = ep.msg_stats().am_in_place;

@@ -470,15 +470,34 @@ impl Endpoint {
     }
 
     /// Runs handler `id` at `rank` with `args` (at most 8) and `payload`
-    /// (any size; above the eager limit the target pulls it) and waits for
-    /// its reply. [`Error::NoHandler`] if `rank` has no handler under `id`.
+    /// (any size; above the eager limit the target pulls it straight from
+    /// `payload`, which this call borrows until the reply is in) and waits
+    /// for its reply. [`Error::NoHandler`] if `rank` has no handler under `id`.
     pub fn am_request(&self, rank: u32, id: u16, args: &[u64], payload: &[u8]) -> Result<AmReplyData> {
-        self.am_request_nb(rank, id, args, payload)?.wait()
+        let (handle, exposed) = self.am_begin(rank, id, args, payload, Expose::InPlace)?;
+        // The exposure is withdrawn on every way out, before the borrow of
+        // `payload` ends. On success the target has pulled all of it: its
+        // handler runs only once the payload is in, and the reply comes after.
+        let _unexpose = exposed.map(|token| super::tagged::Unexpose { ep: self, token });
+        handle.wait()
     }
 
-    /// Nonblocking [`am_request`](Self::am_request); `payload` is copied
-    /// before this returns.
+    /// Nonblocking [`am_request`](Self::am_request); a `payload` above the
+    /// eager limit is copied before this returns (so the caller may reuse it).
     pub fn am_request_nb(&self, rank: u32, id: u16, args: &[u64], payload: &[u8]) -> Result<AmHandle<'_>> {
+        Ok(self.am_begin(rank, id, args, payload, Expose::Copy)?.0)
+    }
+
+    /// Sends the request; also returns the token of an in-place exposure of
+    /// `payload`, which the caller must withdraw before its borrow ends.
+    fn am_begin<'a>(
+        &'a self,
+        rank: u32,
+        id: u16,
+        args: &[u64],
+        payload: &[u8],
+        expose: Expose,
+    ) -> Result<(AmHandle<'a>, Option<RequestId>)> {
         self.check_rank(rank)?;
         if id >= RESERVED_HANDLER_BASE {
             return Err(Error::InvalidArgument("handler ids from RESERVED_HANDLER_BASE (0xFF00) up are internal"));
@@ -505,15 +524,33 @@ impl Endpoint {
                 state.requests.fail(req, error);
             }
             drop(state);
-            return Ok(AmHandle { ep: self, id: req, rank, finished: false });
+            return Ok((AmHandle { ep: self, id: req, rank, finished: false }, None));
         }
         let now = self.shared.now();
+        let mut exposed = None;
         let sent = if eager {
             state.send_op(now, rank, &request(false), payload, None)
         } else {
-            let token = state.requests.alloc(rank, 1)?;
-            state.requests.release(token);
-            let key = state.expose_copy(rank, payload, token);
+            let token = match state.requests.alloc(rank, 1) {
+                Ok(token) => token,
+                Err(error) => {
+                    state.requests.retire(req); // nothing was sent for it
+                    return Err(error);
+                }
+            };
+            let key = match expose {
+                Expose::InPlace => {
+                    exposed = Some(token);
+                    let mem = crate::memory::readonly_mem(payload);
+                    state.expose(rank, mem, super::rndv::Keep::Borrowed, token)
+                }
+                Expose::Copy => {
+                    // Nothing waits on the token: the copy lives in the
+                    // exposure until the target's RndvDone.
+                    state.requests.release(token);
+                    state.expose_copy(rank, payload, token)
+                }
+            };
             let desc = RndvDesc { total_len: payload.len() as u64, key: key.0, offset: 0, token: token.0 };
             state.send_op(now, rank, &request(true), &desc.to_bytes(), None)
         };
@@ -526,6 +563,15 @@ impl Endpoint {
             }
         }
         drop(state);
-        Ok(AmHandle { ep: self, id: req, rank, finished: false })
+        Ok((AmHandle { ep: self, id: req, rank, finished: false }, exposed))
     }
+}
+
+/// How a request payload above the eager limit is offered to the target.
+#[derive(Clone, Copy)]
+enum Expose {
+    /// The caller's buffer itself (a blocking request, which outlives the pull).
+    InPlace,
+    /// A copy the exposure owns (a nonblocking request returns at once).
+    Copy,
 }

@@ -507,18 +507,20 @@ impl State {
     }
 }
 
-/// Undoes a blocking send's in-place exposure on every exit path (also on
-/// unwind), before the caller's borrow of the data ends.
-struct Unexpose<'a> {
-    ep: &'a Endpoint,
-    token: RequestId,
+/// Undoes a blocking call's in-place exposure (a send's, an active-message
+/// request's) on every exit path (also on unwind), before the caller's
+/// borrow of the data ends, and frees its token: once withdrawn, nothing
+/// waits on it, and a late `RndvDone` for it finds nothing to release.
+pub(super) struct Unexpose<'a> {
+    pub(super) ep: &'a Endpoint,
+    pub(super) token: RequestId,
 }
 
 impl Drop for Unexpose<'_> {
     fn drop(&mut self) {
         let mut state = self.ep.lock();
         state.unexpose(self.token);
-        state.requests.release(self.token);
+        state.requests.retire(self.token);
     }
 }
 
