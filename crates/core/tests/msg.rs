@@ -10,7 +10,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use common::{lossy, pattern, run_job};
+use common::{lossy, pattern, run_job, run_job_keeping_requests};
 use mw_core::{Config, Error, FifoKey, ProgressMode, ANY_SOURCE, ANY_TAG, RESERVED_HANDLER_BASE};
 
 fn configs() -> Vec<(&'static str, Config)> {
@@ -738,7 +738,8 @@ fn owned_buffers_send_and_receive_in_place() {
         let big = if name.starts_with("shm") || name == "clean" { 3 << 20 } else { 300_000 };
         // Same-host ranks with cross-memory attach pull large payloads directly.
         let expect_direct = name == "shm";
-        run_job(2, small_eager(cfg), move |ep| {
+        // Rank 1 forgets one matched receive's handle on purpose (below).
+        run_job_keeping_requests(2, small_eager(cfg), move |ep| {
             let sizes = [0usize, 1, 1023, 1024, 1025, 100_003, big + 7];
             let peer = 1 - ep.rank();
             let direct_before = ep.stats().0.shm_direct_ops;
@@ -793,6 +794,9 @@ fn owned_buffers_send_and_receive_in_place() {
                 assert_eq!(ep.recv(peer, 60, &mut buf).unwrap().len, 4, "the cancelled receive did not take it");
             }
             ep.barrier().unwrap();
+            // The forgotten receive keeps its request, and nothing else is left.
+            let leaked = u64::from(ep.rank() == 1);
+            assert_eq!(common::settled_requests(ep, leaked), leaked, "rank {}", ep.rank());
         });
     }
 }
