@@ -73,8 +73,9 @@
 //! ```
 //! Same-host peers use shared memory (`shm`: rings for messages, direct
 //! load/store/atomics on mapped regions). `unsafe` lives only in
-//! `region::raw` (and the one scoped registration helper in `memory`), each
-//! block with its `// SAFETY:` reasoning.
+//! `region::raw`, the endpoint lock (`lock`) and the one scoped
+//! registration helper in `memory`, each block with its `// SAFETY:`
+//! reasoning.
 #![deny(unsafe_code)]
 
 mod coll;
@@ -87,6 +88,7 @@ pub mod fuzzing;
 mod get_window;
 mod handle;
 mod internal;
+mod lock;
 mod mcast;
 mod memory;
 mod msg;

@@ -1,0 +1,168 @@
+//! The endpoint lock: a mutual-exclusion lock whose unlock is a plain
+//! release store.
+//!
+//! Owns: [`StateLock`] and its guard. Must not: know what it guards, or
+//! park a waiter in the kernel (see below).
+//!
+//! Why not `std::sync::Mutex`: its unlock is an atomic swap (it must learn
+//! whether a waiter sleeps in the futex), and a same-host message pays for
+//! the lock twice on its critical path: the receiver takes the state to
+//! pop the record, the sender to push its next one. A locked instruction
+//! costs ~6 ns on these CPUs, a plain store ~0.5 ns (measured, tight loop:
+//! std lock + unlock 12.4 ns, compare-exchange + store 6.4 ns), so each
+//! half round trip of a ping-pong saves ~12 ns.
+//!
+//! The price is that a waiter cannot sleep on the lock word (nothing would
+//! wake it): it spins briefly, then yields the CPU between attempts. That
+//! suits the endpoint lock: its holders never block in the kernel while
+//! holding it (waits unlock before they sleep), so a waiter's turn comes
+//! within one progress round, and yielding hands the CPU to a holder that
+//! shares it. It is not fair; no caller relies on fairness.
+//!
+//! A holder that panics unlocks on unwind (the guard's drop), like a
+//! poisoned `std` mutex whose poison every caller ignores.
+#![allow(unsafe_code)]
+
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Attempts spent spinning before each yield while the lock is taken.
+const SPINS_BEFORE_YIELD: u32 = 100;
+
+/// A lock around a `T`; see the module docs.
+pub(crate) struct StateLock<T> {
+    locked: AtomicBool,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the lock hands out access to the value to one thread at a time
+// (the guard exists only while `locked` is held by its thread), so sharing
+// the lock between threads is sound exactly when moving the value is.
+unsafe impl<T: Send> Sync for StateLock<T> {}
+// SAFETY: as above; the lock owns its value.
+unsafe impl<T: Send> Send for StateLock<T> {}
+
+impl<T> StateLock<T> {
+    pub(crate) fn new(value: T) -> StateLock<T> {
+        StateLock { locked: AtomicBool::new(false), value: UnsafeCell::new(value) }
+    }
+
+    /// Takes the lock, waiting (spinning, then yielding) while another
+    /// thread holds it.
+    #[inline]
+    pub(crate) fn lock(&self) -> StateGuard<'_, T> {
+        if let Some(guard) = self.try_lock() {
+            return guard;
+        }
+        self.lock_contended()
+    }
+
+    #[cold]
+    fn lock_contended(&self) -> StateGuard<'_, T> {
+        loop {
+            for _ in 0..SPINS_BEFORE_YIELD {
+                // Read-only while taken: the holder keeps its line.
+                if !self.locked.load(Ordering::Relaxed) {
+                    if let Some(guard) = self.try_lock() {
+                        return guard;
+                    }
+                }
+                std::hint::spin_loop();
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Takes the lock if it is free.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<StateGuard<'_, T>> {
+        self.locked
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            // Lazily: a guard built and dropped on failure would unlock the
+            // holder's lock.
+            .then(|| StateGuard { lock: self })
+    }
+}
+
+/// Access to the locked value; unlocks on drop.
+pub(crate) struct StateGuard<'a, T> {
+    lock: &'a StateLock<T>,
+}
+
+impl<T> Deref for StateGuard<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lock, so no other reference to the
+        // value exists while it lives (see `StateLock::try_lock`).
+        unsafe { &*self.lock.value.get() }
+    }
+}
+
+impl<T> DerefMut for StateGuard<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes this the only reference.
+        unsafe { &mut *self.lock.value.get() }
+    }
+}
+
+impl<T> Drop for StateGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        // Release: every access made under the lock happens before the next
+        // holder's Acquire compare-exchange.
+        self.lock.locked.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn threads_take_turns_and_no_increment_is_lost() {
+        let lock = Arc::new(StateLock::new(0u64));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let lock = Arc::clone(&lock);
+                std::thread::spawn(move || {
+                    for _ in 0..100_000 {
+                        // Not atomic: a read-modify-write that would lose
+                        // updates if two threads were inside at once.
+                        let mut value = lock.lock();
+                        let seen = *value;
+                        std::hint::black_box(&seen);
+                        *value = seen + 1;
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(*lock.lock(), 400_000);
+    }
+
+    #[test]
+    fn try_lock_fails_while_held_and_a_panicking_holder_unlocks() {
+        let lock = Arc::new(StateLock::new(Vec::<u32>::new()));
+        let guard = lock.lock();
+        assert!(lock.try_lock().is_none());
+        drop(guard);
+        assert!(lock.try_lock().is_some());
+        let held = Arc::clone(&lock);
+        let panicked = std::thread::spawn(move || {
+            let mut value = held.lock();
+            value.push(1);
+            panic!("a bug while holding the lock");
+        })
+        .join();
+        assert!(panicked.is_err());
+        assert_eq!(*lock.lock(), [1]);
+    }
+}
