@@ -363,8 +363,12 @@ fn active_messages() {
             })
             .unwrap();
             let counter = forwarded.clone();
-            ep.register_handler(3, move |_ctx, m| {
+            ep.register_handler(3, move |ctx, m| {
                 assert_eq!(m.payload.len(), 1);
+                assert!(!ctx.wants_reply());
+                // Ignored (nobody waits), and must not leak into the next
+                // handler's reply through the reused reply buffer.
+                ctx.reply(&[7], b"ignored").unwrap();
                 counter.fetch_add(1, Ordering::SeqCst);
             })
             .unwrap();
@@ -418,8 +422,11 @@ fn active_messages() {
                 while forwarded.load(Ordering::SeqCst) < n {
                     ep.progress();
                 }
-                assert_eq!(forwarded.load(Ordering::SeqCst), n);
             }
+            ep.barrier().unwrap();
+            // Rank 0's handler 1 now replies after its handler 3 ran.
+            let r = ep.am_request(right, 1, &[1], b"ab").unwrap();
+            assert_eq!(r, mw_core::AmReplyData { args: vec![2], payload: b"ba".to_vec() });
             ep.barrier().unwrap();
             // Every request is freed: the blocking large requests' in-place
             // exposures were withdrawn with their tokens, the nonblocking

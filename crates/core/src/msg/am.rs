@@ -67,16 +67,42 @@ pub struct AmMessage<'a> {
 
 /// What a handler may do: reply, and queue further active messages. It
 /// never gets the endpoint (the handler runs with the endpoint locked).
+///
+/// The reply lives in the context itself (its arguments inline, its payload
+/// in a buffer reused from earlier replies), and the ring fast path sends it
+/// straight from there: every copy of the reply is on a same-host request's
+/// critical path. (Before, the reply was moved into an `Outgoing` and a
+/// tuple on its way out: with that gone, and the request parsed as itself
+/// rather than as an `OpRepr`, the 8-byte am ping-pong over shm went from
+/// 0.218 to 0.188 us per half round trip, alternating runs.)
 #[derive(Debug)]
 pub struct AmContext {
     source: u32,
     rank: u32,
     size: u32,
     wants_reply: bool,
-    reply: Option<(AmArgs, Vec<u8>)>,
-    /// An empty buffer (with capacity) for the reply's payload.
-    spare: Vec<u8>,
+    replied: bool,
+    reply_args: AmArgs,
+    /// The reply's payload; before a reply, an empty buffer with capacity.
+    reply_payload: Vec<u8>,
     sends: Vec<Outgoing>,
+}
+
+impl AmContext {
+    /// The context for a handler run on `request`, with the endpoint's
+    /// spare reply buffer.
+    fn new(msg: &mut MsgState, request: &Request<'_>) -> AmContext {
+        AmContext {
+            source: request.source,
+            rank: msg.rank,
+            size: msg.size,
+            wants_reply: request.want_reply && request.req != 0,
+            replied: false,
+            reply_args: AmArgs::EMPTY,
+            reply_payload: std::mem::take(&mut msg.am.spare),
+            sends: Vec::new(),
+        }
+    }
 }
 
 impl AmContext {
@@ -95,12 +121,12 @@ impl AmContext {
     /// request; a request sent without wanting a reply ignores it.
     pub fn reply(&mut self, args: &[u64], payload: &[u8]) -> Result<()> {
         let args = check_args(args)?;
-        if self.reply.is_some() {
+        if self.replied {
             return Err(Error::InvalidArgument("a handler replies at most once"));
         }
-        let mut buf = std::mem::take(&mut self.spare);
-        buf.extend_from_slice(payload);
-        self.reply = Some((args, buf));
+        self.replied = true;
+        self.reply_args = args;
+        self.reply_payload.extend_from_slice(payload);
         Ok(())
     }
 
@@ -131,6 +157,16 @@ pub struct AmReplyData {
     pub args: Vec<u64>,
     /// The reply's payload.
     pub payload: Vec<u8>,
+}
+
+impl AmReplyData {
+    /// Replaces the contents with `args` and `payload`, keeping the buffers.
+    fn fill(&mut self, args: &[u64], payload: &[u8]) {
+        self.args.clear();
+        self.args.extend_from_slice(args);
+        self.payload.clear();
+        self.payload.extend_from_slice(payload);
+    }
 }
 
 /// The answer to request `req` of `peer` when no handler ran to completion
@@ -179,47 +215,60 @@ impl<'a> Request<'a> {
 /// Runs the handler of `request` and queues its reply and the messages it
 /// asked to send.
 pub(crate) fn run_handler(msg: &mut MsgState, request: &Request<'_>) {
-    let (reply, sends) = call_handler(msg, request);
-    msg.outbox.extend(reply);
-    msg.outbox.extend(sends);
+    let mut ctx = AmContext::new(msg, request);
+    let called = call_handler(msg, request, &mut ctx);
+    let answer = answer_of(msg, request, called, &mut ctx);
+    msg.outbox.extend(answer);
+    msg.outbox.extend(ctx.sends);
 }
 
-/// Runs the handler of `request`; returns what is to be sent, in this
-/// order: the answer to the request (the handler's reply, or the error when
-/// there is no such handler or it panicked; none when the initiator waits
-/// for nothing), then the one-way messages it queued.
-fn call_handler(msg: &mut MsgState, request: &Request<'_>) -> (Option<Outgoing>, Vec<Outgoing>) {
-    let &Request { source, handler, req, want_reply, args, payload } = request;
-    let Some(f) = msg.am.table.get(&handler) else {
+/// How a handler call went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Called {
+    /// It ran to completion; its reply and sends are in the context.
+    Ran,
+    /// No handler under the request's id.
+    NoHandler,
+    /// It panicked (whatever it left in the context is void).
+    Panicked,
+}
+
+/// Runs the handler of `request` with `ctx` (see [`AmContext::new`]).
+fn call_handler(msg: &mut MsgState, request: &Request<'_>, ctx: &mut AmContext) -> Called {
+    let Some(f) = msg.am.table.get(&request.handler) else {
         msg.stats.am_no_handler += 1;
-        return (error_answer(source, req, want_reply, Status::NoHandler), Vec::new());
+        return Called::NoHandler;
     };
-    let mut ctx = AmContext {
-        source,
-        rank: msg.rank,
-        size: msg.size,
-        wants_reply: want_reply && req != 0,
-        reply: None,
-        spare: std::mem::take(&mut msg.am.spare),
-        sends: Vec::new(),
-    };
-    let message = AmMessage { source, handler, args, payload };
+    let message =
+        AmMessage { source: request.source, handler: request.handler, args: request.args, payload: request.payload };
     // A panicking handler must not unwind through the protocol's delivery.
-    let ran = catch_unwind(AssertUnwindSafe(|| f(&mut ctx, &message)));
+    let ran = catch_unwind(AssertUnwindSafe(|| f(ctx, &message)));
     msg.stats.am_handled += 1;
-    if ctx.spare.capacity() > 0 {
-        msg.am.spare = std::mem::take(&mut ctx.spare); // no reply took it
-    }
-    let answer = if ran.is_err() {
+    if ran.is_err() {
         msg.stats.am_handler_panics += 1;
-        error_answer(source, req, want_reply, Status::Unsupported)
-    } else if want_reply && req != 0 {
-        let (args, payload) = ctx.reply.take().unwrap_or((AmArgs::EMPTY, Vec::new()));
-        Some(Outgoing::AmReply { peer: source, req, status: Status::Ok, args, payload })
-    } else {
-        None
+        return Called::Panicked;
+    }
+    Called::Ran
+}
+
+/// The answer to `request` after its handler call (the handler's reply, or
+/// the error when there is no such handler or it panicked; none when the
+/// initiator waits for nothing), to send before the context's one-way
+/// messages. The reply buffer goes back to the spare when no reply took it.
+fn answer_of(msg: &mut MsgState, request: &Request<'_>, called: Called, ctx: &mut AmContext) -> Option<Outgoing> {
+    let (source, req, want_reply) = (request.source, request.req, request.want_reply);
+    let answer = match called {
+        Called::NoHandler => error_answer(source, req, want_reply, Status::NoHandler),
+        Called::Panicked => error_answer(source, req, want_reply, Status::Unsupported),
+        Called::Ran if ctx.wants_reply => {
+            let payload = if ctx.replied { std::mem::take(&mut ctx.reply_payload) } else { Vec::new() };
+            Some(Outgoing::AmReply { peer: source, req, status: Status::Ok, args: ctx.reply_args, payload })
+        }
+        Called::Ran => None,
     };
-    (answer, ctx.sends)
+    // A buffer no answer took serves the next handler's reply.
+    msg.am.keep_spare(std::mem::take(&mut ctx.reply_payload));
+    answer
 }
 
 /// An active-message request arrived from `peer`.
@@ -338,42 +387,51 @@ impl crate::endpoint::State {
         if record.first() != Some(&(op::OpCode::AmRequest as u8)) || !self.msg.outbox.is_empty() {
             return false;
         }
-        let Ok(OpRepr::AmRequest(am)) = OpRepr::parse(record) else { return false };
+        let Ok(am) = op::AmRequest::parse(record) else { return false };
         if am.rndv || am.handler >= RESERVED_HANDLER_BASE {
             return false;
         }
-        let (answer, sends) = call_handler(&mut self.msg, &Request::of(peer, &am));
-        match answer {
-            Some(Outgoing::AmReply { peer, req, status, args, payload }) if payload.len() <= self.msg.eager_limit => {
-                let mut header = [0u8; op::AM_MAX_HEADER_LEN];
-                let len =
-                    OpRepr::AmReply(op::AmReply { req, status, rndv: false, args, body: &[] }).emit_header(&mut header);
-                // A peer that died meanwhile: nothing to deliver it to (the
-                // outbox drops it the same way).
-                let _ = self.shm_send(peer, &[&header[..len], &payload], None, true);
-                self.msg.am.keep_spare(payload);
-            }
-            other => self.msg.outbox.extend(other),
+        let request = Request::of(peer, &am);
+        let mut ctx = AmContext::new(&mut self.msg, &request);
+        let called = call_handler(&mut self.msg, &request, &mut ctx);
+        if called == Called::Ran && ctx.wants_reply && ctx.reply_payload.len() <= self.msg.eager_limit {
+            // The reply straight from the context, before anything the
+            // handler queued (the order `answer_of` gives too).
+            let reply = op::AmReply { req: am.req, status: Status::Ok, rndv: false, args: ctx.reply_args, body: &[] };
+            let mut header = [0u8; op::AM_MAX_HEADER_LEN];
+            let len = OpRepr::AmReply(reply).emit_header(&mut header);
+            // A peer that died meanwhile: nothing to deliver it to (the
+            // outbox drops it the same way).
+            let _ = self.shm_send(peer, &[&header[..len], &ctx.reply_payload], None, true);
+            self.msg.am.keep_spare(std::mem::take(&mut ctx.reply_payload));
+        } else {
+            let answer = answer_of(&mut self.msg, &request, called, &mut ctx);
+            self.msg.outbox.extend(answer);
         }
-        self.msg.outbox.extend(sends);
+        if !ctx.sends.is_empty() {
+            self.msg.outbox.extend(ctx.sends);
+        }
         self.msg.stats.am_in_place += 1;
         true
     }
 
     /// Completes `am_request` `id` to same-host `rank` with the reply at the
     /// front of that peer's ring, read in place: the successful inline
-    /// reply the generic path (`on_reply`) would land, built straight into
-    /// what the caller returns, and the request freed. Anything else (an
-    /// error status, a rendezvous reply, another record) stays in the ring
-    /// for the next poll.
-    pub(crate) fn am_reply_from_ring(&mut self, id: RequestId, rank: u32) -> Option<AmReplyData> {
+    /// reply the generic path (`on_reply`) would land, written straight into
+    /// the caller's `out` (its buffers reused), and the request freed.
+    /// Anything else (an error status, a rendezvous reply, another record)
+    /// stays in the ring for the next poll. Returns whether it completed.
+    pub(crate) fn am_reply_from_ring(&mut self, id: RequestId, rank: u32, out: &mut AmReplyData) -> bool {
         if self.dead.get(rank as usize) != Some(&false) {
-            return None;
+            return false;
         }
         let crate::endpoint::State { shm, requests, stats, .. } = self;
-        let mut data = None;
-        let taken = shm.as_mut()?.take_if(rank, |payload| {
-            let Ok(OpRepr::AmReply(reply)) = OpRepr::parse(payload) else { return false };
+        let Some(shm) = shm.as_mut() else { return false };
+        let taken = shm.take_if(rank, |payload| {
+            if payload.first() != Some(&(op::OpCode::AmReply as u8)) {
+                return false;
+            }
+            let Ok(reply) = op::AmReply::parse(payload) else { return false };
             if reply.req != id.0 || reply.rndv || reply.status != Status::Ok {
                 return false;
             }
@@ -381,13 +439,13 @@ impl crate::endpoint::State {
                 return false;
             }
             requests.retire(id);
-            data = Some(AmReplyData { args: reply.args.as_slice().to_vec(), payload: reply.body.to_vec() });
+            out.fill(reply.args.as_slice(), reply.body);
             true
         });
         if taken {
             stats.shm_ring_received += 1;
         }
-        data
+        taken
     }
 }
 
@@ -411,27 +469,35 @@ impl AmHandle<'_> {
     }
 
     /// Waits for the reply.
-    pub fn wait(mut self) -> Result<AmReplyData> {
+    pub fn wait(self) -> Result<AmReplyData> {
+        let mut reply = AmReplyData::default();
+        self.wait_into(&mut reply)?;
+        Ok(reply)
+    }
+
+    /// Waits for the reply and puts it in `reply` (empty before).
+    fn wait_into(mut self, reply: &mut AmReplyData) -> Result<()> {
         let id = self.id;
         let (rank, from_ring) = (self.rank, self.ep.shares_memory_with(self.rank));
-        let mut in_place = None;
+        let mut in_place = false;
         self.ep.wait_for(|state| {
             if state.requests.is_done(id) != Some(false) {
                 return true;
             }
-            in_place = if from_ring { state.am_reply_from_ring(id, rank) } else { None };
-            in_place.is_some()
+            in_place = from_ring && state.am_reply_from_ring(id, rank, reply);
+            in_place
         });
         self.finished = true;
-        if let Some(reply) = in_place {
-            return Ok(reply);
+        if in_place {
+            return Ok(());
         }
-        match super::take_msg(&mut self.ep.lock(), id)? {
-            Some(MsgOutput::AmReply { args, mut sink }) => {
-                Ok(AmReplyData { args: args.as_slice().to_vec(), payload: sink.take_staged() })
-            }
-            _ => Ok(AmReplyData::default()),
+        if let Some(MsgOutput::AmReply { args, mut sink }) = super::take_msg(&mut self.ep.lock(), id)? {
+            reply.args.extend_from_slice(args.as_slice());
+            // A staged payload is the request's own buffer (possibly a
+            // large pulled one): moved, not copied.
+            reply.payload = sink.take_staged();
         }
+        Ok(())
     }
 }
 
@@ -474,12 +540,18 @@ impl Endpoint {
     /// `payload`, which this call borrows until the reply is in) and waits
     /// for its reply. [`Error::NoHandler`] if `rank` has no handler under `id`.
     pub fn am_request(&self, rank: u32, id: u16, args: &[u64], payload: &[u8]) -> Result<AmReplyData> {
+        let mut reply = AmReplyData::default();
+        self.am_request_into(rank, id, args, payload, &mut reply)?;
+        Ok(reply)
+    }
+
+    fn am_request_into(&self, rank: u32, id: u16, args: &[u64], payload: &[u8], reply: &mut AmReplyData) -> Result<()> {
         let (handle, exposed) = self.am_begin(rank, id, args, payload, Expose::InPlace)?;
         // The exposure is withdrawn on every way out, before the borrow of
         // `payload` ends. On success the target has pulled all of it: its
         // handler runs only once the payload is in, and the reply comes after.
         let _unexpose = exposed.map(|token| super::tagged::Unexpose { ep: self, token });
-        handle.wait()
+        handle.wait_into(reply)
     }
 
     /// Nonblocking [`am_request`](Self::am_request); a `payload` above the

@@ -177,8 +177,11 @@ impl<'a> AmRequest<'a> {
         self.args.wire_len()
     }
 
+    /// Parses `msg` as an active-message request, not checking its opcode
+    /// (for a caller that did: [`OpRepr::parse`](super::OpRepr::parse)
+    /// dispatches on it). Every other check applies.
     #[inline(always)]
-    pub(super) fn parse(msg: &'a [u8]) -> Result<AmRequest<'a>> {
+    pub fn parse(msg: &'a [u8]) -> Result<AmRequest<'a>> {
         need(msg, field::ARGS)?;
         let flags = msg[field::FLAGS];
         if flags & !(NARGS_MASK | FLAG_WANT_REPLY | FLAG_RNDV) != 0 {
@@ -213,8 +216,10 @@ impl<'a> AmReply<'a> {
         self.args.wire_len()
     }
 
+    /// Parses `msg` as an active-message reply, not checking its opcode
+    /// (for a caller that did). Every other check applies.
     #[inline(always)]
-    pub(super) fn parse(msg: &'a [u8]) -> Result<AmReply<'a>> {
+    pub fn parse(msg: &'a [u8]) -> Result<AmReply<'a>> {
         need(msg, field::ARGS)?;
         let flags = msg[field::REPLY_FLAGS];
         if flags & !REPLY_FLAG_RNDV != 0 {

@@ -164,8 +164,10 @@ impl RndvDesc {
 impl<'a> Eager<'a> {
     pub(super) const HEADER_LEN: usize = field::EAGER_END;
 
+    /// Parses `msg` as an eager message, not checking its opcode (for a
+    /// caller that did). Every other check applies.
     #[inline(always)]
-    pub(super) fn parse(msg: &'a [u8]) -> Result<Eager<'a>> {
+    pub fn parse(msg: &'a [u8]) -> Result<Eager<'a>> {
         need(msg, field::EAGER_END)?;
         reserved(msg, field::RESERVED_1_4)?;
         Ok(Eager { context: get32(msg, field::CONTEXT), tag: get64(msg, field::TAG), body: &msg[field::EAGER_END..] })
