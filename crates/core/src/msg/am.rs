@@ -399,7 +399,7 @@ impl crate::endpoint::State {
             // handler queued (the order `answer_of` gives too).
             let reply = op::AmReply { req: am.req, status: Status::Ok, rndv: false, args: ctx.reply_args, body: &[] };
             let mut header = [0u8; op::AM_MAX_HEADER_LEN];
-            let len = OpRepr::AmReply(reply).emit_header(&mut header);
+            let len = reply.emit_header(&mut header);
             // A peer that died meanwhile: nothing to deliver it to (the
             // outbox drops it the same way).
             let _ = self.shm_send(peer, &[&header[..len], &ctx.reply_payload], None, true);
@@ -584,9 +584,7 @@ impl Endpoint {
         let req = state.requests.alloc(rank, 1)?;
         let output = MsgOutput::AmReply { args: AmArgs::EMPTY, sink: Sink::staged(0) };
         state.requests.set_output(req, Output::Msg(output));
-        let request = |rndv: bool| {
-            OpRepr::AmRequest(op::AmRequest { req: req.0, handler: id, want_reply: true, rndv, args, body: &[] })
-        };
+        let request = |rndv: bool| op::AmRequest { req: req.0, handler: id, want_reply: true, rndv, args, body: &[] };
         let eager = payload.len() <= state.msg.eager_limit;
         if eager && state.is_shm_peer(rank) {
             // Into the peer's ring: no clock, no socket.
@@ -601,7 +599,7 @@ impl Endpoint {
         let now = self.shared.now();
         let mut exposed = None;
         let sent = if eager {
-            state.send_op(now, rank, &request(false), payload, None)
+            state.send_op(now, rank, &OpRepr::AmRequest(request(false)), payload, None)
         } else {
             let token = match state.requests.alloc(rank, 1) {
                 Ok(token) => token,
@@ -624,7 +622,7 @@ impl Endpoint {
                 }
             };
             let desc = RndvDesc { total_len: payload.len() as u64, key: key.0, offset: 0, token: token.0 };
-            state.send_op(now, rank, &request(true), &desc.to_bytes(), None)
+            state.send_op(now, rank, &OpRepr::AmRequest(request(true)), &desc.to_bytes(), None)
         };
         match sent {
             Ok(()) => {

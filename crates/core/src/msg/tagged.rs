@@ -568,13 +568,14 @@ impl Endpoint {
             let queued = {
                 if state.msg.tagged.take_credit(dest, charge) {
                     state.msg.stats.eager_sent += 1;
-                    let repr = OpRepr::Eager(op::Eager { context, tag, body: &[] });
+                    let eager = op::Eager { context, tag, body: &[] };
                     if state.is_shm_peer(dest) {
                         // Into the peer's ring: no clock, no socket.
                         let mut header = [0u8; 32]; // an Eager header is 16 bytes
-                        let len = repr.emit_header(&mut header);
+                        let len = eager.emit_header(&mut header);
                         return state.shm_send(dest, &[&header[..len], data], None, true);
                     }
+                    let repr = OpRepr::Eager(eager);
                     let now = self.shared.now();
                     state.send_op(now, dest, &repr, data, None)?;
                     // On the wire now, not at the next call into the library.

@@ -196,11 +196,12 @@ impl State {
         ordered: bool,
     ) -> Result<()> {
         let State { shm, ack_waiters, stats, .. } = self;
-        let shm = shm.as_mut().ok_or(Error::PeerUnreachable { rank: peer })?;
+        let unreachable = || Error::PeerUnreachable { rank: peer };
+        let shm = shm.as_mut().ok_or_else(unreachable)?;
         stats.shm_ring_sent += 1;
-        let tx = shm.tx[peer as usize].as_mut().ok_or(Error::PeerUnreachable { rank: peer })?;
-        let link = shm.shared.link(peer).ok_or(Error::PeerUnreachable { rank: peer })?;
-        let total: usize = parts.iter().map(|p| p.len()).sum();
+        let tx = shm.tx[peer as usize].as_mut().ok_or_else(unreachable)?;
+        let link = shm.shared.link(peer).ok_or_else(unreachable)?;
+        let total = mw_transport::shm::parts_len(parts);
         if tx.overflow.is_empty() && total <= tx.largest {
             match tx.producer.push(parts) {
                 Ok(end) => {

@@ -223,7 +223,7 @@ impl Producer {
     }
 
     fn push_record(&mut self, parts: &[&[u8]], kind: u32) -> Result<u64, PushError> {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let len = parts_len(parts);
         let cap = self.view.cap;
         let record = Self::record_len(len);
         if record > cap || len > u32::MAX as usize {
@@ -252,10 +252,22 @@ impl Producer {
         // `head` past them (Acquire above), so nobody reads them now.
         unsafe {
             write_header(data.add(pos), len as u32, kind);
-            let mut at = data.add(pos + RECORD_HEADER);
-            for part in parts {
-                std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
-                at = at.add(part.len());
+            let at = data.add(pos + RECORD_HEADER);
+            // Straight-line for the usual header + payload (the general loop
+            // cost ~45 instructions per push, on every message's path).
+            match parts {
+                [one] => std::ptr::copy_nonoverlapping(one.as_ptr(), at, one.len()),
+                [head, body] => {
+                    std::ptr::copy_nonoverlapping(head.as_ptr(), at, head.len());
+                    std::ptr::copy_nonoverlapping(body.as_ptr(), at.add(head.len()), body.len());
+                }
+                _ => {
+                    let mut at = at;
+                    for part in parts {
+                        std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                        at = at.add(part.len());
+                    }
+                }
             }
         }
         self.view.stamp(pos).store(self.salt ^ self.tail, Ordering::Release);
@@ -281,6 +293,17 @@ impl Producer {
     /// The ring's view (for lock-free idleness checks by other threads).
     pub fn view(&self) -> &RingView {
         &self.view
+    }
+}
+
+/// Total length of a message given in `parts` (straight-line for the usual
+/// one or two).
+#[inline]
+pub fn parts_len(parts: &[&[u8]]) -> usize {
+    match parts {
+        [one] => one.len(),
+        [head, body] => head.len() + body.len(),
+        _ => parts.iter().map(|p| p.len()).sum(),
     }
 }
 

@@ -198,6 +198,18 @@ impl<'a> AmRequest<'a> {
         })
     }
 
+    /// Writes the header (opcode included) into `buf` and returns its
+    /// length: what [`OpRepr::emit_header`](super::OpRepr::emit_header) does
+    /// for a request, without the dispatch. Panics if `buf` is shorter than
+    /// [`AM_MAX_HEADER_LEN`] bytes.
+    #[inline]
+    pub fn emit_header(&self, buf: &mut [u8]) -> usize {
+        let len = self.header_len();
+        buf[0] = super::OpCode::AmRequest as u8;
+        self.emit(&mut buf[..len]);
+        len
+    }
+
     #[inline]
     pub(super) fn emit(&self, b: &mut [u8]) {
         let reply = if self.want_reply { FLAG_WANT_REPLY } else { 0 };
@@ -234,6 +246,16 @@ impl<'a> AmReply<'a> {
             args,
             body: &msg[args.wire_len()..],
         })
+    }
+
+    /// Writes the header (opcode included) into `buf` and returns its
+    /// length, as [`AmRequest::emit_header`] does for a request.
+    #[inline]
+    pub fn emit_header(&self, buf: &mut [u8]) -> usize {
+        let len = self.header_len();
+        buf[0] = super::OpCode::AmReply as u8;
+        self.emit(&mut buf[..len]);
+        len
     }
 
     #[inline]

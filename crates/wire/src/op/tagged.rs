@@ -173,6 +173,18 @@ impl<'a> Eager<'a> {
         Ok(Eager { context: get32(msg, field::CONTEXT), tag: get64(msg, field::TAG), body: &msg[field::EAGER_END..] })
     }
 
+    /// Writes the header (opcode included) into `buf` and returns its
+    /// length: what [`OpRepr::emit_header`](super::OpRepr::emit_header)
+    /// does for an eager message, without the dispatch. Panics if `buf` is
+    /// shorter than the header.
+    #[inline]
+    pub fn emit_header(&self, buf: &mut [u8]) -> usize {
+        let b = &mut buf[..Self::HEADER_LEN];
+        b[0] = super::OpCode::Eager as u8;
+        self.emit(b);
+        Self::HEADER_LEN
+    }
+
     #[inline]
     pub(super) fn emit(&self, b: &mut [u8]) {
         zero(b, field::RESERVED_1_4);

@@ -387,3 +387,35 @@ fn enum_codes_round_trip() {
         }
     }
 }
+
+#[test]
+fn direct_emit_and_parse_match_the_generic_ones() {
+    // The same-host fast paths emit and parse these three without `OpRepr`:
+    // same bytes (over a dirty buffer, too), same values back.
+    let mut checked = 0;
+    for repr in samples() {
+        let mut generic = [0xffu8; MAX_HEADER_LEN];
+        let len = repr.emit_header(&mut generic);
+        let mut direct = [0x5au8; MAX_HEADER_LEN];
+        let mut msg = generic[..len].to_vec();
+        msg.extend_from_slice(repr.body());
+        match repr {
+            OpRepr::AmRequest(op) => {
+                assert_eq!(op.emit_header(&mut direct), len);
+                assert_eq!(AmRequest::parse(&msg).unwrap(), op);
+            }
+            OpRepr::AmReply(op) => {
+                assert_eq!(op.emit_header(&mut direct), len);
+                assert_eq!(AmReply::parse(&msg).unwrap(), op);
+            }
+            OpRepr::Eager(op) => {
+                assert_eq!(op.emit_header(&mut direct), len);
+                assert_eq!(Eager::parse(&msg).unwrap(), op);
+            }
+            _ => continue,
+        }
+        assert_eq!(direct[..len], generic[..len], "{repr}");
+        checked += 1;
+    }
+    assert!(checked >= 3, "samples of all three");
+}
