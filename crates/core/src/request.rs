@@ -105,6 +105,18 @@ impl Requests {
         Ok(RequestId::new(index, slot.generation))
     }
 
+    /// The id the next [`alloc`](Self::alloc) returns, `None` if it would
+    /// fail. A caller holding the endpoint lock (so nothing allocates or
+    /// frees in between) may publish a message naming the request first and
+    /// allocate right after: the bookkeeping then overlaps the message's trip.
+    pub fn next_id(&self) -> Option<RequestId> {
+        match self.free.last() {
+            Some(&index) => Some(RequestId::new(index, (self.slots[index].generation + 1) & 0xfff)),
+            None if self.slots.len() > INDEX_MASK as usize - 1 => None,
+            None => Some(RequestId::new(self.slots.len(), 1)),
+        }
+    }
+
     fn slot_mut(&mut self, id: RequestId) -> Option<&mut Slot> {
         let index = id.index()?;
         let slot = self.slots.get_mut(index)?;
@@ -356,6 +368,24 @@ mod tests {
         let again = reqs.alloc(1, 1).unwrap();
         assert_ne!(again, id, "generation changes on reuse");
         assert!(reqs.part_done(id).is_none(), "late reply for the old id is ignored");
+    }
+
+    #[test]
+    fn next_id_is_what_alloc_returns() {
+        let mut reqs = Requests::default();
+        let mut held = Vec::new();
+        for round in 0..200usize {
+            // Grow, then free in a scrambled order, then reuse.
+            if round % 3 == 2 && !held.is_empty() {
+                let id = held.swap_remove(round * 7 % held.len());
+                reqs.retire(id);
+                continue;
+            }
+            let predicted = reqs.next_id().unwrap();
+            assert_eq!(reqs.alloc(0, 1).unwrap(), predicted, "round {round}");
+            held.push(predicted);
+        }
+        assert!(reqs.slots.len() > 10 && !held.is_empty());
     }
 
     #[test]

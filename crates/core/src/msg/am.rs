@@ -581,21 +581,36 @@ impl Endpoint {
             self.msg_wait_for_room(rank);
             state = self.lock();
         }
-        let req = state.requests.alloc(rank, 1)?;
-        let output = MsgOutput::AmReply { args: AmArgs::EMPTY, sink: Sink::staged(0) };
-        state.requests.set_output(req, Output::Msg(output));
-        let request = |rndv: bool| op::AmRequest { req: req.0, handler: id, want_reply: true, rndv, args, body: &[] };
+        let output = || Output::Msg(MsgOutput::AmReply { args: AmArgs::EMPTY, sink: Sink::staged(0) });
+        let request = |req: RequestId, rndv: bool| op::AmRequest {
+            req: req.0,
+            handler: id,
+            want_reply: true,
+            rndv,
+            args,
+            body: &[],
+        };
         let eager = payload.len() <= state.msg.eager_limit;
         if eager && state.is_shm_peer(rank) {
-            // Into the peer's ring: no clock, no socket.
+            // Into the peer's ring: no clock, no socket. Published first,
+            // under the id the allocation below then gives (we hold the
+            // lock): the bookkeeping is off the request's critical path.
+            let req = state.requests.next_id().ok_or(Error::WouldBlock)?;
             let mut header = [0u8; op::AM_MAX_HEADER_LEN];
-            let len = request(false).emit_header(&mut header);
-            if let Err(error) = state.shm_send(rank, &[&header[..len], payload], None, true) {
+            let len = request(req, false).emit_header(&mut header);
+            let sent = state.shm_send(rank, &[&header[..len], payload], None, true);
+            let allocated = state.requests.alloc(rank, 1)?;
+            debug_assert_eq!(allocated, req);
+            state.requests.set_output(req, output());
+            if let Err(error) = sent {
                 state.requests.fail(req, error);
             }
             drop(state);
             return Ok((AmHandle { ep: self, id: req, rank, finished: false }, None));
         }
+        let req = state.requests.alloc(rank, 1)?;
+        state.requests.set_output(req, output());
+        let request = |rndv: bool| request(req, rndv);
         let now = self.shared.now();
         let mut exposed = None;
         let sent = if eager {
