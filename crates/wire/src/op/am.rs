@@ -204,10 +204,7 @@ impl<'a> AmRequest<'a> {
     /// [`AM_MAX_HEADER_LEN`] bytes.
     #[inline]
     pub fn emit_header(&self, buf: &mut [u8]) -> usize {
-        let len = self.header_len();
-        buf[0] = super::OpCode::AmRequest as u8;
-        self.emit(&mut buf[..len]);
-        len
+        super::emit_header_of(buf, super::OpCode::AmRequest, self.header_len(), |b| self.emit(b))
     }
 
     #[inline]
@@ -252,10 +249,7 @@ impl<'a> AmReply<'a> {
     /// length, as [`AmRequest::emit_header`] does for a request.
     #[inline]
     pub fn emit_header(&self, buf: &mut [u8]) -> usize {
-        let len = self.header_len();
-        buf[0] = super::OpCode::AmReply as u8;
-        self.emit(&mut buf[..len]);
-        len
+        super::emit_header_of(buf, super::OpCode::AmReply, self.header_len(), |b| self.emit(b))
     }
 
     #[inline]

@@ -71,6 +71,17 @@ pub use tagged::{Eager, RndvDesc, RndvDone, RndvRts};
 
 use crate::{Error, Result};
 
+/// Writes one operation's header into `buf[..len]`: its opcode, then its
+/// fields by `emit`; returns `len`. The direct `emit_header` of the ops the
+/// same-host fast paths build (no `OpRepr` dispatch).
+#[inline(always)]
+fn emit_header_of(buf: &mut [u8], opcode: OpCode, len: usize, emit: impl FnOnce(&mut [u8])) -> usize {
+    let b = &mut buf[..len];
+    b[0] = opcode as u8;
+    emit(b);
+    len
+}
+
 /// The longest operation header: a [`PutIov`] with [`IOV_MAX`] segments.
 /// A buffer this long fits any [`OpRepr::emit_header`].
 pub const MAX_HEADER_LEN: usize = iov_header_len(IOV_MAX);

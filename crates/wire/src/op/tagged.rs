@@ -179,10 +179,7 @@ impl<'a> Eager<'a> {
     /// shorter than the header.
     #[inline]
     pub fn emit_header(&self, buf: &mut [u8]) -> usize {
-        let b = &mut buf[..Self::HEADER_LEN];
-        b[0] = super::OpCode::Eager as u8;
-        self.emit(b);
-        Self::HEADER_LEN
+        super::emit_header_of(buf, super::OpCode::Eager, Self::HEADER_LEN, |b| self.emit(b))
     }
 
     #[inline]
