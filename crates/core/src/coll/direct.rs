@@ -18,9 +18,15 @@
 //! Must not: expose a buffer beyond the call that lent it, or read past
 //! the exposed length.
 
-use super::tree::{binomial_children, binomial_parent};
+use super::tree::{binomial_children, binomial_parent, flat};
 use super::Team;
 use crate::{Error, Result};
+
+/// Teams up to this size broadcast flat: every member reads the root's
+/// buffer in the same round, instead of down the binomial tree (two rounds
+/// of full copies at 3 or 4 members). The readers only read the root's
+/// lines, so they share them rather than contend.
+const FLAT_BCAST_UP_TO: usize = 4;
 
 impl Team<'_> {
     /// The probe, collective over a team whose members all share memory:
@@ -75,20 +81,25 @@ impl Team<'_> {
             .map_err(|e| Error::Io(format!("single-copy read from rank {}: {e}", self.ranks[from])))
     }
 
-    /// Broadcast down the binomial tree: each member reads its parent's
-    /// buffer, then exposes its own to its children.
+    /// Broadcast down a tree (flat for small teams, see
+    /// [`FLAT_BCAST_UP_TO`], binomial beyond): each member reads its
+    /// parent's buffer, then exposes its own to its children.
     pub(super) fn bcast_direct(&mut self, root: usize, buf: &mut [u8]) -> Result<()> {
         let (p, me) = (self.p(), self.me);
         self.begin()?;
+        let (parent, children) = if p <= FLAT_BCAST_UP_TO {
+            flat(me, root, p)
+        } else {
+            (binomial_parent(me, root, p), binomial_children(me, root, p))
+        };
         let mut read = Ok(());
-        if let Some(parent) = binomial_parent(me, root, p) {
+        if let Some(parent) = parent {
             read = self.read_exposed(parent, 0, buf);
             // Done either way: the parent must not wait forever.
             self.notify(parent, 2)?;
         }
         // The subtree is served even after a failed read (it then checks
         // sizes itself and reports), so no member waits forever.
-        let children = binomial_children(me, root, p);
         for &c in &children {
             self.expose(c, buf)?;
         }

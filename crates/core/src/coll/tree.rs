@@ -32,6 +32,21 @@ pub(crate) fn binomial_children(rank: usize, root: usize, p: usize) -> Children 
     out
 }
 
+/// The flat tree rooted at `root` (every other member hangs off the root,
+/// one round): `(parent, children)` of `rank`. For teams of at most 65.
+pub(crate) fn flat(rank: usize, root: usize, p: usize) -> (Option<usize>, Children) {
+    let mut children = Children { ranks: [0; usize::BITS as usize], len: 0 };
+    if rank != root {
+        return (Some(root), children);
+    }
+    assert!(p <= children.ranks.len() + 1, "a flat tree of {p} members");
+    for k in 1..p {
+        children.ranks[children.len] = (root + k) % p;
+        children.len += 1;
+    }
+    (None, children)
+}
+
 /// A node's children in a tree (at most one per bit of a rank), without
 /// allocating: collectives compute them on every call.
 #[derive(Debug, Clone, Copy)]
@@ -79,6 +94,23 @@ pub(crate) fn pow2_floor(p: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_flat_tree_is_the_root_and_everyone_else() {
+        for p in 1..=9 {
+            for root in 0..p {
+                let (parent, children) = flat(root, root, p);
+                assert_eq!(parent, None);
+                let mut got: Vec<usize> = children.to_vec();
+                got.sort_unstable();
+                assert_eq!(got, (0..p).filter(|&r| r != root).collect::<Vec<_>>());
+                for r in (0..p).filter(|&r| r != root) {
+                    let (parent, children) = flat(r, root, p);
+                    assert_eq!((parent, children.len()), (Some(root), 0));
+                }
+            }
+        }
+    }
 
     /// Every non-root has exactly one parent, and parent/children agree.
     #[test]
