@@ -15,7 +15,6 @@
  */
 #include <mpi.h>
 #include <stdio.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,9 +49,6 @@ static void report(const char *bench, const char *label, const char *transport, 
 }
 
 int main(int argc, char **argv) {
-    /* Buffers from the heap at every size, as mwbench does (see its
-       uniform_heap): not fresh mmaps for the first large size only. */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
     const char *label = "mpi", *transport = "default", *only = NULL;
     int iters = 2000;
     long sizes[16] = {8, 65536};

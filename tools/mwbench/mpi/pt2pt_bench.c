@@ -20,7 +20,6 @@
  */
 #include <mpi.h>
 #include <stdio.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,9 +102,6 @@ static double stream(int rank, long size, int count, int window, int both) {
 }
 
 int main(int argc, char **argv) {
-    /* Buffers from the heap at every size, as mwbench does (see its
-       uniform_heap): not fresh mmaps for the first large size only. */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
     const char *points = NULL;
     int window = 8, rate_window = 64;
     MPI_Init(&argc, &argv);

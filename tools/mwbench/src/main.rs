@@ -152,24 +152,7 @@ fn fail(message: &str) -> ! {
     std::process::exit(2);
 }
 
-/// Makes every point's buffers come from the same kind of memory, whatever
-/// ran before it. glibc serves allocations from 128 KiB up with fresh
-/// mmaps until the first such buffer is freed, then raises that threshold
-/// (its dynamic mmap threshold): the first large point of a run ran on
-/// small fresh pages, later ones on the heap. A single-copy collective
-/// pins every page it reads (`process_vm_readv`), so that order showed:
-/// alltoall 64 KiB at 4 ranks read 28-64 µs as the first point of a job
-/// and 25.5 µs after another one. The MPI benchmark programs (`mpi/*.c`)
-/// set the same threshold, so both sides allocate alike.
-#[allow(unsafe_code)]
-fn uniform_heap() {
-    // SAFETY: `mallopt` only changes glibc's allocation policy; it runs
-    // here before any thread starts, as glibc advises.
-    unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20) };
-}
-
 fn main() {
-    uniform_heap();
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Report { results, readme, plots }) => {
