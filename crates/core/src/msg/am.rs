@@ -103,9 +103,7 @@ impl AmContext {
             sends: Vec::new(),
         }
     }
-}
 
-impl AmContext {
     /// The rank that sent the request.
     pub fn source(&self) -> u32 {
         self.source
@@ -469,14 +467,8 @@ impl AmHandle<'_> {
     }
 
     /// Waits for the reply.
-    pub fn wait(self) -> Result<AmReplyData> {
+    pub fn wait(mut self) -> Result<AmReplyData> {
         let mut reply = AmReplyData::default();
-        self.wait_into(&mut reply)?;
-        Ok(reply)
-    }
-
-    /// Waits for the reply and puts it in `reply` (empty before).
-    fn wait_into(mut self, reply: &mut AmReplyData) -> Result<()> {
         let id = self.id;
         let (rank, from_ring) = (self.rank, self.ep.shares_memory_with(self.rank));
         let mut in_place = false;
@@ -484,12 +476,12 @@ impl AmHandle<'_> {
             if state.requests.is_done(id) != Some(false) {
                 return true;
             }
-            in_place = from_ring && state.am_reply_from_ring(id, rank, reply);
+            in_place = from_ring && state.am_reply_from_ring(id, rank, &mut reply);
             in_place
         });
         self.finished = true;
         if in_place {
-            return Ok(());
+            return Ok(reply);
         }
         if let Some(MsgOutput::AmReply { args, mut sink }) = super::take_msg(&mut self.ep.lock(), id)? {
             reply.args.extend_from_slice(args.as_slice());
@@ -497,7 +489,7 @@ impl AmHandle<'_> {
             // large pulled one): moved, not copied.
             reply.payload = sink.take_staged();
         }
-        Ok(())
+        Ok(reply)
     }
 }
 
@@ -540,18 +532,12 @@ impl Endpoint {
     /// `payload`, which this call borrows until the reply is in) and waits
     /// for its reply. [`Error::NoHandler`] if `rank` has no handler under `id`.
     pub fn am_request(&self, rank: u32, id: u16, args: &[u64], payload: &[u8]) -> Result<AmReplyData> {
-        let mut reply = AmReplyData::default();
-        self.am_request_into(rank, id, args, payload, &mut reply)?;
-        Ok(reply)
-    }
-
-    fn am_request_into(&self, rank: u32, id: u16, args: &[u64], payload: &[u8], reply: &mut AmReplyData) -> Result<()> {
         let (handle, exposed) = self.am_begin(rank, id, args, payload, Expose::InPlace)?;
         // The exposure is withdrawn on every way out, before the borrow of
         // `payload` ends. On success the target has pulled all of it: its
         // handler runs only once the payload is in, and the reply comes after.
         let _unexpose = exposed.map(|token| super::tagged::Unexpose { ep: self, token });
-        handle.wait_into(reply)
+        handle.wait()
     }
 
     /// Nonblocking [`am_request`](Self::am_request); a `payload` above the
