@@ -460,17 +460,32 @@ impl State {
     /// message into; the message then goes there directly.
     pub(crate) fn recv_from_ring(&mut self, id: RequestId, source: u32, out: Option<&mut [u8]>) -> FromRing {
         let Some(front) = self.msg.tagged.posted.front() else { return FromRing::Nothing };
-        if front.req != id {
+        if front.req != id || self.dead.get(source as usize) != Some(&false) {
             return FromRing::Nothing;
         }
         let (context, want_source, want_tag, capacity) = (front.context, front.source, front.tag, front.capacity);
+        let owed = self.msg.tagged.owed[source as usize];
+        let batch = self.msg.tagged.initial / 4;
+        let State { shm, msg, requests, stats, .. } = self;
+        let Some(shm) = shm.as_mut() else { return FromRing::Nothing };
         let mut outcome = FromRing::Nothing;
-        self.take_front_eager(source, |msg, requests, eager| {
+        let taken = shm.take_if(source, |payload| {
+            // The eager message itself, not the whole `OpRepr`: a smaller
+            // value to return, on every same-host receive's critical path.
+            if payload.first() != Some(&(op::OpCode::Eager as u8)) {
+                return false;
+            }
+            let Ok(eager) = op::Eager::parse(payload) else { return false };
             let len = eager.body.len();
-            if !accepts(context, want_source, want_tag, eager.context, source, eager.tag) || len > capacity {
+            let charge = len as u64 + OVERHEAD;
+            if !accepts(context, want_source, want_tag, eager.context, source, eager.tag)
+                || len > capacity
+                || owed + charge >= batch
+            {
                 return false;
             }
             msg.tagged.posted.pop_front();
+            msg.tagged.owed[source as usize] = owed + charge;
             let status = RecvStatus { source, tag: eager.tag, len };
             // Into the receive's own buffer, and the request freed (nothing
             // else refers to it: it left the posted queue above).
@@ -490,90 +505,11 @@ impl State {
             outcome = FromRing::Collected(status);
             true
         });
-        outcome
-    }
-
-    /// One look for blocking receive (`context`, same-host `source`, `tag`)
-    /// that has not been posted: takes the eager message at the front of
-    /// `source`'s ring straight into `buf` when it is the one a posted
-    /// receive would get. That is when nothing queued could compete for it:
-    /// no earlier message that matches waits in the unexpected queue, and
-    /// no posted receive accepts it (those were posted first, so it is
-    /// theirs). A receive that waits this way costs no request, no posted
-    /// entry and no completion record: on a same-host ping-pong those were
-    /// a fifth of the instructions of each message.
-    pub(crate) fn recv_unposted(&mut self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Unposted {
-        if self.msg.tagged.peek_unexpected(context, source, tag).is_some() {
-            return Unposted::Post;
-        }
-        if self.dead.get(source as usize) != Some(&false) {
-            // Let the generic path report the peer's failure.
-            return Unposted::Post;
-        }
-        let mut status = None;
-        self.take_front_eager(source, |msg, _, eager| {
-            let len = eager.body.len();
-            let posted_first =
-                msg.tagged.posted.iter().any(|p| accepts(p.context, p.source, p.tag, eager.context, source, eager.tag));
-            if posted_first || !accepts(context, source, tag, eager.context, source, eager.tag) || len > buf.len() {
-                return false;
-            }
-            buf[..len].copy_from_slice(eager.body);
-            status = Some(RecvStatus { source, tag: eager.tag, len });
-            true
-        });
-        status.map_or(Unposted::Waiting, Unposted::Received)
-    }
-
-    /// Hands the eager message at the front of same-host `source`'s ring to
-    /// `land`, which executes it in place and returns true, or declines it
-    /// and returns false (it then stays for the generic path). Offered only
-    /// when executing it here is what the generic path would do: `source`
-    /// is alive and no credit grant falls due (the generic path sends
-    /// grants at once). Whether `land` took it.
-    fn take_front_eager(
-        &mut self,
-        source: u32,
-        land: impl FnOnce(&mut super::MsgState, &mut Requests, op::Eager<'_>) -> bool,
-    ) -> bool {
-        if self.dead.get(source as usize) != Some(&false) {
-            return false;
-        }
-        let owed = self.msg.tagged.owed[source as usize];
-        let batch = self.msg.tagged.initial / 4;
-        let State { shm, msg, requests, stats, .. } = self;
-        let Some(shm) = shm.as_mut() else { return false };
-        let taken = shm.take_if(source, |payload| {
-            // The eager message itself, not the whole `OpRepr`: a smaller
-            // value to return, on every same-host receive's critical path.
-            if payload.first() != Some(&(op::OpCode::Eager as u8)) {
-                return false;
-            }
-            let Ok(eager) = op::Eager::parse(payload) else { return false };
-            let charge = eager.body.len() as u64 + OVERHEAD;
-            if owed + charge >= batch || !land(msg, requests, eager) {
-                return false;
-            }
-            msg.tagged.owed[source as usize] = owed + charge;
-            true
-        });
         if taken {
             stats.shm_ring_received += 1;
         }
-        taken
+        outcome
     }
-}
-
-/// What [`State::recv_unposted`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unposted {
-    /// The message is in the buffer.
-    Received(RecvStatus),
-    /// Not there yet: look again after progress.
-    Waiting,
-    /// Something queued may be this receive's message (or the peer is
-    /// gone): post the receive and let the generic path match it.
-    Post,
 }
 
 /// Undoes a blocking call's in-place exposure (a send's, an active-message
@@ -737,20 +673,6 @@ impl Endpoint {
     /// [`recv`](Self::recv) in matching context `context`.
     pub fn recv_in(&self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Result<RecvStatus> {
         self.check_source(source)?;
-        if source != ANY_SOURCE && self.shares_memory_with(source) {
-            let mut received = None;
-            self.wait_for(|state| match state.recv_unposted(context, source, tag, buf) {
-                Unposted::Received(status) => {
-                    received = Some(status);
-                    true
-                }
-                Unposted::Waiting => false,
-                Unposted::Post => true,
-            });
-            if let Some(status) = received {
-                return Ok(status);
-            }
-        }
         let capacity = buf.len();
         let mem = crate::memory::scoped_mem(buf);
         let id = self.lock().post_recv(context, source, tag, capacity, Sink::Direct { mem, filled: 0 })?;
