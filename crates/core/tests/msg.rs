@@ -256,6 +256,12 @@ fn receives_taken_from_the_ring_keep_matching_order_and_credit() {
                     ep.send(1, 4 + u64::from(i % 2), &seq_msg(i, 8 + (i as usize % 5) * 8)).unwrap();
                 }
                 ep.barrier().unwrap();
+                // After rank 1's receives are waiting.
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                ep.send(1, 8, b"a").unwrap();
+                ep.send(1, 8, b"b").unwrap();
+                ep.send(1, 9, b"c").unwrap();
+                ep.barrier().unwrap();
                 return;
             }
             // Posted order: the irecv is older than the blocking receive.
@@ -285,6 +291,20 @@ fn receives_taken_from_the_ring_keep_matching_order_and_credit() {
                 };
                 assert_eq!(&buf[..st.len], &seq_msg(i, 8 + (i as usize % 5) * 8)[..], "message {i}");
             }
+            ep.barrier().unwrap();
+            // A blocking receive that waits before its message arrives
+            // (on shared memory it would take it straight from the ring)
+            // still comes after the receives posted before it, wildcards
+            // included.
+            let (mut any_source, mut any_tag) = ([0u8; 4], [0u8; 4]);
+            let first = ep.irecv(ANY_SOURCE, 8, &mut any_source).unwrap();
+            let second = ep.irecv(0, ANY_TAG, &mut any_tag).unwrap();
+            let st = ep.recv(0, 9, &mut buf).unwrap();
+            assert_eq!((&buf[..st.len], st.tag), (&b"c"[..], 9));
+            let st = first.wait().unwrap();
+            assert_eq!((&any_source[..st.len], st.tag), (&b"a"[..], 8), "the wildcard-source receive was posted first");
+            let st = second.wait().unwrap();
+            assert_eq!((&any_tag[..st.len], st.tag), (&b"b"[..], 8), "the wildcard-tag receive was posted second");
             ep.barrier().unwrap();
         });
     }
