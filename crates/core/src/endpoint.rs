@@ -100,6 +100,9 @@ pub(crate) struct Shared {
     /// Every peer is reached through shared memory: a waiter may poll the
     /// rings alone (no receive syscall) between full progress rounds.
     all_shm: bool,
+    /// Every rank of the job runs on this host (by the launcher's host
+    /// names), whether or not shared memory connects them.
+    pub one_host: bool,
 }
 
 /// A change in a peer's liveness, from [`Endpoint::poll_peer_event`].
@@ -275,6 +278,7 @@ impl Endpoint {
             wait_policy,
             shm: shm_shared,
             all_shm,
+            one_host: info.local_size == info.size,
         });
         // Everyone is reachable before anyone sends: the bootstrap keeps ranks
         // from racing ahead of a peer that has not bound its socket yet.
