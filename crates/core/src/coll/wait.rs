@@ -64,15 +64,8 @@ impl WaitPolicy {
             .into_iter()
             .filter(|&c| c < 64)
             .fold(0u64, |mask, c| mask | 1 << c);
-        let spread = may_spread
-            && spreads(Placement {
-                local,
-                on_host,
-                team: ranks.len(),
-                one_host: ep.shared.one_host,
-                job: ep.size() as usize,
-                cpus,
-            });
+        let spread =
+            may_spread && spreads(Placement { local, on_host, team: ranks.len(), one_host: ep.shared.one_host });
         WaitPolicy { local, oversubscribed: on_host > cpus, budget, allowed, spread }
     }
 }
@@ -88,21 +81,19 @@ struct Placement {
     team: usize,
     /// Every rank of the job runs on this host.
     one_host: bool,
-    /// Job size.
-    job: usize,
-    /// CPUs this process may use.
-    cpus: usize,
 }
 
 /// Whether a team spreads its members over the CPUs: an all-shared-memory
 /// team of every rank on the host, or a job all on this host that talks
 /// over UDP (shared memory off). The latter crowds onto one CPU just the
 /// same: the scheduler wakes a rank where its waker ran, and a rank then
-/// waits for a datagram its peer cannot send until it is descheduled (2
-/// ranks: an 8-byte allgather took 6.5 us instead of 2.9). Not a UDP job
-/// with more ranks than CPUs: no placement lets every rank run at once.
+/// waits for a datagram its peer cannot send until it is descheduled.
+/// Measured with `mwbench --transport udp --no-mpi`, 3 runs each: 2 ranks,
+/// 8-byte allgather 6.5 us (co-located, 4 jobs of 6) instead of 2.9; 4
+/// ranks on 2 CPUs, 64 KiB alltoall 194-214 us → 139-145, allgather
+/// 116-180 → 119-120, allreduce 73-84 → 57-60.
 fn spreads(at: Placement) -> bool {
-    (at.local && at.on_host == at.team) || (!at.local && at.one_host && at.job <= at.cpus)
+    (at.local && at.on_host == at.team) || (!at.local && at.one_host)
 }
 
 /// The CPU team rank `me` of `p` belongs on (see `Team::spread`), given
@@ -345,11 +336,11 @@ mod tests {
 
     #[test]
     fn which_teams_spread() {
-        let udp = Placement { local: false, on_host: 1, team: 2, one_host: true, job: 2, cpus: 2 };
+        let udp = Placement { local: false, on_host: 1, team: 2, one_host: true };
         assert!(spreads(udp), "a UDP job on one host that fits its CPUs");
-        assert!(!spreads(Placement { job: 4, team: 4, ..udp }), "oversubscribed over UDP");
+        assert!(spreads(Placement { team: 4, ..udp }), "oversubscribed over UDP too (4 ranks, 2 CPUs)");
         assert!(!spreads(Placement { one_host: false, ..udp }), "ranks on other hosts");
-        let shm = Placement { local: true, on_host: 4, team: 4, one_host: true, job: 4, cpus: 2 };
+        let shm = Placement { local: true, on_host: 4, team: 4, one_host: true };
         assert!(spreads(shm), "all of the host's ranks, in shared memory (oversubscribed too)");
         assert!(!spreads(Placement { team: 2, ..shm }), "a part of the host's ranks");
     }
