@@ -375,6 +375,14 @@ impl State {
 
     /// The eager half of a nonblocking send: sends `data` now (the request
     /// is complete at once), or queues a copy until `dest` grants credit.
+    /// Sends eager message (`context`, `tag`, `data`) into same-host
+    /// `dest`'s ring; the caller took its credit.
+    fn shm_eager(&mut self, context: u32, dest: u32, tag: u64, data: &[u8]) -> Result<()> {
+        let mut header = [0u8; 32]; // an Eager header is 16 bytes
+        let len = op::Eager { context, tag, body: &[] }.emit_header(&mut header);
+        self.shm_send(dest, &[&header[..len], data], None, true)
+    }
+
     pub(super) fn eager_send_request(
         &mut self,
         now: mw_proto::time::Instant,
@@ -568,14 +576,10 @@ impl Endpoint {
             let queued = {
                 if state.msg.tagged.take_credit(dest, charge) {
                     state.msg.stats.eager_sent += 1;
-                    let eager = op::Eager { context, tag, body: &[] };
                     if state.is_shm_peer(dest) {
-                        // Into the peer's ring: no clock, no socket.
-                        let mut header = [0u8; 32]; // an Eager header is 16 bytes
-                        let len = eager.emit_header(&mut header);
-                        return state.shm_send(dest, &[&header[..len], data], None, true);
+                        return state.shm_eager(context, dest, tag, data);
                     }
-                    let repr = OpRepr::Eager(eager);
+                    let repr = OpRepr::Eager(op::Eager { context, tag, body: &[] });
                     let now = self.shared.now();
                     state.send_op(now, dest, &repr, data, None)?;
                     // On the wire now, not at the next call into the library.
@@ -645,6 +649,16 @@ impl Endpoint {
     /// [`isend`](Self::isend) in matching context `context`.
     pub fn isend_in<'a>(&'a self, context: u32, dest: u32, tag: u64, data: &'a [u8]) -> Result<Handle<'a>> {
         self.check_send(dest, tag)?;
+        if self.shares_memory_with(dest) {
+            let mut state = self.lock();
+            if data.len() <= state.msg.eager_limit && state.msg.tagged.take_credit(dest, data.len() as u64 + OVERHEAD) {
+                // What `send` does: into the peer's ring, complete at once
+                // (no request to allocate and collect, no clock read).
+                state.msg.stats.eager_sent += 1;
+                state.shm_eager(context, dest, tag, data)?;
+                return Ok(Handle::ready(self, Ok(Output::None)));
+            }
+        }
         self.msg_wait_for_room(dest);
         let mut state = self.lock();
         let now = self.shared.now();
