@@ -612,6 +612,27 @@ impl Endpoint {
         result.unwrap_or(Ok(()))
     }
 
+    /// `isend`'s shortcut to a same-host peer: what `send` does for an
+    /// eager message with credit, into the peer's ring, complete at once
+    /// (no request to allocate and collect, no clock read; 8 B isend
+    /// returned in 0.04-0.10 us instead of 0.156). Whether it was sent so;
+    /// `false` leaves everything to the general path. Not `isend_owned`'s:
+    /// there it made the sender outrun its receiver in `--bench rate` (1 KiB:
+    /// 4.7 -> 1.8-3.7 M messages/s, the surplus waiting as unexpected
+    /// messages), while 8 B went 5.8 -> 7.7-9.1 M.
+    fn eager_into_ring(&self, context: u32, dest: u32, tag: u64, data: &[u8]) -> Result<bool> {
+        if !self.shares_memory_with(dest) {
+            return Ok(false);
+        }
+        let mut state = self.lock();
+        if data.len() > state.msg.eager_limit || !state.msg.tagged.take_credit(dest, data.len() as u64 + OVERHEAD) {
+            return Ok(false);
+        }
+        state.msg.stats.eager_sent += 1;
+        state.shm_eager(context, dest, tag, data)?;
+        Ok(true)
+    }
+
     /// Sends (or queues, without credit) the announcement of rendezvous send `token`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn announce(
@@ -649,15 +670,8 @@ impl Endpoint {
     /// [`isend`](Self::isend) in matching context `context`.
     pub fn isend_in<'a>(&'a self, context: u32, dest: u32, tag: u64, data: &'a [u8]) -> Result<Handle<'a>> {
         self.check_send(dest, tag)?;
-        if self.shares_memory_with(dest) {
-            let mut state = self.lock();
-            if data.len() <= state.msg.eager_limit && state.msg.tagged.take_credit(dest, data.len() as u64 + OVERHEAD) {
-                // What `send` does: into the peer's ring, complete at once
-                // (no request to allocate and collect, no clock read).
-                state.msg.stats.eager_sent += 1;
-                state.shm_eager(context, dest, tag, data)?;
-                return Ok(Handle::ready(self, Ok(Output::None)));
-            }
+        if self.eager_into_ring(context, dest, tag, data)? {
+            return Ok(Handle::ready(self, Ok(Output::None)));
         }
         self.msg_wait_for_room(dest);
         let mut state = self.lock();
