@@ -419,6 +419,12 @@ fn active_messages() {
             let r = ep.am_request(right, 1, &[9], &payload).unwrap();
             assert_eq!(r.args, vec![10]);
             assert!(r.payload.iter().rev().eq(payload.iter()), "large echo");
+            // A smaller large payload after a larger one: the target lands it
+            // in the buffer the last one used, and its handler must see this
+            // payload exactly, nothing of the last one's tail.
+            let smaller = pattern(me + 7, big / 2 + 5);
+            let r = ep.am_request(right, 1, &[], &smaller).unwrap();
+            assert!(r.payload.iter().rev().eq(smaller.iter()), "smaller large echo");
             // Errors the initiator sees.
             assert_eq!(ep.am_request(right, 77, &[], b"").unwrap_err(), Error::NoHandler);
             assert_eq!(ep.am_request(right, 77, &[], &payload).unwrap_err(), Error::NoHandler);

@@ -36,12 +36,44 @@ pub(crate) struct Handlers {
     /// A reply payload buffer back from its last send, for the next
     /// handler's reply: no allocation per small reply.
     pub(crate) spare: Vec<u8>,
+    /// The buffer the last pulled (large) request payload landed in, all of
+    /// it initialized, for the next one: a fresh megabyte was first zeroed
+    /// (every page faulted in, then written) and only then copied into.
+    staging: Vec<u8>,
 }
 
+/// Largest pulled-payload buffer kept for the next large request.
+const STAGING_KEEP: usize = 4 << 20;
+
 /// Largest reply buffer kept for reuse (a bigger one is freed after use).
-const SPARE_KEEP: usize = 4096;
+/// Large ones come back from their exposure once the initiator pulled them
+/// (`State::retire_exposures`): a 1 MiB reply then costs a copy into pages
+/// already mapped instead of a fresh allocation that faults every page in.
+const SPARE_KEEP: usize = 4 << 20;
 
 impl Handlers {
+    /// A buffer of exactly `len` initialized bytes for a pulled request
+    /// payload: the kept one when it is large enough (nothing written),
+    /// else grown (only the growth is zeroed). `None` when memory runs out.
+    pub(crate) fn take_staging(&mut self, len: usize) -> Option<Vec<u8>> {
+        let mut buf = std::mem::take(&mut self.staging);
+        if buf.len() < len {
+            buf.try_reserve_exact(len - buf.len()).ok()?;
+            buf.resize(len, 0);
+        }
+        buf.truncate(len);
+        Some(buf)
+    }
+
+    /// Takes back a pulled payload's buffer (its bytes up to `len()` are
+    /// initialized) for the next large request, unless it is too large to
+    /// keep or smaller than the one kept.
+    pub(crate) fn keep_staging(&mut self, buf: Vec<u8>) {
+        if buf.len() <= STAGING_KEEP && buf.len() > self.staging.len() {
+            self.staging = buf;
+        }
+    }
+
     /// Takes back a reply payload buffer once its bytes are sent, for the
     /// next handler's reply (when it is small, and larger than the one kept).
     pub(crate) fn keep_spare(&mut self, mut payload: Vec<u8>) {
@@ -295,12 +327,10 @@ pub(crate) fn on_request(t: &mut Target<'_>, peer: u32, am: &op::AmRequest<'_>) 
         msg.outbox.push_back(Outgoing::RndvDone { peer, token: desc.token, status: Status::BadArgument });
         return;
     };
-    let mut sink = Sink::staged(total);
-    let slot = match sink.prepare(total) {
-        Ok(()) => t.requests.alloc(peer, 1).ok(),
-        Err(()) => None,
-    };
-    let Some(slot) = slot else {
+    // Into a reused buffer (`Handlers::take_staging`), filled in place.
+    let data = msg.am.take_staging(total);
+    let slot = data.as_ref().and_then(|_| t.requests.alloc(peer, 1).ok());
+    let (Some(data), Some(slot)) = (data, slot) else {
         answer_error(msg, peer, am.req, am.want_reply, Status::WouldBlock);
         msg.outbox.push_back(Outgoing::RndvDone { peer, token: desc.token, status: Status::WouldBlock });
         return;
@@ -311,7 +341,7 @@ pub(crate) fn on_request(t: &mut Target<'_>, peer: u32, am: &op::AmRequest<'_>) 
         req: am.req,
         want_reply: am.want_reply,
         args: am.args,
-        sink,
+        sink: Sink::Owned { data, filled: 0 },
     };
     t.requests.set_output(slot, Output::Msg(incoming));
     msg.rndv.start_pull(t.requests, slot, peer, desc.key, desc.offset, desc.total_len, desc.token, Then::RunHandler);
@@ -645,4 +675,27 @@ enum Expose {
     InPlace,
     /// A copy the exposure owns (a nonblocking request returns at once).
     Copy,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Handlers, STAGING_KEEP};
+
+    #[test]
+    fn pulled_payload_buffers_are_reused_and_sized_exactly() {
+        let mut handlers = Handlers::default();
+        let mut first = handlers.take_staging(100).expect("memory");
+        assert_eq!(first.len(), 100);
+        first.fill(7);
+        let at = first.as_ptr();
+        handlers.keep_staging(first);
+        let smaller = handlers.take_staging(40).expect("memory");
+        assert_eq!((smaller.len(), smaller.as_ptr()), (40, at), "the kept buffer, cut to size");
+        handlers.keep_staging(smaller);
+        let larger = handlers.take_staging(60).expect("memory");
+        assert_eq!((larger.len(), &larger[..40], &larger[40..]), (60, &[7u8; 40][..], &[0u8; 20][..]));
+        // Too large to keep: the next one is a fresh buffer.
+        handlers.keep_staging(vec![1u8; STAGING_KEEP + 1]);
+        assert_eq!(handlers.take_staging(3).expect("memory"), vec![0u8; 3]);
+    }
 }

@@ -34,7 +34,7 @@ pub(crate) enum Keep {
     /// The caller's buffer, exposed in place for the length of a blocking send.
     Borrowed,
     /// A library-owned copy (nonblocking sends, AM payloads).
-    Copy(#[allow(dead_code)] Vec<u8>),
+    Copy(Vec<u8>),
     /// A buffer handed over by `isend_owned`, given back on completion.
     Owned(Vec<u8>),
 }
@@ -221,7 +221,12 @@ impl State {
         }
         for (key, keep) in std::mem::take(&mut self.msg.rndv.retired) {
             self.withdraw(key);
-            drop(keep);
+            if let Keep::Copy(buf) = keep {
+                // A large active-message reply's buffer, most often: the
+                // next handler's reply is copied into it without fresh
+                // pages to fault in.
+                self.msg.am.keep_spare(buf);
+            }
         }
         true
     }
@@ -422,10 +427,24 @@ impl State {
             {
                 match result {
                     Ok(()) => {
-                        let payload = sink.take_staged();
-                        let request =
-                            am::Request { source, handler, req, want_reply, args: args.as_slice(), payload: &payload };
+                        let (payload, filled) = match sink {
+                            super::Sink::Owned { data, filled } => (data, filled),
+                            ref mut staged => {
+                                let data = staged.take_staged();
+                                let len = data.len();
+                                (data, len)
+                            }
+                        };
+                        let request = am::Request {
+                            source,
+                            handler,
+                            req,
+                            want_reply,
+                            args: args.as_slice(),
+                            payload: &payload[..filled],
+                        };
                         am::run_handler(&mut self.msg, &request);
+                        self.msg.am.keep_staging(payload);
                     }
                     // The payload could not be pulled (the initiator vanished or
                     // the bytes did not fit): the handler does not run.
