@@ -422,19 +422,12 @@ impl State {
                 req,
                 want_reply,
                 args,
-                mut sink,
+                sink: super::Sink::Owned { data: payload, filled },
             }) = output
             {
+                // (`am::on_request` lands every pulled payload in an owned buffer.)
                 match result {
                     Ok(()) => {
-                        let (payload, filled) = match sink {
-                            super::Sink::Owned { data, filled } => (data, filled),
-                            ref mut staged => {
-                                let data = staged.take_staged();
-                                let len = data.len();
-                                (data, len)
-                            }
-                        };
                         let request = am::Request {
                             source,
                             handler,
@@ -444,12 +437,12 @@ impl State {
                             payload: &payload[..filled],
                         };
                         am::run_handler(&mut self.msg, &request);
-                        self.msg.am.keep_staging(payload);
                     }
                     // The payload could not be pulled (the initiator vanished or
                     // the bytes did not fit): the handler does not run.
                     Err(_) => am::answer_error(&mut self.msg, source, req, want_reply, Status::Unsupported),
                 }
+                self.msg.am.keep_staging(payload);
             }
         }
     }
