@@ -39,9 +39,7 @@ impl Team<'_> {
     /// Seed 000, §6.3 A: N nodes each send a packet to the N nodes.
     fn barrier_all_to_all(&mut self) -> Result<()> {
         let (p, me) = (self.p(), self.me);
-        for k in 1..p {
-            self.notify((me + k) % p, 1)?;
-        }
+        self.notify_each((1..p).map(|k| (me + k) % p), 1)?;
         for k in 1..p {
             self.wait_from((me + p - k) % p, 1)?;
         }
@@ -59,9 +57,7 @@ impl Team<'_> {
             self.notify(parent, 1)?;
             self.wait_from(parent, 2)?;
         }
-        for c in binary_children(me, p) {
-            self.notify(c, 2)?;
-        }
+        self.notify_each(binary_children(me, p), 2)?;
         Ok(())
     }
 
@@ -156,9 +152,7 @@ impl Team<'_> {
             self.notify(parent, 1)?;
             self.wait_from(parent, 2)?;
         }
-        for &c in &children {
-            self.notify(c, 2)?;
-        }
+        self.notify_each(children.iter().copied(), 2)?;
         Ok(())
     }
 

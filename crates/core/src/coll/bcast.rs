@@ -61,8 +61,9 @@ impl Team<'_> {
             self.read_area(&slot, 0, buf);
         }
         for &c in &children {
-            self.put_slot(phase, c, buf)?;
+            self.put_slot(phase, c, buf, false)?;
         }
+        self.wake_members(children.iter().copied());
         if let Some(parent) = parent {
             self.return_credit(phase, parent)?;
         }

@@ -144,9 +144,7 @@ impl Team<'_> {
     /// member is done reading this rank's buffer.
     fn finish_direct(&mut self, read: Result<()>) -> Result<()> {
         let (p, me) = (self.p(), self.me);
-        for k in 1..p {
-            self.notify((me + k) % p, 2)?;
-        }
+        self.notify_each((1..p).map(|k| (me + k) % p), 2)?;
         for k in 1..p {
             self.wait_from((me + p - k) % p, 2)?;
         }

@@ -73,6 +73,7 @@ use crate::endpoint::Endpoint;
 use crate::memory::Region;
 use crate::region::{Access, RawMem, RegionKey};
 use crate::rma::Signal;
+use crate::shm::direct::PinnedWindow;
 use crate::{Error, Result};
 
 pub use kernel::{DType, Element, ReduceOp};
@@ -189,6 +190,9 @@ pub struct Team<'ep> {
     scratch: Region<'ep>,
     mem: RawMem,
     keys: Vec<RegionKey>,
+    /// By team rank: the window of that member's scratch region when it
+    /// shares this host (stores into it skip the window lookup).
+    pinned: Vec<Option<PinnedWindow>>,
     lay: Layout,
     large: Option<Region<'ep>>,
     large_keys: Vec<RegionKey>,
@@ -292,6 +296,12 @@ impl<'ep> Team<'ep> {
             mem: scratch.raw(),
             scratch,
             keys: records.iter().map(|r| r.key).collect(),
+            pinned: records
+                .iter()
+                .zip(&ranks)
+                .enumerate()
+                .map(|(j, (r, &rank))| if j == me { None } else { ep.pin_window(rank, r.key) })
+                .collect(),
             lay: Layout::new(p),
             large: None,
             large_keys: Vec::new(),
@@ -476,8 +486,30 @@ impl<'ep> Team<'ep> {
     /// `flag[me]` there to this collective's `step`. Does not wait.
     fn put_to(&self, to: usize, key: RegionKey, offset: u64, data: &[u8], step: u32) -> Result<()> {
         debug_assert_ne!(to, self.me, "collectives copy to themselves locally");
+        if key == self.keys[to] {
+            return self.put_scratch(to, offset, data, self.lay.flag(self.me), self.sig(step), true);
+        }
         let signal =
             Signal { key: self.keys[to], offset: self.lay.flag(self.me), op: SignalOp::Set, value: self.sig(step) };
+        // The data is copied into the send queue before this returns, so the
+        // handle can go: a failure shows as a dead peer to whoever waits.
+        drop(self.ep.put_signal_nb(self.ranks[to], key, offset, data, signal)?);
+        Ok(())
+    }
+
+    /// Puts `data` at `offset` of `to`'s scratch region, then sets the word
+    /// at `signal_at` there to `value`; by direct stores through the pinned
+    /// window when they may go, otherwise by `put_signal_nb`. Does not wait.
+    /// `wake` false defers the wake-up of a sleeping peer to
+    /// [`Team::wake_members`], which the caller must call before it waits.
+    fn put_scratch(&self, to: usize, offset: u64, data: &[u8], signal_at: u64, value: u64, wake: bool) -> Result<()> {
+        if let Some(pinned) = &self.pinned[to] {
+            if self.ep.put_signal_pinned(pinned, offset, data, signal_at, value, wake).is_some() {
+                return Ok(());
+            }
+        }
+        let key = self.keys[to];
+        let signal = Signal { key, offset: signal_at, op: SignalOp::Set, value };
         // The data is copied into the send queue before this returns, so the
         // handle can go: a failure shows as a dead peer to whoever waits.
         drop(self.ep.put_signal_nb(self.ranks[to], key, offset, data, signal)?);
@@ -493,6 +525,24 @@ impl<'ep> Team<'ep> {
     /// A signal without data.
     fn notify(&self, to: usize, step: u32) -> Result<()> {
         self.put_to(to, self.keys[to], 0, &[], step)
+    }
+
+    /// [`notify`](Self::notify) to each of `members`, with one fence for
+    /// all of them: the signals' line transfers overlap instead of
+    /// following one another.
+    fn notify_each(&self, members: impl IntoIterator<Item = usize> + Clone, step: u32) -> Result<()> {
+        let (flag, value) = (self.lay.flag(self.me), self.sig(step));
+        for to in members.clone() {
+            self.put_scratch(to, 0, &[], flag, value, false)?;
+        }
+        self.wake_members(members);
+        Ok(())
+    }
+
+    /// Wakes whichever of `members` may sleep, after stores into their
+    /// scratch regions made with `wake` false (one fence for all).
+    fn wake_members(&self, members: impl IntoIterator<Item = usize>) {
+        self.ep.wake_pinned(members.into_iter().filter_map(|m| self.pinned[m].as_ref()));
     }
 
     /// Waits until `from` has signalled `step` of this collective.
@@ -531,19 +581,21 @@ impl<'ep> Team<'ep> {
     /// Puts `data` into my slot at `to` (rooted) and sets the slot's signal
     /// word to step 1 of this collective (the only step a slot carries),
     /// after the credit for my previous write into that slot phase came
-    /// back. Does not wait for the put.
-    fn put_slot(&mut self, phase: u64, to: usize, data: &[u8]) -> Result<()> {
+    /// back. Does not wait for the put. `wake` as in [`Team::put_scratch`];
+    /// if the credit must be waited for, every member stored into without
+    /// a wake is woken first.
+    fn put_slot(&mut self, phase: u64, to: usize, data: &[u8], wake: bool) -> Result<()> {
         let owed = self.last_write[to][(phase % 2) as usize];
         if owed > 0 {
-            self.wait_word(self.lay.credit(to), owed, to)?;
+            let credit = self.lay.credit(to);
+            if !wake && self.mem.load_u64(credit as usize) < owed {
+                self.wake_members(0..self.p());
+            }
+            self.wait_word(credit, owed, to)?;
         }
         self.last_write[to][(phase % 2) as usize] = phase;
         let signal_at = self.lay.slot_base(phase, self.me);
-        let signal = Signal { key: self.keys[to], offset: signal_at, op: SignalOp::Set, value: self.sig(1) };
-        // Copied into the send queue (or stored) before this returns, as in
-        // `put_to`: the handle can go.
-        drop(self.ep.put_signal_nb(self.ranks[to], self.keys[to], signal_at + SLOT_SIGNAL as u64, data, signal)?);
-        Ok(())
+        self.put_scratch(to, signal_at + SLOT_SIGNAL as u64, data, signal_at, self.sig(1), wake)
     }
 
     /// Records that `writer`'s rooted data of `phase` was consumed; the
@@ -556,10 +608,7 @@ impl<'ep> Team<'ep> {
     }
 
     fn send_credit(&self, phase: u64, writer: usize) -> Result<()> {
-        let signal =
-            Signal { key: self.keys[writer], offset: self.lay.credit(self.me), op: SignalOp::Set, value: phase };
-        drop(self.ep.put_signal_nb(self.ranks[writer], self.keys[writer], 0, &[], signal)?);
-        Ok(())
+        self.put_scratch(writer, 0, &[], self.lay.credit(self.me), phase, true)
     }
 
     /// Scratch buffer `which` (0 or 1) of at least `len` bytes, contents

@@ -311,7 +311,7 @@ impl Team<'_> {
             self.return_credit(phase, c)?;
         }
         if let Some(parent) = parent {
-            self.put_slot(phase, parent, acc)?;
+            self.put_slot(phase, parent, acc, true)?;
         }
         Ok(())
     }

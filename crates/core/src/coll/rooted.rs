@@ -42,7 +42,7 @@ impl Team<'_> {
         self.begin()?;
         let phase = self.rooted_phase();
         if me != root {
-            return self.put_slot(phase, root, send);
+            return self.put_slot(phase, root, send, true);
         }
         for k in 1..p {
             let from = (root + k) % p;
@@ -88,8 +88,9 @@ impl Team<'_> {
         if me == root {
             for k in 1..p {
                 let to = (root + k) % p;
-                self.put_slot(phase, to, &send[to * n..(to + 1) * n])?;
+                self.put_slot(phase, to, &send[to * n..(to + 1) * n], false)?;
             }
+            self.wake_members((1..p).map(|k| (root + k) % p));
             return Ok(());
         }
         let slot = self.wait_slot(phase, root)?;

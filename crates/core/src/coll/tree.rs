@@ -76,7 +76,7 @@ pub(crate) fn binary_parent(rank: usize) -> Option<usize> {
 }
 
 /// Binary tree: children of `rank`.
-pub(crate) fn binary_children(rank: usize, p: usize) -> impl Iterator<Item = usize> {
+pub(crate) fn binary_children(rank: usize, p: usize) -> impl Iterator<Item = usize> + Clone {
     [2 * rank + 1, 2 * rank + 2].into_iter().filter(move |&c| c < p)
 }
 

@@ -11,6 +11,9 @@
 //! when the call returns. The only shared state touched is the link's
 //! window cache (a read lock) and the peer's directory slot (one Acquire
 //! load that proves the region is still registered with these rights).
+//! A caller that stores into the same region over and over (a team's
+//! scratch region) pins its window once (`pin_window`) and skips the cache
+//! lookup, never the directory check.
 //!
 //! Each function returns `None` whenever the direct path does not apply —
 //! an unknown or withdrawn key, missing rights, out of bounds, misaligned, a
@@ -26,11 +29,24 @@ use std::sync::atomic::Ordering;
 
 use mw_wire::op::{AtomicOp, AtomicWidth, SignalOp};
 
+use std::sync::Arc;
+
 use super::{CachedWindow, Link, ShmShared, WindowKind, FLAG_LOGGED};
 use crate::endpoint::Endpoint;
 use crate::region::{checked_range, Access, RegionKey};
 use crate::rma::Signal;
 use crate::target::{apply_u32, apply_u64};
+
+/// A same-host peer's region whose window was looked up once
+/// ([`Endpoint::pin_window`]). Holding it keeps the mapping, never the
+/// right to use it: every store through it checks the peer's live
+/// directory entry first, as the general path does.
+#[derive(Debug)]
+pub(crate) struct PinnedWindow {
+    rank: u32,
+    key: RegionKey,
+    window: Arc<CachedWindow>,
+}
 
 /// Whether directory flags grant `need` to direct access.
 #[inline]
@@ -64,6 +80,39 @@ fn write_window(shm: &ShmShared, link: &Link, window: &CachedWindow, start: usiz
         }
         WindowKind::Cma { .. } => None,
     }
+}
+
+/// The stores of a direct put_signal: `data` at `start` of `window`, then
+/// the signal word at `at` of `sig` (a shared mapping, the word aligned)
+/// with Release, so a reader that loads the signal with Acquire sees the
+/// data. `None` (nothing written) when the signal word does not qualify.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn write_then_signal(
+    shm: &ShmShared,
+    link: &Link,
+    window: &CachedWindow,
+    start: usize,
+    data: &[u8],
+    sig: &CachedWindow,
+    at: usize,
+    op: SignalOp,
+    value: u64,
+) -> Option<()> {
+    let WindowKind::Mapped(sig_map) = &sig.kind else { return None };
+    let sig_mem = sig_map.mem();
+    if !sig_mem.is_aligned(at, 8) {
+        return None;
+    }
+    write_window(shm, link, window, start, data)?;
+    let word = sig_mem.atomic_u64(at);
+    match op {
+        SignalOp::Set => word.store(value, Ordering::Release),
+        SignalOp::Add => {
+            word.fetch_add(value, Ordering::Release);
+        }
+    }
+    Some(())
 }
 
 fn read_window(shm: &ShmShared, link: &Link, window: &CachedWindow, start: usize, out: &mut [u8]) -> Option<()> {
@@ -230,26 +279,71 @@ impl Endpoint {
             if !allows(flags, Access::WRITE) || !allows(sig_flags, Access::WRITE) {
                 return None;
             }
-            let WindowKind::Mapped(sig_map) = &sig.kind else { return None };
             let start = range(offset, data.len(), window)?;
             let at = range(signal.offset, 8, sig)?;
-            let sig_mem = sig_map.mem();
-            if !sig_mem.is_aligned(at, 8) {
-                return None;
-            }
-            write_window(shm, link, window, start, data)?;
-            let word = sig_mem.atomic_u64(at);
-            match signal.op {
-                SignalOp::Set => word.store(signal.value, Ordering::Release),
-                SignalOp::Add => {
-                    word.fetch_add(signal.value, Ordering::Release);
-                }
-            }
-            Some(())
+            write_then_signal(shm, link, window, start, data, sig, at, signal.op, signal.value)
         })?;
         shm.wake_for_store(link);
         shm.count_direct();
         Some(())
+    }
+
+    /// Looks up once the window of `rank`'s region `key`, for a caller that
+    /// will store into it many times ([`put_signal_pinned`](Self::put_signal_pinned)).
+    /// `None` unless `rank` shares this host and the region is in a shared
+    /// mapping there.
+    pub(crate) fn pin_window(&self, rank: u32, key: RegionKey) -> Option<PinnedWindow> {
+        let link = self.shared.shm.as_deref()?.link(rank)?;
+        let window = link.window(key.0)?;
+        matches!(window.kind, WindowKind::Mapped(_)).then_some(PinnedWindow { rank, key, window })
+    }
+
+    /// [`shm_put_signal`](Self::shm_put_signal) (`Set` only) with the
+    /// signal word in the data's region, whose window was pinned: no cache
+    /// lookup, only the check of the live directory entry (a team's
+    /// collectives put small data many times into the same scratch
+    /// regions). `None`: use the general path. With `wake` false the caller
+    /// must call [`wake_pinned`](Self::wake_pinned) for `target` before it
+    /// waits for anything: a caller storing to several peers pays one
+    /// fence for all of them instead of one each, and the stores' cache
+    /// line transfers overlap.
+    #[inline]
+    pub(crate) fn put_signal_pinned(
+        &self,
+        target: &PinnedWindow,
+        offset: u64,
+        data: &[u8],
+        signal_offset: u64,
+        value: u64,
+        wake: bool,
+    ) -> Option<()> {
+        let (shm, link) = self.shm_direct(target.rank)?;
+        let window = &*target.window;
+        let (live, flags) = link.peer.dir_key_flags(window.slot);
+        if live != target.key.0 || !allows(flags, Access::WRITE) {
+            return None;
+        }
+        let start = range(offset, data.len(), window)?;
+        let at = range(signal_offset, 8, window)?;
+        write_then_signal(shm, link, window, start, data, window, at, SignalOp::Set, value)?;
+        if wake {
+            shm.wake_for_store(link);
+        }
+        shm.count_direct();
+        Some(())
+    }
+
+    /// Finishes [`put_signal_pinned`](Self::put_signal_pinned) calls made
+    /// with `wake` false: one fence, then each target's peer is woken if
+    /// it may be asleep.
+    pub(crate) fn wake_pinned<'a>(&self, targets: impl IntoIterator<Item = &'a PinnedWindow>) {
+        let Some(shm) = self.shared.shm.as_deref() else { return };
+        std::sync::atomic::fence(Ordering::SeqCst);
+        for target in targets {
+            if let Some(link) = shm.link(target.rank) {
+                shm.wake_if_asleep(link);
+            }
+        }
     }
 
     /// Get by direct load; `None`: use the ring.

@@ -117,6 +117,13 @@ impl Link {
     ) -> Option<R> {
         self.windows.with_windows(&self.peer, self.pid, keys, f)
     }
+
+    /// The window of the peer's region `key`, mapped now if no thread has
+    /// yet (`None`: the peer has no such region). Whether it may be used
+    /// is the caller's to check, against the live directory entry.
+    pub fn window(&self, key: u64) -> Option<Arc<CachedWindow>> {
+        self.windows.resolve(&self.peer, self.pid, key)
+    }
 }
 
 /// The shared-memory side of the endpoint that every thread reads without
@@ -198,6 +205,15 @@ impl ShmShared {
     #[inline]
     pub fn wake_for_store(&self, link: &Link) {
         fence(Ordering::SeqCst);
+        self.wake_if_asleep(link);
+    }
+
+    /// The second half of [`wake_for_store`](Self::wake_for_store), for a
+    /// caller that stored into several peers and then issued one fence
+    /// (`fence(SeqCst)`) for all of them: without that fence in between, a
+    /// peer that announced its sleep just now might miss the stores.
+    #[inline]
+    pub fn wake_if_asleep(&self, link: &Link) {
         if link.peer.sleepers().load(Ordering::Relaxed) >= ANY_SLEEPER {
             self.ring_doorbell(link);
         }

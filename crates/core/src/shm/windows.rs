@@ -58,7 +58,7 @@ impl WindowCache {
     /// The window of `key` from the shared map, or mapped now from the
     /// peer's directory (`None`: no such region there, or it cannot be mapped).
     #[cold]
-    fn resolve(&self, peer: &Control, pid: u32, key: u64) -> Option<Arc<CachedWindow>> {
+    pub(super) fn resolve(&self, peer: &Control, pid: u32, key: u64) -> Option<Arc<CachedWindow>> {
         if let Some(window) = self.shared.read().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Some(Arc::clone(window));
         }
