@@ -60,10 +60,9 @@ impl Team<'_> {
             let slot = self.wait_slot(phase, parent)?;
             self.read_area(&slot, 0, buf);
         }
-        for &c in &children {
-            self.put_slot(phase, c, buf, false)?;
-        }
+        let sent = children.iter().try_for_each(|&c| self.put_slot(phase, c, buf, false));
         self.wake_members(children.iter().copied());
+        sent?;
         if let Some(parent) = parent {
             self.return_credit(phase, parent)?;
         }

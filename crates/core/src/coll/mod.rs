@@ -532,11 +532,10 @@ impl<'ep> Team<'ep> {
     /// following one another.
     fn notify_each(&self, members: impl IntoIterator<Item = usize> + Clone, step: u32) -> Result<()> {
         let (flag, value) = (self.lay.flag(self.me), self.sig(step));
-        for to in members.clone() {
-            self.put_scratch(to, 0, &[], flag, value, false)?;
-        }
+        let sent = members.clone().into_iter().try_for_each(|to| self.put_scratch(to, 0, &[], flag, value, false));
+        // Those stored into before a failure are woken too.
         self.wake_members(members);
-        Ok(())
+        sent
     }
 
     /// Wakes whichever of `members` may sleep, after stores into their

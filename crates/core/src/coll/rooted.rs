@@ -86,12 +86,12 @@ impl Team<'_> {
         self.begin()?;
         let phase = self.rooted_phase();
         if me == root {
-            for k in 1..p {
+            let sent = (1..p).try_for_each(|k| {
                 let to = (root + k) % p;
-                self.put_slot(phase, to, &send[to * n..(to + 1) * n], false)?;
-            }
+                self.put_slot(phase, to, &send[to * n..(to + 1) * n], false)
+            });
             self.wake_members((1..p).map(|k| (root + k) % p));
-            return Ok(());
+            return sent;
         }
         let slot = self.wait_slot(phase, root)?;
         self.read_area(&slot, 0, recv);
