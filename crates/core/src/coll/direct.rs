@@ -36,9 +36,9 @@ impl Team<'_> {
         let cma = self.ep.shared.shm.as_ref().is_some_and(|shm| shm.cma);
         let mut word = [0u8; 8];
         let readable = cma
-            && (0..self.p())
-                .filter(|&j| j != self.me)
-                .all(|j| self.pid(j).is_some_and(|pid| mw_transport::shm::vm_read(pid, bases[j], &mut word).is_ok()));
+            && (0..self.p()).filter(|&j| j != self.me).all(|j| {
+                self.pid(j).is_some_and(|pid| mw_transport::shm::vm_read(pid, bases[j], &mut word[..]).is_ok())
+            });
         let all = self.allgather_small(&[u8::from(readable)])?;
         Ok(all.iter().all(|&ok| ok == 1))
     }

@@ -390,10 +390,15 @@ impl State {
         let Some(shared) = shm.as_ref().map(|s| &s.shared) else { return false };
         let Some(link) = shared.link(peer) else { return false };
         let Some(output) = requests.msg_mut(req) else { return false };
-        let landed = output.land_with(total, |dest| {
+        let pull_all = |dest: &mut [std::mem::MaybeUninit<u8>]| {
             crate::shm::direct::read_for_pull(shared, link, crate::region::RegionKey(key), offset, dest, token)
                 .is_some()
-        });
+        };
+        // SAFETY: `read_for_pull` only copies bytes into `dest`, and is
+        // `Some` only when every byte of it has landed (its contract); only
+        // then does `pull_all` say so.
+        #[allow(unsafe_code)]
+        let landed = unsafe { output.land_with(total, pull_all) };
         if landed.is_err() {
             return false;
         }

@@ -18,6 +18,7 @@
 //! two mechanisms.
 #![allow(unsafe_code)]
 
+use mw_transport::shm::CopyDest;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// A raw view of registered memory: base pointer and length.
@@ -91,6 +92,17 @@ impl RawMem {
         // distinct Rust slice so it cannot overlap registered memory that is
         // only reachable through this view while the lock is held.
         unsafe { std::ptr::copy_nonoverlapping(self.base.add(offset), out.as_mut_ptr(), out.len()) }
+    }
+
+    /// Copies `out.dest_len()` bytes from `offset` into `out`, which may be
+    /// uninitialized room (see [`CopyDest`]).
+    pub fn read_into<D: CopyDest + ?Sized>(&self, offset: usize, out: &mut D) {
+        let len = out.dest_len();
+        self.assert_in_bounds(offset, len);
+        // SAFETY: in bounds (asserted), valid for reads per `new`; `out` is
+        // valid for writes of `len` bytes (`CopyDest`'s contract) and, being
+        // exclusively borrowed Rust memory, does not overlap this region.
+        unsafe { std::ptr::copy_nonoverlapping(self.base.add(offset), out.dest_ptr(), len) }
     }
 
     /// Calls `f` with the bytes at `offset..offset+len` as a shared slice (used

@@ -31,6 +31,8 @@ use mw_wire::op::{AtomicOp, AtomicWidth, SignalOp};
 
 use std::sync::Arc;
 
+use mw_transport::shm::CopyDest;
+
 use super::{CachedWindow, Link, ShmShared, WindowKind, FLAG_LOGGED};
 use crate::endpoint::Endpoint;
 use crate::region::{checked_range, Access, RegionKey};
@@ -115,10 +117,16 @@ fn write_then_signal(
     Some(())
 }
 
-fn read_window(shm: &ShmShared, link: &Link, window: &CachedWindow, start: usize, out: &mut [u8]) -> Option<()> {
+fn read_window<D: CopyDest + ?Sized>(
+    shm: &ShmShared,
+    link: &Link,
+    window: &CachedWindow,
+    start: usize,
+    out: &mut D,
+) -> Option<()> {
     match &window.kind {
         WindowKind::Mapped(peer) => {
-            peer.mem().read(start, out);
+            peer.mem().read_into(start, out);
             Some(())
         }
         WindowKind::Cma { base } if cma_allowed(shm, link) => {
@@ -128,13 +136,20 @@ fn read_window(shm: &ShmShared, link: &Link, window: &CachedWindow, start: usize
     }
 }
 
-/// Reads `out.len()` bytes at `offset` of the peer's region `key` straight
-/// from its memory (a mapping, or `process_vm_readv`). `None` when direct
-/// access does not apply (see the module doc); reads are never ordered
-/// behind ring operations, so callers check [`Link::is_idle`] when that
-/// matters (a rendezvous pull does not: the payload is immutable while
-/// exposed).
-pub(crate) fn read_direct(shm: &ShmShared, link: &Link, key: RegionKey, offset: u64, out: &mut [u8]) -> Option<()> {
+/// Fills `out` (initialized or not, see [`CopyDest`]) from `offset` of the
+/// peer's region `key`, straight from its memory (a mapping, or
+/// `process_vm_readv`). `None` when direct access does not apply (see the
+/// module doc), and then `out` may hold part of a copy. Reads are never
+/// ordered behind ring operations, so callers check [`Link::is_idle`] when
+/// that matters (a rendezvous pull does not: the payload is immutable
+/// while exposed).
+pub(crate) fn read_direct<D: CopyDest + ?Sized>(
+    shm: &ShmShared,
+    link: &Link,
+    key: RegionKey,
+    offset: u64,
+    out: &mut D,
+) -> Option<()> {
     if link.dead.load(Ordering::Relaxed) {
         return None;
     }
@@ -142,7 +157,7 @@ pub(crate) fn read_direct(shm: &ShmShared, link: &Link, key: RegionKey, offset: 
         if !allows(flags, Access::READ) {
             return None;
         }
-        read_window(shm, link, window, range(offset, out.len(), window)?, out)
+        read_window(shm, link, window, range(offset, out.dest_len(), window)?, out)
     })
 }
 
@@ -159,17 +174,19 @@ pub(crate) const ASSIST_CHUNK: u64 = 256 << 10;
 /// same copy, but for a large message from user memory (cross-memory
 /// attach) the sender, waiting for this pull, is offered chunks of it to
 /// write into `out` itself (`process_vm_writev`) while this side reads the
-/// rest. Returns when every byte has landed; `None` as `read_direct`, and
-/// also when the sender failed a chunk or died while copying.
-pub(crate) fn read_for_pull(
+/// rest. `Some` only when every byte of `out` has landed; `None` as
+/// `read_direct`, and also when the sender failed a chunk or died while
+/// copying.
+pub(crate) fn read_for_pull<D: CopyDest + ?Sized>(
     shm: &ShmShared,
     link: &Link,
     key: RegionKey,
     offset: u64,
-    out: &mut [u8],
+    out: &mut D,
     token: u32,
 ) -> Option<()> {
-    if out.len() < ASSIST_MIN || out.len() as u64 > mw_transport::shm::MAX_ASSISTED {
+    let len = out.dest_len();
+    if len < ASSIST_MIN || len as u64 > mw_transport::shm::MAX_ASSISTED {
         return read_direct(shm, link, key, offset, out);
     }
     if link.dead.load(Ordering::Relaxed) {
@@ -180,7 +197,7 @@ pub(crate) fn read_for_pull(
         if !allows(flags, Access::READ) {
             return None;
         }
-        let start = range(offset, out.len(), window)?;
+        let start = range(offset, len, window)?;
         match (&window.kind, slot) {
             (WindowKind::Cma { base }, Some(slot)) if cma_allowed(shm, link) => {
                 copy_assisted(link, &slot, base + start as u64, offset, out, token)
@@ -193,23 +210,23 @@ pub(crate) fn read_for_pull(
 /// Reads `out` from `remote` in the sender's memory, sharing the chunks
 /// with the sender through `slot`. Does not return while the sender may
 /// still be writing into `out`.
-fn copy_assisted(
+fn copy_assisted<D: CopyDest + ?Sized>(
     link: &Link,
     slot: &mw_transport::shm::AssistSlot<'_>,
     remote: u64,
     offset: u64,
-    out: &mut [u8],
+    out: &mut D,
     token: u32,
 ) -> Option<()> {
-    let total = out.len() as u64;
-    let generation = slot.open(token, out.as_mut_ptr() as u64, total, offset);
+    let total = out.dest_len() as u64;
+    let generation = slot.open(token, out.dest_ptr() as u64, total, offset);
     let mut mine = 0u64;
     let mut ok = true;
     while let Some(chunk) = slot.take(generation, total, ASSIST_CHUNK) {
         mine += chunk.len;
         if ok {
-            let (start, end) = (chunk.start as usize, (chunk.start + chunk.len) as usize);
-            if let Err(error) = mw_transport::shm::vm_read(link.pid, remote + chunk.start, &mut out[start..end]) {
+            let (start, len) = (chunk.start as usize, chunk.len as usize);
+            if let Err(error) = mw_transport::shm::vm_read_part(link.pid, remote + chunk.start, out, start, len) {
                 cma_failed(link, &error);
                 ok = false; // keep taking chunks, so the sender gets no more
             }

@@ -22,7 +22,7 @@ mod segment;
 
 pub use assist::{AssistSlot, Chunk, Offer, MAX_ASSISTED};
 pub use control::{Control, DirEntry, ASSIST_SLOTS, DIR_SLOTS};
-pub use copy::{vm_read, vm_write};
+pub use copy::{vm_read, vm_read_part, vm_write, CopyDest};
 pub use ring::{parts_len, Consumer, Corrupt, Producer, PushError, RingPeek, RingView};
 pub use segment::Segment;
 
