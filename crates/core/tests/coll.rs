@@ -465,3 +465,35 @@ fn single_copy_refuses_mismatched_sizes() {
         assert!(buf.iter().all(|&b| b == 0));
     });
 }
+
+/// With more members than CPUs (4 ranks on this 2-CPU machine) the
+/// single-copy broadcast pushes the data to the members that share a CPU
+/// with its block's leader (`bcast_by_cpu_blocks`); a pushed copy of
+/// another size is refused too, and a leader that could not read tells its
+/// block instead of leaving it waiting. Where every rank has a CPU of its
+/// own, this is the flat single-copy broadcast and rank 3 succeeds.
+#[test]
+fn single_copy_refuses_mismatched_sizes_when_oversubscribed() {
+    run_job(4, shm(base()), |ep| {
+        let mut team = ep.team_world().unwrap();
+        let me = team.rank();
+        let n = if me == 1 || me == 2 { 48 << 10 } else { 32 << 10 };
+        let mut buf = vec![me as u8 + 10; n];
+        let result = team.broadcast_with(BcastAlgo::Direct, 0, &mut buf);
+        match me {
+            0 => result.unwrap(),
+            1 | 2 => assert!(matches!(result, Err(Error::InvalidArgument(_))), "rank {me}: {result:?}"),
+            _ => {
+                if result.is_ok() {
+                    assert!(buf.iter().all(|&b| b == 10), "rank 3 took wrong data");
+                }
+            }
+        }
+        team.barrier().unwrap();
+        for root in 0..4 {
+            let mut buf = vec![me as u8; 64 << 10];
+            team.broadcast_with(BcastAlgo::Direct, root, &mut buf).unwrap();
+            assert!(buf.iter().all(|&b| b == root as u8), "rank {me}, root {root}");
+        }
+    });
+}

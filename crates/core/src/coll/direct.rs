@@ -19,7 +19,7 @@
 //! the exposed length.
 
 use super::tree::{binomial_children, binomial_parent, flat};
-use super::Team;
+use super::{Team, STEP_BITS};
 use crate::{Error, Result};
 
 /// Teams up to this size broadcast flat: every member reads the root's
@@ -27,6 +27,10 @@ use crate::{Error, Result};
 /// of full copies at 3 or 4 members). The readers only read the root's
 /// lines, so they share them rather than contend.
 const FLAT_BCAST_UP_TO: usize = 4;
+
+/// The slot signal step a block leader sends its mates when it could not
+/// read the root's buffer (other steps are the data's length plus one).
+const PUSH_FAILED: u32 = (1 << STEP_BITS) - 1;
 
 impl Team<'_> {
     /// The probe, collective over a team whose members all share memory:
@@ -86,6 +90,10 @@ impl Team<'_> {
     /// parent's buffer, then exposes its own to its children.
     pub(super) fn bcast_direct(&mut self, root: usize, buf: &mut [u8]) -> Result<()> {
         let (p, me) = (self.p(), self.me);
+        let blocks = p.div_ceil(self.cpu_block);
+        if self.cpu_block > 1 && blocks <= FLAT_BCAST_UP_TO && buf.len() <= self.lay.slot {
+            return self.bcast_by_cpu_blocks(root, buf);
+        }
         self.begin()?;
         let (parent, children) = if p <= FLAT_BCAST_UP_TO {
             flat(me, root, p)
@@ -105,6 +113,70 @@ impl Team<'_> {
         }
         for &c in &children {
             self.wait_from(c, 2)?;
+        }
+        read
+    }
+
+    /// Broadcast on a team with more members than CPUs (4 ranks on 2 CPUs):
+    /// the members of a CPU block (see `Team::cpu_block`) mostly run one at
+    /// a time, so a reader on the root's CPU would make the root wait for a
+    /// context switch before it could finish. Instead the root's block
+    /// mates get the data pushed into their slots (they copy it out when
+    /// they next run), and in every other block its leader (the first
+    /// member, or the root) reads the root's buffer in one copy and pushes
+    /// it to its block mates. The root waits only for the other leaders.
+    /// 64 KiB at 4 ranks on 2 CPUs: 6.5-9.3 -> 3.7-4.4 us.
+    fn bcast_by_cpu_blocks(&mut self, root: usize, buf: &mut [u8]) -> Result<()> {
+        let (p, me, b) = (self.p(), self.me, self.cpu_block);
+        let blocks = p.div_ceil(b);
+        let leader = |block: usize| if block == root / b { root } else { block * b };
+        let mates = |leader: usize| (leader / b * b..((leader / b + 1) * b).min(p)).filter(move |&j| j != leader);
+        self.begin()?;
+        let phase = self.rooted_phase();
+        let my_leader = leader(me / b);
+        if me != my_leader {
+            let slot = self.wait_slot(phase, my_leader)?;
+            let signal = self.mem.load_u64(self.lay.slot_base(phase, my_leader) as usize);
+            let step = (signal & ((1 << STEP_BITS) - 1)) as u32;
+            let outcome = match step {
+                PUSH_FAILED => {
+                    Err(Error::InvalidArgument("broadcast: the block's leader could not read the root's buffer"))
+                }
+                _ if step as usize != buf.len() + 1 => {
+                    Err(Error::InvalidArgument("collective called with different sizes on different ranks"))
+                }
+                _ => {
+                    self.read_area(&slot, 0, buf);
+                    Ok(())
+                }
+            };
+            self.return_credit(phase, my_leader)?;
+            return outcome;
+        }
+        let others = (0..blocks).map(leader).filter(|&l| l != root);
+        let mut read = Ok(());
+        if me == root {
+            for l in others.clone() {
+                self.expose(l, buf)?;
+            }
+        } else {
+            read = self.read_exposed(root, 0, buf);
+            // Done either way: the root must not wait forever.
+            self.notify(root, 2)?;
+        }
+        // The slot's signal step carries the length plus one, so a mate
+        // whose buffer has another size refuses the data; after a failed
+        // read the mates are still served (nobody waits forever), with
+        // `PUSH_FAILED` instead of data.
+        debug_assert!(buf.len() + 1 < PUSH_FAILED as usize, "a slot holds at most 64 KiB");
+        let (data, step): (&[u8], u32) = if read.is_ok() { (buf, buf.len() as u32 + 1) } else { (&[], PUSH_FAILED) };
+        let sent = mates(me).try_for_each(|m| self.put_slot_step(phase, m, data, step, false));
+        self.wake_members(mates(me));
+        sent?;
+        if me == root {
+            for l in others {
+                self.wait_from(l, 2)?;
+            }
         }
         read
     }

@@ -214,6 +214,11 @@ pub struct Team<'ep> {
     /// Every member may read every member's memory directly
     /// (`process_vm_readv`); `None` on teams not all in shared memory.
     single_copy: Option<bool>,
+    /// Consecutive team ranks per CPU when the members outnumber the CPUs
+    /// they may use (the blocks `wait::Team::spread` places), else 1.
+    /// Agreed when the team forms: every member computes it from the same
+    /// records.
+    cpu_block: usize,
     /// The CPU last announced to the other members (`Layout::cpu`).
     announced_cpu: Option<u32>,
     /// Scratch buffers kept between calls (no allocation per call once
@@ -245,15 +250,18 @@ struct MemberRecord {
     base: u64,
     /// It reaches every member through shared memory.
     shm: bool,
+    /// How many CPUs it may run on (at least 1, at most 255).
+    cpus: u8,
 }
 
 impl MemberRecord {
-    const LEN: usize = 17;
+    const LEN: usize = 18;
 
     fn of(ep: &Endpoint, scratch: &Region<'_>, ranks: &[u32]) -> MemberRecord {
         let me = ep.rank();
         let shm = ranks.len() > 1 && ranks.iter().all(|&r| r == me || ep.shares_memory_with(r));
-        MemberRecord { key: scratch.key(), base: scratch.as_ptr() as u64, shm }
+        let cpus = mw_transport::wait::allowed_cpus().map_or(1, |c| c.len().clamp(1, 255) as u8);
+        MemberRecord { key: scratch.key(), base: scratch.as_ptr() as u64, shm, cpus }
     }
 
     fn encode(&self) -> [u8; Self::LEN] {
@@ -261,6 +269,7 @@ impl MemberRecord {
         out[..8].copy_from_slice(&self.key.0.to_le_bytes());
         out[8..16].copy_from_slice(&self.base.to_le_bytes());
         out[16] = u8::from(self.shm);
+        out[17] = self.cpus;
         out
     }
 
@@ -270,8 +279,15 @@ impl MemberRecord {
             return Err(bad);
         }
         let word = |i: usize| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("length checked"));
-        Ok(MemberRecord { key: RegionKey(word(0)), base: word(1), shm: bytes[16] == 1 })
+        Ok(MemberRecord { key: RegionKey(word(0)), base: word(1), shm: bytes[16] == 1, cpus: bytes[17].max(1) })
     }
+}
+
+/// Members per CPU block: the team's size over the fewest CPUs any member
+/// may use, rounded up (1 when every member can have a CPU of its own).
+fn cpu_block(p: usize, records: &[MemberRecord]) -> usize {
+    let cpus = records.iter().map(|r| usize::from(r.cpus)).min().unwrap_or(1).max(1);
+    p.div_ceil(cpus).max(1)
 }
 
 impl<'ep> Team<'ep> {
@@ -315,6 +331,7 @@ impl<'ep> Team<'ep> {
             ip: multicast::TeamIp::Unchecked,
             wait: wait::WaitPolicy::new(ep, &ranks, shm, !tuning.no_spread),
             single_copy: None,
+            cpu_block: cpu_block(p, records),
             announced_cpu: None,
             work: [Vec::new(), Vec::new()],
             ranks,
@@ -584,6 +601,12 @@ impl<'ep> Team<'ep> {
     /// if the credit must be waited for, every member stored into without
     /// a wake is woken first.
     fn put_slot(&mut self, phase: u64, to: usize, data: &[u8], wake: bool) -> Result<()> {
+        self.put_slot_step(phase, to, data, 1, wake)
+    }
+
+    /// [`put_slot`](Self::put_slot) signalling `step` (1: the data is
+    /// there; a collective may give other steps a meaning of its own).
+    fn put_slot_step(&mut self, phase: u64, to: usize, data: &[u8], step: u32, wake: bool) -> Result<()> {
         let owed = self.last_write[to][(phase % 2) as usize];
         if owed > 0 {
             let credit = self.lay.credit(to);
@@ -594,7 +617,7 @@ impl<'ep> Team<'ep> {
         }
         self.last_write[to][(phase % 2) as usize] = phase;
         let signal_at = self.lay.slot_base(phase, self.me);
-        self.put_scratch(to, signal_at + SLOT_SIGNAL as u64, data, signal_at, self.sig(1), wake)
+        self.put_scratch(to, signal_at + SLOT_SIGNAL as u64, data, signal_at, self.sig(step), wake)
     }
 
     /// Records that `writer`'s rooted data of `phase` was consumed; the
