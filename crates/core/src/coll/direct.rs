@@ -13,8 +13,14 @@
 //! the team forms; teams that cannot run these algorithms fall back to
 //! the copying ones, so forcing one is always safe.
 //!
+//! On a team with more members than CPUs the broadcast mixes in pushes:
+//! members that share a CPU with the one holding the data get it copied
+//! into their slots instead of reading it, so nobody waits for a context
+//! switch to a reader on its own CPU (`bcast_by_cpu_blocks`).
+//!
 //! Owns: the exposure protocol (`Layout::exposed` words: address and
-//! length of the lent buffer; steps: 1 = exposed, 2 = done reading).
+//! length of the lent buffer; steps: 1 = exposed, 2 = done reading), and
+//! the pushed slots' signal (the length plus one, or `PUSH_FAILED`).
 //! Must not: expose a buffer beyond the call that lent it, or read past
 //! the exposed length.
 
