@@ -215,7 +215,8 @@ pub struct Team<'ep> {
     /// (`process_vm_readv`); `None` on teams not all in shared memory.
     single_copy: Option<bool>,
     /// Consecutive team ranks per CPU when the members outnumber the CPUs
-    /// they may use (the blocks `wait::Team::spread` places), else 1.
+    /// they may use between them (the blocks `wait::Team::spread` places),
+    /// else 1.
     /// Agreed when the team forms: every member computes it from the same
     /// records.
     cpu_block: usize,
@@ -250,17 +251,18 @@ struct MemberRecord {
     base: u64,
     /// It reaches every member through shared memory.
     shm: bool,
-    /// How many CPUs it may run on (at least 1, at most 255).
-    cpus: u8,
+    /// The CPUs it may run on, CPU c as bit c mod 64.
+    cpus: u64,
 }
 
 impl MemberRecord {
-    const LEN: usize = 18;
+    const LEN: usize = 25;
 
     fn of(ep: &Endpoint, scratch: &Region<'_>, ranks: &[u32]) -> MemberRecord {
         let me = ep.rank();
         let shm = ranks.len() > 1 && ranks.iter().all(|&r| r == me || ep.shares_memory_with(r));
-        let cpus = mw_transport::wait::allowed_cpus().map_or(1, |c| c.len().clamp(1, 255) as u8);
+        let cpus =
+            mw_transport::wait::allowed_cpus().map_or(0, |all| all.iter().fold(0u64, |mask, &c| mask | 1 << (c % 64)));
         MemberRecord { key: scratch.key(), base: scratch.as_ptr() as u64, shm, cpus }
     }
 
@@ -269,7 +271,7 @@ impl MemberRecord {
         out[..8].copy_from_slice(&self.key.0.to_le_bytes());
         out[8..16].copy_from_slice(&self.base.to_le_bytes());
         out[16] = u8::from(self.shm);
-        out[17] = self.cpus;
+        out[17..25].copy_from_slice(&self.cpus.to_le_bytes());
         out
     }
 
@@ -279,15 +281,17 @@ impl MemberRecord {
             return Err(bad);
         }
         let word = |i: usize| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("length checked"));
-        Ok(MemberRecord { key: RegionKey(word(0)), base: word(1), shm: bytes[16] == 1, cpus: bytes[17].max(1) })
+        let cpus = u64::from_le_bytes(bytes[17..25].try_into().expect("length checked"));
+        Ok(MemberRecord { key: RegionKey(word(0)), base: word(1), shm: bytes[16] == 1, cpus })
     }
 }
 
-/// Members per CPU block: the team's size over the fewest CPUs any member
-/// may use, rounded up (1 when every member can have a CPU of its own).
+/// Members per CPU block: the team's size over the CPUs its members may
+/// use between them, rounded up (1 when every member can have a CPU of its
+/// own, as when each is bound to a core of its own).
 fn cpu_block(p: usize, records: &[MemberRecord]) -> usize {
-    let cpus = records.iter().map(|r| usize::from(r.cpus)).min().unwrap_or(1).max(1);
-    p.div_ceil(cpus).max(1)
+    let cpus = records.iter().fold(0u64, |all, r| all | r.cpus).count_ones() as usize;
+    p.div_ceil(cpus.max(1))
 }
 
 impl<'ep> Team<'ep> {
@@ -672,4 +676,42 @@ fn check_reduce(dtype: DType, op: ReduceOp, send: &[u8], recv_len: usize) -> Res
         return Err(Error::InvalidArgument("bitwise reduction on a floating-point type"));
     }
     Ok(send.len() / dtype.size())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cpu_block, MemberRecord};
+    use crate::RegionKey;
+
+    fn on(cpus: u64) -> MemberRecord {
+        MemberRecord { key: RegionKey(7), base: 0x1000, shm: true, cpus }
+    }
+
+    #[test]
+    fn members_bound_to_cores_of_their_own_form_no_blocks() {
+        assert_eq!(cpu_block(4, &[on(0b0001), on(0b0010), on(0b0100), on(0b1000)]), 1);
+        assert_eq!(cpu_block(2, &[on(0b11), on(0b11)]), 1);
+    }
+
+    #[test]
+    fn members_sharing_fewer_cpus_form_blocks() {
+        assert_eq!(cpu_block(3, &[on(0b11); 3]), 2);
+        assert_eq!(cpu_block(4, &[on(0b11); 4]), 2);
+        assert_eq!(cpu_block(8, &[on(0b11); 8]), 4);
+        // Two members bound to one CPU each, two more to the same pair.
+        assert_eq!(cpu_block(4, &[on(0b01), on(0b10), on(0b11), on(0b11)]), 2);
+    }
+
+    #[test]
+    fn an_unknown_affinity_counts_as_one_cpu() {
+        assert_eq!(cpu_block(2, &[on(0), on(0)]), 2);
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let record = on(1 << 63 | 0b101);
+        let back = MemberRecord::decode(&record.encode()).expect("decodes");
+        assert_eq!((back.key, back.base, back.shm, back.cpus), (record.key, record.base, record.shm, record.cpus));
+        assert!(MemberRecord::decode(&[0u8; MemberRecord::LEN - 1]).is_err());
+    }
 }
