@@ -24,7 +24,7 @@ use crate::config::{Config, ProgressMode};
 use crate::internal::Internal;
 use crate::lock::{StateGuard, StateLock};
 use crate::region::RegionTable;
-use crate::request::{Completion, RequestId, Requests};
+use crate::request::{Completion, Output, RequestId, Requests};
 use crate::stats::CoreStats;
 use crate::target::{Reply, Target};
 use crate::{Error, Result};
@@ -407,6 +407,41 @@ impl Endpoint {
         self.wait_for_until(done, None);
     }
 
+    /// Waits until request `id` completes and takes its outcome (`None`: it
+    /// was already collected, or never existed). One lock when it is
+    /// complete already (an eager send's is at once), and collected under
+    /// the lock that saw it complete otherwise: not a second one after.
+    pub(crate) fn wait_and_take(&self, id: RequestId) -> Option<(Result<()>, Output)> {
+        self.wait_and_take_with(id, |_| false)
+    }
+
+    /// [`wait_and_take`](Self::wait_and_take) with `advance`, which may
+    /// complete the request itself (a receive taking its message from a
+    /// ring) and says whether it did: tried first under the same single
+    /// lock, before any of the waiting machinery.
+    pub(crate) fn wait_and_take_with(
+        &self,
+        id: RequestId,
+        mut advance: impl FnMut(&mut State) -> bool,
+    ) -> Option<(Result<()>, Output)> {
+        let mut ready = |state: &mut State| state.requests.is_done(id) != Some(false) || advance(state);
+        {
+            let mut state = self.lock();
+            if ready(&mut state) {
+                return state.requests.take(id);
+            }
+        }
+        let mut taken = None;
+        self.wait_for(|state| {
+            if !ready(state) {
+                return false;
+            }
+            taken = state.requests.take(id);
+            true
+        });
+        taken
+    }
+
     /// [`wait_for`](Self::wait_for), giving up at `until`: returns whether
     /// `done` said so.
     pub(crate) fn wait_for_until(
@@ -717,6 +752,12 @@ impl Endpoint {
             core.shm_direct_ops = shm.direct_ops.load(Ordering::Relaxed);
         }
         (core, state.proto.stats().clone())
+    }
+
+    /// Whether a progress thread runs (it may execute arrivals while an
+    /// application thread waits for them).
+    pub(crate) fn progress_thread_runs(&self) -> bool {
+        self.shared.threaded.load(Ordering::Relaxed)
     }
 
     /// Whether `rank` is reached through shared memory (it runs on this

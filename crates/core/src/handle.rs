@@ -133,9 +133,8 @@ impl<'a> Handle<'a> {
         let id = self.id;
         self.pin();
         let unpin = Unpin { ep: self.ep, id, armed: self.pinned };
-        self.ep.wait_for(|state| state.requests.is_done(id).unwrap_or(true));
+        let taken = self.ep.wait_and_take(id);
         self.finished = true;
-        let taken = self.ep.lock().requests.take(id);
         unpin.disarm();
         let (result, output) = taken.ok_or(Error::InvalidArgument("operation already collected"))?;
         result?;

@@ -432,3 +432,15 @@ mod tests {
         assert_eq!(reqs.live(), 0);
     }
 }
+#[cfg(test)]
+mod size_tests {
+    /// Every request slot holds an `Output`, and a message's completion
+    /// moves it several times (set, take, hand back): at 128 bytes each move
+    /// was a `memcpy` call, and the slab twice as large. Large or rare
+    /// parts (active-message arguments) are boxed to keep it so.
+    #[test]
+    fn request_outputs_stay_small() {
+        assert!(std::mem::size_of::<super::Output>() <= 72, "{}", std::mem::size_of::<super::Output>());
+        assert!(std::mem::size_of::<super::Slot>() <= 144, "{}", std::mem::size_of::<super::Slot>());
+    }
+}

@@ -340,7 +340,7 @@ pub(crate) fn on_request(t: &mut Target<'_>, peer: u32, am: &op::AmRequest<'_>) 
         handler: am.handler,
         req: am.req,
         want_reply: am.want_reply,
-        args: am.args,
+        args: Box::new(am.args),
         sink: Sink::Owned { data, filled: 0 },
     };
     t.requests.set_output(slot, Output::Msg(incoming));
@@ -372,7 +372,7 @@ pub(crate) fn on_reply(t: &mut Target<'_>, peer: u32, reply: &op::AmReply<'_>) {
     let Some(MsgOutput::AmReply { args, sink }) = t.requests.msg_mut(id) else {
         return;
     };
-    *args = reply.args;
+    *args = (!reply.args.as_slice().is_empty()).then(|| Box::new(reply.args));
     match desc {
         None => {
             *sink = Sink::Staged { data: reply.body.to_vec(), limit: reply.body.len() };
@@ -514,7 +514,9 @@ impl AmHandle<'_> {
             return Ok(reply);
         }
         if let Some(MsgOutput::AmReply { args, mut sink }) = super::take_msg(&mut self.ep.lock(), id)? {
-            reply.args.extend_from_slice(args.as_slice());
+            if let Some(args) = args {
+                reply.args.extend_from_slice(args.as_slice());
+            }
             // A staged payload is the request's own buffer (possibly a
             // large pulled one): moved, not copied.
             reply.payload = sink.take_staged();
@@ -591,13 +593,8 @@ impl Endpoint {
             return Err(Error::InvalidArgument("handler ids from RESERVED_HANDLER_BASE (0xFF00) up are internal"));
         }
         let args = check_args(args)?;
-        let mut state = self.lock();
-        if state.queue_full_toward(rank) {
-            drop(state);
-            self.msg_wait_for_room(rank);
-            state = self.lock();
-        }
-        let output = || Output::Msg(MsgOutput::AmReply { args: AmArgs::EMPTY, sink: Sink::staged(0) });
+        let mut state = self.lock_with_room(rank);
+        let output = || Output::Msg(MsgOutput::AmReply { args: None, sink: Sink::staged(0) });
         let request = |req: RequestId, rndv: bool| op::AmRequest {
             req: req.0,
             handler: id,

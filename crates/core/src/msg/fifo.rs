@@ -257,8 +257,7 @@ impl Endpoint {
     /// with [`Error::WouldBlock`] (and the entry is not queued anywhere).
     pub fn try_fifo_push(&self, rank: u32, key: FifoKey, entry: &[u8]) -> Result<()> {
         self.check_rank(rank)?;
-        self.msg_wait_for_room(rank);
-        let mut state = self.lock();
+        let mut state = self.lock_with_room(rank);
         if rank == state.rank {
             let me = state.rank;
             return state.msg.fifo.push(me, key.0, entry).map_err(status_error);

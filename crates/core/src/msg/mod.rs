@@ -37,6 +37,7 @@ use std::mem::MaybeUninit;
 
 use crate::config::Config;
 use crate::endpoint::{Endpoint, State};
+use crate::lock::StateGuard;
 use crate::region::RawMem;
 use crate::request::{Output, RequestId};
 use crate::target::Target;
@@ -250,11 +251,13 @@ impl Sink {
 pub(crate) enum MsgOutput {
     /// A tagged receive: its envelope once matched, and its buffer.
     Recv { status: RecvStatus, sink: Sink },
-    /// The reply to an `am_request`.
-    AmReply { args: AmArgs, sink: Sink },
+    /// The reply to an `am_request`; `args` only when it has any (boxed,
+    /// like `AmIncoming`'s: eight inline words would make every request
+    /// slot, and every move of one, twice as large).
+    AmReply { args: Option<Box<AmArgs>>, sink: Sink },
     /// A large active-message payload being pulled at the target; the
     /// handler runs when it is complete.
-    AmIncoming { source: u32, handler: u16, req: u32, want_reply: bool, args: AmArgs, sink: Sink },
+    AmIncoming { source: u32, handler: u16, req: u32, want_reply: bool, args: Box<AmArgs>, sink: Sink },
     /// An `isend_owned` buffer the receiver has pulled, to give back.
     Sent { buf: Vec<u8> },
 }
@@ -445,17 +448,22 @@ impl Endpoint {
         self.lock().msg.stats
     }
 
-    /// Waits while too many bytes are queued toward `rank` (bounds the
-    /// sender's memory like the one-sided operations do).
-    pub(crate) fn msg_wait_for_room(&self, rank: u32) {
-        if self.lock().queue_full_toward(rank) {
-            self.wait_for(|state| !state.queue_full_toward(rank));
+    /// Takes the endpoint lock once too many bytes are no longer queued
+    /// toward `rank`, waiting while they are (bounds the sender's memory
+    /// like the one-sided operations do). One lock in the usual case.
+    pub(crate) fn lock_with_room(&self, rank: u32) -> StateGuard<'_, State> {
+        let state = self.lock();
+        if !state.queue_full_toward(rank) {
+            return state;
         }
+        drop(state);
+        self.wait_for(|state| !state.queue_full_toward(rank));
+        self.lock()
     }
 }
 
 impl State {
-    /// Whether `rank`'s send queue is at its limit (see `msg_wait_for_room`).
+    /// Whether `rank`'s send queue is at its limit (see `lock_with_room`).
     pub(crate) fn queue_full_toward(&self, rank: u32) -> bool {
         rank != self.rank && self.proto.queued_bytes(rank) >= self.config.max_queued_bytes && !self.dead[rank as usize]
     }

@@ -12,10 +12,11 @@
 //! (tagged.rs and rndv.rs do them).
 
 use super::rndv::Keep;
+use super::tagged::FromRing;
 use super::{MsgOutput, Sink};
 use crate::endpoint::Endpoint;
 use crate::request::{Output, RequestId};
-use crate::{Error, RecvStatus, Result};
+use crate::{Error, RecvStatus, Result, ANY_SOURCE};
 
 /// A nonblocking receive into a handed-over buffer ([`Endpoint::irecv_owned`]).
 /// Dropping it before the message matched cancels the receive.
@@ -23,6 +24,9 @@ use crate::{Error, RecvStatus, Result};
 pub struct OwnedRecv<'ep> {
     ep: &'ep Endpoint,
     id: RequestId,
+    /// The rank named in the receive (or `ANY_SOURCE`): with a same-host
+    /// one, the wait takes the message straight from its ring.
+    source: u32,
     finished: bool,
 }
 
@@ -42,10 +46,14 @@ impl OwnedRecv<'_> {
     /// message is in its first `status.len` bytes), or with the error (a
     /// too-short buffer is [`Error::Truncated`] and left untouched).
     pub fn wait(mut self) -> (Vec<u8>, Result<RecvStatus>) {
-        let id = self.id;
-        self.ep.wait_for(|state| state.requests.is_done(id) != Some(false));
+        let (id, source) = (self.id, self.source);
+        let from_ring = source != ANY_SOURCE && self.ep.shares_memory_with(source);
+        // The oldest posted receive takes its message from the ring itself,
+        // without the generic dispatch (`recv_from_ring`).
+        let taken = self
+            .ep
+            .wait_and_take_with(id, |state| from_ring && state.recv_from_ring(id, source, None) != FromRing::Nothing);
         self.finished = true;
-        let taken = self.ep.lock().requests.take(id);
         let Some((result, output)) = taken else {
             return (Vec::new(), Err(Error::InvalidArgument("operation already collected")));
         };
@@ -84,10 +92,8 @@ impl OwnedSend<'_> {
     /// outcome. After a failure (the receiver died) the buffer of a large
     /// message may not come back: an empty `Vec` is returned then.
     pub fn wait(mut self) -> (Vec<u8>, Result<()>) {
-        let id = self.id;
-        self.ep.wait_for(|state| state.requests.is_done(id) != Some(false));
+        let taken = self.ep.wait_and_take(self.id);
         self.finished = true;
-        let taken = self.ep.lock().requests.take(id);
         let (result, output) =
             taken.unwrap_or((Err(Error::InvalidArgument("operation already collected")), Output::None));
         let buf = match (self.buf.take(), output) {
@@ -123,7 +129,7 @@ impl Endpoint {
         self.check_source(source)?;
         let capacity = buf.len();
         let id = self.lock().post_recv(context, source, tag, capacity, Sink::Owned { data: buf, filled: 0 })?;
-        Ok(OwnedRecv { ep: self, id, finished: false })
+        Ok(OwnedRecv { ep: self, id, source, finished: false })
     }
 
     /// Nonblocking send of `data`, which the library owns until the handle
@@ -138,11 +144,15 @@ impl Endpoint {
     /// [`isend_owned`](Self::isend_owned) in matching context `context`.
     pub fn isend_owned_in(&self, context: u32, dest: u32, tag: u64, data: Vec<u8>) -> Result<OwnedSend<'_>> {
         self.check_send(dest, tag)?;
-        self.msg_wait_for_room(dest);
-        let mut state = self.lock();
-        let now = self.shared.now();
+        let mut state = self.lock_with_room(dest);
+        // The clock only for the socket: a ring record needs neither it nor a transmit.
+        let shm_dest = state.is_shm_peer(dest);
+        let now = (!shm_dest).then(|| self.shared.now());
         let (id, buf) = if data.len() <= state.msg.eager_limit {
-            (state.eager_send_request(now, context, dest, tag, &data)?, Some(data))
+            (
+                state.eager_send_request(|| now.unwrap_or_else(|| self.shared.now()), context, dest, tag, &data)?,
+                Some(data),
+            )
         } else {
             let id = state.requests.alloc(dest, 1)?;
             let total = data.len() as u64;
@@ -151,7 +161,9 @@ impl Endpoint {
             self.announce(&mut state, context, dest, tag, total, key.0, id);
             (id, None)
         };
-        state.transmit(now);
+        if let Some(now) = now {
+            state.transmit(now);
+        }
         Ok(OwnedSend { ep: self, id, buf, finished: false })
     }
 }

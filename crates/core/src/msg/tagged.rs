@@ -383,9 +383,11 @@ impl State {
         self.shm_send(dest, &[&header[..len], data], None, true)
     }
 
+    /// `now` is asked for only when the message goes out over UDP (a clock
+    /// read costs about as much as the ring push of a small message).
     pub(super) fn eager_send_request(
         &mut self,
-        now: mw_proto::time::Instant,
+        now: impl FnOnce() -> mw_proto::time::Instant,
         context: u32,
         dest: u32,
         tag: u64,
@@ -395,8 +397,13 @@ impl State {
         if self.msg.tagged.take_credit(dest, charge) {
             let id = self.requests.alloc(dest, 0)?;
             self.msg.stats.eager_sent += 1;
-            let repr = OpRepr::Eager(op::Eager { context, tag, body: &[] });
-            if let Err(error) = self.send_op(now, dest, &repr, data, None) {
+            let sent = if self.is_shm_peer(dest) {
+                self.shm_eager(context, dest, tag, data)
+            } else {
+                let repr = OpRepr::Eager(op::Eager { context, tag, body: &[] });
+                self.send_op(now(), dest, &repr, data, None)
+            };
+            if let Err(error) = sent {
                 let _ = self.requests.take(id);
                 return Err(error);
             }
@@ -478,20 +485,9 @@ impl State {
         let Some(shm) = shm.as_mut() else { return FromRing::Nothing };
         let mut outcome = FromRing::Nothing;
         let taken = shm.take_if(source, |payload| {
-            // The eager message itself, not the whole `OpRepr`: a smaller
-            // value to return, on every same-host receive's critical path.
-            if payload.first() != Some(&(op::OpCode::Eager as u8)) {
-                return false;
-            }
-            let Ok(eager) = op::Eager::parse(payload) else { return false };
+            let want = InPlace { context, source: want_source, tag: want_tag, capacity, owed, batch };
+            let Some((eager, charge)) = want.eager_from(source, payload) else { return false };
             let len = eager.body.len();
-            let charge = len as u64 + OVERHEAD;
-            if !accepts(context, want_source, want_tag, eager.context, source, eager.tag)
-                || len > capacity
-                || owed + charge >= batch
-            {
-                return false;
-            }
             msg.tagged.posted.pop_front();
             msg.tagged.owed[source as usize] = owed + charge;
             let status = RecvStatus { source, tag: eager.tag, len };
@@ -501,6 +497,19 @@ impl State {
                 (Some(MsgOutput::Recv { sink: Sink::Direct { mem, .. }, .. }), _) => mem.write(0, eager.body),
                 (Some(MsgOutput::Recv { sink: Sink::Staged { .. }, .. }), Some(out)) if len <= out.len() => {
                     out[..len].copy_from_slice(eager.body);
+                }
+                // A handed-over buffer (`irecv_owned`): filled in place; the
+                // request completes and its wait gives the buffer back.
+                (Some(MsgOutput::Recv { status: landed, sink: Sink::Owned { data, filled } }), _)
+                    if len <= data.len() =>
+                {
+                    data[..len].copy_from_slice(eager.body);
+                    *filled = len;
+                    *landed = status;
+                    requests.set_target(id, source);
+                    requests.part_done(id);
+                    outcome = FromRing::Completed;
+                    return true;
                 }
                 _ => {
                     requests.set_target(id, source);
@@ -517,6 +526,96 @@ impl State {
             stats.shm_ring_received += 1;
         }
         outcome
+    }
+}
+
+/// What a receive waiting for a message from a same-host ring asks of the
+/// record at the front of that ring before taking it in place.
+struct InPlace {
+    context: u32,
+    source: u32,
+    tag: u64,
+    capacity: usize,
+    /// Credit owed to the sender before this message, and the grant batch.
+    owed: u64,
+    batch: u64,
+}
+
+impl InPlace {
+    /// The eager message (and its credit charge) in `payload` from
+    /// `source`, when it is one the receive takes in place: it matches,
+    /// fits, and leaves no credit grant due (the generic path sends grants
+    /// at once). Anything else stays in the ring for the generic path.
+    fn eager_from<'p>(&self, source: u32, payload: &'p [u8]) -> Option<(op::Eager<'p>, u64)> {
+        // The eager message itself, not the whole `OpRepr`: a smaller
+        // value to return, on every same-host receive's critical path.
+        if payload.first() != Some(&(op::OpCode::Eager as u8)) {
+            return None;
+        }
+        let eager = op::Eager::parse(payload).ok()?;
+        let charge = eager.body.len() as u64 + OVERHEAD;
+        (accepts(self.context, self.source, self.tag, eager.context, source, eager.tag)
+            && eager.body.len() <= self.capacity
+            && self.owed + charge < self.batch)
+            .then_some((eager, charge))
+    }
+}
+
+/// What [`State::recv_unposted`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unposted {
+    /// The message is in the caller's buffer.
+    Received(RecvStatus),
+    /// Nothing for this receive yet; look again when a record arrives.
+    Wait,
+    /// Leave it to the generic path: a message for it already arrived
+    /// (and may need a rendezvous or fail truncated), another receive is
+    /// posted ahead of it (it would take the next match), or the peer is gone.
+    Post,
+}
+
+impl State {
+    /// A blocking receive from same-host `source` without posting it: the
+    /// eager message at the front of `source`'s ring goes straight into
+    /// `buf`, with no request to allocate, complete and free. Only while
+    /// that is what posting would do: no receive is posted (so this one
+    /// would be the oldest), no arrived message matches (the receive would
+    /// take that first), and the record is one [`InPlace`] accepts.
+    /// Otherwise the caller posts the receive ([`Unposted::Post`]), or
+    /// waits while progress executes whatever else is in the ring: an
+    /// arrival for this receive then lands in the unexpected queue, where
+    /// the next look finds it and answers `Post`.
+    pub(crate) fn recv_unposted(&mut self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Unposted {
+        let tagged = &self.msg.tagged;
+        if !tagged.posted.is_empty()
+            || tagged.unexpected.iter().any(|u| accepts(context, source, tag, u.context, u.source, u.tag))
+            || self.dead.get(source as usize) != Some(&false)
+        {
+            return Unposted::Post;
+        }
+        let want = InPlace {
+            context,
+            source,
+            tag,
+            capacity: buf.len(),
+            owed: tagged.owed[source as usize],
+            batch: tagged.initial / 4,
+        };
+        let State { shm, msg, stats, .. } = self;
+        let Some(shm) = shm.as_mut() else { return Unposted::Post };
+        let mut received = None;
+        let taken = shm.take_if(source, |payload| {
+            let Some((eager, charge)) = want.eager_from(source, payload) else { return false };
+            let len = eager.body.len();
+            buf[..len].copy_from_slice(eager.body);
+            msg.tagged.owed[source as usize] = want.owed + charge;
+            received = Some(RecvStatus { source, tag: eager.tag, len });
+            true
+        });
+        if taken {
+            stats.shm_ring_received += 1;
+        }
+        received.map_or(Unposted::Wait, Unposted::Received)
     }
 }
 
@@ -607,8 +706,7 @@ impl Endpoint {
             self.announce(&mut state, context, dest, tag, data.len() as u64, key.0, token);
             state.transmit(self.shared.now());
         }
-        self.wait_for(|state| state.requests.is_done(token) != Some(false));
-        let result = self.lock().requests.take(token).map(|(result, _)| result);
+        let result = self.wait_and_take(token).map(|(result, _)| result);
         result.unwrap_or(Ok(()))
     }
 
@@ -673,18 +771,21 @@ impl Endpoint {
         if self.eager_into_ring(context, dest, tag, data)? {
             return Ok(Handle::ready(self, Ok(Output::None)));
         }
-        self.msg_wait_for_room(dest);
-        let mut state = self.lock();
-        let now = self.shared.now();
+        let mut state = self.lock_with_room(dest);
+        // The clock only for the socket: a ring record needs neither it nor a transmit.
+        let shm_dest = state.is_shm_peer(dest);
+        let now = (!shm_dest).then(|| self.shared.now());
         let id = if data.len() <= state.msg.eager_limit {
-            state.eager_send_request(now, context, dest, tag, data)?
+            state.eager_send_request(|| now.unwrap_or_else(|| self.shared.now()), context, dest, tag, data)?
         } else {
             let id = state.requests.alloc(dest, 1)?;
             let key = state.expose_copy(dest, data, id);
             self.announce(&mut state, context, dest, tag, data.len() as u64, key.0, id);
             id
         };
-        state.transmit(now);
+        if let Some(now) = now {
+            state.transmit(now);
+        }
         drop(state);
         Ok(Handle::new(self, id, Landing::Nothing))
     }
@@ -701,11 +802,39 @@ impl Endpoint {
     /// [`recv`](Self::recv) in matching context `context`.
     pub fn recv_in(&self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Result<RecvStatus> {
         self.check_source(source)?;
+        if source != ANY_SOURCE && self.shares_memory_with(source) {
+            if let Some(status) = self.recv_unposted_wait(context, source, tag, buf) {
+                return Ok(status);
+            }
+        }
         let capacity = buf.len();
         let mem = crate::memory::scoped_mem(buf);
         let id = self.lock().post_recv(context, source, tag, capacity, Sink::Direct { mem, filled: 0 })?;
         // The handle cancels the receive if we unwind, before `buf`'s borrow ends.
         RecvHandle { ep: self, id, source, out: None, finished: false }.wait()
+    }
+
+    /// [`recv_in`](Self::recv_in)'s shortcut from a same-host peer (see
+    /// [`State::recv_unposted`]): `Some` when the message landed in `buf`,
+    /// `None` when the receive must be posted after all. Not with the
+    /// progress thread on: it would move the message into the unexpected
+    /// queue (a copy) before this wait saw it, where a posted receive gets
+    /// it delivered in place.
+    fn recv_unposted_wait(&self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Option<RecvStatus> {
+        if self.progress_thread_runs() {
+            return None;
+        }
+        let mut outcome = self.lock().recv_unposted(context, source, tag, buf);
+        if outcome == Unposted::Wait {
+            self.wait_for(|state| {
+                outcome = state.recv_unposted(context, source, tag, buf);
+                outcome != Unposted::Wait
+            });
+        }
+        match outcome {
+            Unposted::Received(status) => Some(status),
+            Unposted::Wait | Unposted::Post => None,
+        }
     }
 
     /// Nonblocking receive into `buf` (filled when the handle completes:

@@ -355,7 +355,7 @@ impl Endpoint {
     /// it may be asleep.
     pub(crate) fn wake_pinned<'a>(&self, targets: impl IntoIterator<Item = &'a PinnedWindow>) {
         let Some(shm) = self.shared.shm.as_deref() else { return };
-        std::sync::atomic::fence(Ordering::SeqCst);
+        mw_transport::shm::full_fence();
         for target in targets {
             if let Some(link) = shm.link(target.rank) {
                 shm.wake_if_asleep(link);

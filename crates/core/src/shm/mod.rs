@@ -14,7 +14,7 @@
 //! Sleeping and waking. A waiting thread about to block in the kernel adds
 //! itself to `sleepers` in its own control block (SeqCst), then polls once
 //! more. A peer that made something visible to it (published a ring record,
-//! or stored into its memory directly) issues a SeqCst fence, reads
+//! or stored into its memory directly) issues a full fence, reads
 //! `sleepers`, and if someone may be asleep sends a 4-byte doorbell datagram
 //! to the owner's UDP socket, which the owner's blocking `ppoll` watches.
 //! The two fences make it impossible for both to miss each other (Dekker).
@@ -27,11 +27,11 @@ pub(crate) mod engine;
 mod windows;
 
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mw_transport::shm::{Control, RingView};
+use mw_transport::shm::{full_fence, Control, RingView};
 
 use crate::config::{Config, ShmCopy, TransportChoice};
 use crate::region::PeerWindow;
@@ -188,13 +188,13 @@ impl ShmShared {
         let unit = if progress_thread { RING_SLEEPER } else { ANY_SLEEPER };
         let word = self.own.sleepers();
         word.fetch_add(unit, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        full_fence();
         Sleeping { word, unit }
     }
 
     /// After publishing a ring record to `link`'s peer: wake it if asleep.
     pub fn wake_for_ring(&self, link: &Link) {
-        fence(Ordering::SeqCst);
+        full_fence();
         if link.peer.sleepers().load(Ordering::Relaxed) != 0 {
             self.ring_doorbell(link);
         }
@@ -204,13 +204,13 @@ impl ShmShared {
     /// application threads if one may be asleep (waiting on that word).
     #[inline]
     pub fn wake_for_store(&self, link: &Link) {
-        fence(Ordering::SeqCst);
+        full_fence();
         self.wake_if_asleep(link);
     }
 
     /// The second half of [`wake_for_store`](Self::wake_for_store), for a
     /// caller that stored into several peers and then issued one fence
-    /// (`fence(SeqCst)`) for all of them: without that fence in between, a
+    /// (`full_fence`) for all of them: without that fence in between, a
     /// peer that announced its sleep just now might miss the stores.
     #[inline]
     pub fn wake_if_asleep(&self, link: &Link) {

@@ -172,7 +172,7 @@ impl Control {
 
     /// The owner's count of threads about to block in the kernel (the
     /// owner decides the encoding). A peer that just made something visible
-    /// to the owner reads it (after a SeqCst fence) and rings the doorbell
+    /// to the owner reads it (after a full fence) and rings the doorbell
     /// when the owner asked for it.
     pub fn sleepers(&self) -> &AtomicU64 {
         // SAFETY: offset 64 is 8-aligned, inside the header, and only ever

@@ -7,7 +7,7 @@
 //! which peers share a machine. Must not: know what a message means or
 //! decide routing; the endpoint (crate mw-core) does.
 //!
-//! `unsafe` is confined to `segment`, `ring`, `control` and `copy`, each
+//! `unsafe` is confined to `segment`, `ring`, `control`, `copy` and `fence`, each
 //! block with its `// SAFETY:` reasoning.
 
 mod assist;
@@ -16,6 +16,8 @@ mod control;
 #[allow(unsafe_code)]
 mod copy;
 #[allow(unsafe_code)]
+mod fence;
+#[allow(unsafe_code)]
 pub mod ring;
 #[allow(unsafe_code)]
 mod segment;
@@ -23,6 +25,7 @@ mod segment;
 pub use assist::{AssistSlot, Chunk, Offer, MAX_ASSISTED};
 pub use control::{Control, DirEntry, ASSIST_SLOTS, DIR_SLOTS};
 pub use copy::{vm_read, vm_read_part, vm_write, CopyDest};
+pub use fence::full_fence;
 pub use ring::{parts_len, Consumer, Corrupt, Producer, PushError, RingPeek, RingView};
 pub use segment::Segment;
 
