@@ -186,21 +186,33 @@ pub fn bibw(
         // Allocated and touched before the clock starts (see `one_way`).
         let data = vec![5u8; size];
         let mut bufs: Vec<Vec<u8>> = (0..window).map(|_| vec![1u8; size]).collect();
+        let mut send_bufs: Vec<Vec<u8>> = (0..window).map(|_| data.clone()).collect();
         ep.barrier().expect("barrier");
         let t0 = Instant::now();
         if op == "put" {
             put_stream(ep, key, peer, &data, count, window);
         } else {
             // Receives posted by a helper thread would need a second endpoint
-            // handle; instead alternate windows of sends and receives.
+            // handle; instead alternate windows of sends and receives, on
+            // handed-over buffers as `bandwidth` streams them (`isend_owned`,
+            // `irecv_owned`: in place, no copy; `isend`/`irecv` copy, see
+            // memwire's docs).
             let mut done = 0;
             while done < count {
                 let batch = (count - done).min(window);
-                let recvs: Vec<_> = bufs.iter_mut().take(batch).map(|b| ep.irecv(peer, 2, b).expect("irecv")).collect();
-                let sends: Vec<_> = (0..batch).map(|_| ep.isend(peer, 2, &data).expect("isend")).collect();
-                mw_core::wait_all(sends).expect("send");
+                let recvs: Vec<_> =
+                    bufs.drain(..batch).map(|b| ep.irecv_owned(peer, 2, b).expect("irecv_owned")).collect();
+                let sends: Vec<_> =
+                    send_bufs.drain(..batch).map(|b| ep.isend_owned(peer, 2, b).expect("isend_owned")).collect();
+                for s in sends {
+                    let (buf, result) = s.wait();
+                    result.expect("send");
+                    send_bufs.push(buf);
+                }
                 for r in recvs {
-                    r.wait().expect("recv");
+                    let (buf, result) = r.wait();
+                    result.expect("recv");
+                    bufs.push(buf);
                 }
                 done += batch;
             }

@@ -502,10 +502,9 @@ impl AmHandle<'_> {
         let id = self.id;
         let (rank, from_ring) = (self.rank, self.ep.shares_memory_with(self.rank));
         let mut in_place = false;
-        self.ep.wait_for(|state| {
-            if state.requests.is_done(id) != Some(false) {
-                return true;
-            }
+        // The reply taken straight from the ring (which frees the request),
+        // or collected under the lock that saw the request complete.
+        let taken = self.ep.wait_and_take_with(id, |state| {
             in_place = from_ring && state.am_reply_from_ring(id, rank, &mut reply);
             in_place
         });
@@ -513,7 +512,9 @@ impl AmHandle<'_> {
         if in_place {
             return Ok(reply);
         }
-        if let Some(MsgOutput::AmReply { args, mut sink }) = super::take_msg(&mut self.ep.lock(), id)? {
+        let (result, output) = taken.ok_or(Error::InvalidArgument("operation already collected"))?;
+        result?;
+        if let Output::Msg(MsgOutput::AmReply { args, mut sink }) = output {
             if let Some(args) = args {
                 reply.args.extend_from_slice(args.as_slice());
             }
