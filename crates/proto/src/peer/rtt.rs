@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn rfc6298_estimates_and_backoff() {
-        let cfg = Config::default();
+        let cfg = Config { max_ack_delay: Duration::from_micros(100), ..Config::default() };
         let mut rtt = RttEstimator::new(&cfg);
         assert_eq!(rtt.rto(), cfg.rto_initial);
         rtt.on_sample(Duration::from_micros(100));
