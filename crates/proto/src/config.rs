@@ -36,19 +36,20 @@ pub struct Config {
     /// operation headers. Must be at least 1.
     pub max_message: usize,
     /// Longest a receiver delays an acknowledgement hoping to coalesce it with
-    /// more acks or piggyback it on reverse Data. Default 20 µs: about one LAN
-    /// round trip, a few on loopback. A lone put completes only when its ack
-    /// arrives, so this delay is its completion time whenever no reverse Data
-    /// comes sooner: at 100 µs an N-to-N exchange of 1 KiB puts among 4 ranks
-    /// on loopback took 162-188 µs, at 20 µs 80-121 (`mwbench --bench nton
-    /// --transport udp`). Ping-pongs ride their acks on the reply either way,
-    /// and bulk transfers are acked every `ack_every` packets where those
-    /// come faster than this (10 Gb/s, loopback). On a 1 Gb/s link, where 8
-    /// packets take ~100 µs, bulk then sends about twice the acks (the
-    /// simulated 8 MiB transfer, `crates/sim/tests/goodput.rs`: 1674 -> 3523,
-    /// same goodput, equal or better under 1-20% loss). Flushes ask for an
-    /// immediate ack (`ACK_NOW`). Also added to the sender's RTO, since the
-    /// peer may legitimately hold its ack that long.
+    /// more acks or piggyback it on reverse Data. Default 50 µs: a couple of
+    /// LAN round trips. A lone put completes only when its ack arrives, so
+    /// this delay is its completion time whenever no reverse Data comes
+    /// sooner: an N-to-N exchange of 1 KiB puts among 4 ranks on loopback
+    /// took 157-187 µs at 100, 107-141 at 50, 78-121 at 20 (`mwbench --bench
+    /// nton --transport udp`, alternating builds). 20 µs cost the 64 KiB
+    /// allreduce and allgather of 4 ranks on 2 CPUs ~10% (acks that no longer
+    /// ride on reverse Data, each a syscall); 50 did not. Ping-pongs ride
+    /// their acks on the reply either way, and bulk transfers are acked every
+    /// `ack_every` packets when those come faster than this (the simulated
+    /// 1 Gb/s bulk transfer of `crates/sim/tests/goodput.rs` sends ~25% more
+    /// acks at the same goodput). Flushes ask for an immediate ack
+    /// (`ACK_NOW`). Also added to the sender's RTO, since the peer may
+    /// legitimately hold its ack that long.
     pub max_ack_delay: Duration,
     /// Acknowledge at least every this many in-order Data packets. Default 8:
     /// one ack per ~11 KiB of bulk data (PM/UDP's "Ack compression"), while the
@@ -130,7 +131,7 @@ impl Default for Config {
         Config {
             max_datagram: 1472,
             max_message: (64 << 20) + (64 << 10),
-            max_ack_delay: Duration::from_micros(20),
+            max_ack_delay: Duration::from_micros(50),
             ack_every: 8,
             ack_every_bytes: 128 << 10,
             rto_initial: Duration::from_millis(1),
