@@ -489,6 +489,9 @@ fn victim(ep: Endpoint) -> ExitCode {
     assert_eq!(ep.fetch_add_u64(2, key, 0, 1), Err(Error::PeerUnreachable { rank: 2 }));
     let mut buf = [0u8; 8];
     assert_eq!(ep.get(2, key, 0, &mut buf), Err(Error::PeerUnreachable { rank: 2 }));
+    // A blocking receive from the dead rank fails too (over shared memory it
+    // waits at the rank's ring without posting itself).
+    assert_eq!(ep.recv(2, 9, &mut buf), Err(Error::PeerUnreachable { rank: 2 }));
     // The survivors still work with each other. Each then raises a flag at
     // the other and waits for the other's: neither leaves while the other
     // still has operations toward it in flight.

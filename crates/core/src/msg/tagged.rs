@@ -569,9 +569,11 @@ pub(crate) enum Unposted {
     /// Nothing for this receive yet; look again when a record arrives.
     Wait,
     /// Leave it to the generic path: a message for it already arrived
-    /// (and may need a rendezvous or fail truncated), another receive is
-    /// posted ahead of it (it would take the next match), or the peer is gone.
+    /// (and may need a rendezvous or fail truncated), or another receive
+    /// is posted ahead of it (it would take the next match).
     Post,
+    /// The source is gone and nothing it sent is left for this receive.
+    Gone,
 }
 
 impl State {
@@ -589,9 +591,13 @@ impl State {
         let tagged = &self.msg.tagged;
         if !tagged.posted.is_empty()
             || tagged.unexpected.iter().any(|u| accepts(context, source, tag, u.context, u.source, u.tag))
-            || self.dead.get(source as usize) != Some(&false)
         {
             return Unposted::Post;
+        }
+        if self.dead.get(source as usize) != Some(&false) {
+            // A posted receive would have failed with the peer; one posted
+            // now would wait for nothing.
+            return Unposted::Gone;
         }
         let want = InPlace {
             context,
@@ -803,8 +809,8 @@ impl Endpoint {
     pub fn recv_in(&self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Result<RecvStatus> {
         self.check_source(source)?;
         if source != ANY_SOURCE && self.shares_memory_with(source) {
-            if let Some(status) = self.recv_unposted_wait(context, source, tag, buf) {
-                return Ok(status);
+            if let Some(result) = self.recv_unposted_wait(context, source, tag, buf) {
+                return result;
             }
         }
         let capacity = buf.len();
@@ -815,12 +821,13 @@ impl Endpoint {
     }
 
     /// [`recv_in`](Self::recv_in)'s shortcut from a same-host peer (see
-    /// [`State::recv_unposted`]): `Some` when the message landed in `buf`,
-    /// `None` when the receive must be posted after all. Not with the
+    /// [`State::recv_unposted`]): `Some` when the message landed in `buf`
+    /// (or the peer is gone), `None` when the receive must be posted after
+    /// all. Not with the
     /// progress thread on: it would move the message into the unexpected
     /// queue (a copy) before this wait saw it, where a posted receive gets
     /// it delivered in place.
-    fn recv_unposted_wait(&self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Option<RecvStatus> {
+    fn recv_unposted_wait(&self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Option<Result<RecvStatus>> {
         if self.progress_thread_runs() {
             return None;
         }
@@ -832,7 +839,8 @@ impl Endpoint {
             });
         }
         match outcome {
-            Unposted::Received(status) => Some(status),
+            Unposted::Received(status) => Some(Ok(status)),
+            Unposted::Gone => Some(Err(Error::PeerUnreachable { rank: source })),
             Unposted::Wait | Unposted::Post => None,
         }
     }
