@@ -46,6 +46,8 @@ runs=(
     "procs-shm|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport shm --sizes 8,1M"
     "nton|$MWBENCH --bench nton --ranks 4"
     "coll|$MWBENCH --bench barrier,bcast,allgather,alltoall,allreduce --ranks 2,4 --method auto --iters 300 --step-timeout 120"
+    "coll-procs2|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench barrier,bcast,allgather,alltoall,allreduce --transport shm --ranks 2 --method auto --iters 300 --step-timeout 120"
+    "coll-procs4|$MWRUN -n 4 -q --timeout 600 $MWBENCH --bench barrier,bcast,allgather,alltoall,allreduce --transport shm --ranks 4 --method auto --iters 300 --step-timeout 120"
     "coll-barrier|$MWBENCH --bench barrier --ranks 4 --method a,b,c,d,e --iters 300 --no-mpi"
     "loss|$MWBENCH --bench loss,overlap"
 )

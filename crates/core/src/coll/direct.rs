@@ -2,8 +2,9 @@
 //! instead of copying data into a peer's scratch region (which the peer
 //! then copies out again), a member *exposes* its user buffer (its
 //! address goes to the readers through their scratch region) and each
-//! reader copies straight out of it with `process_vm_readv`, then says
-//! it is done; the owner returns only when every reader is done, so its
+//! reader copies straight out of it with `process_vm_readv` (a `memcpy`
+//! when the owner is another thread of this process, see
+//! `mw_transport::shm::read_lent`), then says it is done; the owner returns only when every reader is done, so its
 //! buffer never changes under a reader. One copy per byte instead of two,
 //! and the source's cache lines are only read, not taken over (MPI's
 //! shared-memory transports do the same for large messages, with CMA).
@@ -47,7 +48,13 @@ impl Team<'_> {
         let mut word = [0u8; 8];
         let readable = cma
             && (0..self.p()).filter(|&j| j != self.me).all(|j| {
-                self.pid(j).is_some_and(|pid| mw_transport::shm::vm_read(pid, bases[j], &mut word[..]).is_ok())
+                self.far(j).is_some_and(|far| match far {
+                    mw_transport::shm::Far::Process(pid) => {
+                        mw_transport::shm::vm_read(pid, bases[j], &mut word[..]).is_ok()
+                    }
+                    // Another thread of this process: read with a memcpy.
+                    mw_transport::shm::Far::Local => true,
+                })
             });
         let all = self.allgather_small(&[u8::from(readable)])?;
         Ok(all.iter().all(|&ok| ok == 1))
@@ -58,9 +65,10 @@ impl Team<'_> {
         self.single_copy == Some(true)
     }
 
-    /// The process id of team rank `j` (same-host members only).
-    fn pid(&self, j: usize) -> Option<u32> {
-        Some(self.ep.shared.shm.as_ref()?.link(self.ranks[j])?.pid)
+    /// Where team rank `j`'s lent buffers are copied from (same-host
+    /// members only): its process, or this one.
+    fn far(&self, j: usize) -> Option<mw_transport::shm::Far> {
+        Some(self.ep.shared.shm.as_ref()?.link(self.ranks[j])?.far)
     }
 
     /// Tells team rank `to` where `buf` is and how long (step 1 of this
@@ -86,9 +94,18 @@ impl Team<'_> {
         if out.is_empty() {
             return Ok(());
         }
-        let pid = self.pid(from).ok_or(Error::PeerUnreachable { rank: self.ranks[from] })?;
-        mw_transport::shm::vm_read(pid, base + offset as u64, out)
-            .map_err(|e| Error::Io(format!("single-copy read from rank {}: {e}", self.ranks[from])))
+        let far = self.far(from).ok_or(Error::PeerUnreachable { rank: self.ranks[from] })?;
+        let len = out.len();
+        // SAFETY: `offset + len` is within the exposed length (checked
+        // above), and the owner keeps its buffer allocated and unwritten
+        // until this rank's "done reading" (step 2, sent after this copy):
+        // it waits for that step from every reader before it returns
+        // (`finish_direct`, `bcast_direct`), giving up only on a reader
+        // declared dead, which a rank that is a thread of this process is
+        // only for a corrupt ring.
+        #[allow(unsafe_code)]
+        let copied = unsafe { mw_transport::shm::read_lent(far, base + offset as u64, out, 0, len) };
+        copied.map_err(|e| Error::Io(format!("single-copy read from rank {}: {e}", self.ranks[from])))
     }
 
     /// Broadcast down a tree (flat for small teams, see

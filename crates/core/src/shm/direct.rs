@@ -186,13 +186,11 @@ pub(crate) fn read_for_pull<D: CopyDest + ?Sized>(
     token: u32,
 ) -> Option<()> {
     let len = out.dest_len();
-    if len < ASSIST_MIN || len as u64 > mw_transport::shm::MAX_ASSISTED {
-        return read_direct(shm, link, key, offset, out);
-    }
     if link.dead.load(Ordering::Relaxed) {
         return None;
     }
-    let slot = shm.own.assist_slot(link.their_index);
+    let assisted = (ASSIST_MIN as u64..=mw_transport::shm::MAX_ASSISTED).contains(&(len as u64));
+    let slot = if assisted { shm.own.assist_slot(link.their_index) } else { None };
     link.with_windows([key.0], |[window], [flags]| {
         if !allows(flags, Access::READ) {
             return None;
@@ -201,6 +199,15 @@ pub(crate) fn read_for_pull<D: CopyDest + ?Sized>(
         match (&window.kind, slot) {
             (WindowKind::Cma { base }, Some(slot)) if cma_allowed(shm, link) => {
                 copy_assisted(link, &slot, base + start as u64, offset, out, token)
+            }
+            (WindowKind::Cma { base }, None) if cma_allowed(shm, link) => {
+                // SAFETY: the window is a rendezvous exposure, checked
+                // against its published length just above; its sender keeps
+                // the payload allocated and unchanged until this pull's
+                // `RndvDone`, which is sent only after this copy returned.
+                #[allow(unsafe_code)]
+                let copied = unsafe { mw_transport::shm::read_lent(link.far, base + start as u64, out, 0, len) };
+                copied.map_err(|e| cma_failed(link, &e)).ok()
             }
             _ => read_window(shm, link, window, start, out),
         }
@@ -226,14 +233,23 @@ fn copy_assisted<D: CopyDest + ?Sized>(
         mine += chunk.len;
         if ok {
             let (start, len) = (chunk.start as usize, chunk.len as usize);
-            if let Err(error) = mw_transport::shm::vm_read_part(link.pid, remote + chunk.start, out, start, len) {
+            // SAFETY: `remote` is the exposed payload (its window checked
+            // by the caller) and `start + len <= total`: the sender keeps it
+            // allocated and unchanged until this pull's `RndvDone`, sent
+            // after this function returned.
+            #[allow(unsafe_code)]
+            let copied = unsafe { mw_transport::shm::read_lent(link.far, remote + chunk.start, out, start, len) };
+            if let Err(error) = copied {
                 cma_failed(link, &error);
                 ok = false; // keep taking chunks, so the sender gets no more
             }
         }
     }
     // The sender's chunks: `out` must outlive its writes. A dead sender
-    // writes no more, so that wait ends with the process.
+    // writes no more, so that wait ends with the process. A sender that is
+    // a thread of this process is never given up on: it writes with a
+    // `memcpy`, which nothing but `out` staying allocated makes safe, and
+    // every chunk it claimed ends in `finished` or `failed` within that copy.
     let owed = total - mine;
     let mut spins = 0u32;
     let mut last_check = std::time::Instant::now();
@@ -248,7 +264,7 @@ fn copy_assisted<D: CopyDest + ?Sized>(
             continue;
         }
         std::thread::yield_now();
-        if last_check.elapsed() >= std::time::Duration::from_millis(1) {
+        if link.far != mw_transport::shm::Far::Local && last_check.elapsed() >= std::time::Duration::from_millis(1) {
             last_check = std::time::Instant::now();
             if link.dead.load(Ordering::Relaxed) || !super::engine::process_alive(link.pid) {
                 return None;

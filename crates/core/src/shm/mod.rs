@@ -75,6 +75,9 @@ pub(crate) struct CachedWindow {
 pub(crate) struct Link {
     pub rank: u32,
     pub pid: u32,
+    /// Where the peer's lent memory is copied from and to: its process, or
+    /// ours when it is another thread of this process.
+    pub far: mw_transport::shm::Far,
     /// The peer's control segment (directory, sleepers, its inbound rings).
     pub peer: Control,
     /// Our ring in the peer's segment (its producer lives in `ShmState`).
@@ -339,6 +342,7 @@ pub(crate) fn exchange(boot: &mut mw_bootstrap::Bootstrap, config: &Config, me: 
         links[r] = Some(Link {
             rank: r as u32,
             pid: hellos[r].pid,
+            far: mw_transport::shm::Far::of(hellos[r].pid),
             peer: control,
             out,
             addr: hellos[r].addr,

@@ -8,6 +8,17 @@
 //! Must not: decide whether a remote range is valid; the caller checked it
 //! against the owner's region table entry. A wrong address fails with
 //! `EFAULT` in the kernel, never touches this process's memory.
+//!
+//! The exception is memory a peer *lends* for exactly one copy (a
+//! rendezvous payload until the receiver reports it pulled, a collective's
+//! exposed buffer until every reader reports done, a receive buffer until
+//! the assisting sender reports its chunks): [`read_lent`] and
+//! [`write_lent`] copy it with a plain `memcpy` when the peer is a thread
+//! of this process ([`Far::Local`]), which is why they are `unsafe`. The
+//! kernel's copy pins and maps each page: measured on the 2-vCPU VMs, a
+//! 64 KiB `process_vm_readv` between two threads took ~4.5 µs against
+//! ~1.5 µs for the `memcpy`, and a 16 MiB rendezvous ran at 9-11.5 GB/s
+//! against 22-30 GB/s.
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -55,6 +66,84 @@ fn check(ret: libc::ssize_t, want: usize) -> io::Result<()> {
         return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "partial cross-memory transfer"));
     }
     Ok(())
+}
+
+/// The other side of a copy of lent memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Far {
+    /// Another process, by pid: the kernel copies (cross-memory attach).
+    Process(u32),
+    /// This process (a rank that is another thread of it): a `memcpy`.
+    Local,
+}
+
+impl Far {
+    /// Process `pid` as seen from this process.
+    pub fn of(pid: u32) -> Far {
+        if pid == std::process::id() {
+            Far::Local
+        } else {
+            Far::Process(pid)
+        }
+    }
+}
+
+/// Copies `len` bytes from address `remote` of `far` into `out` from its
+/// byte `at` on: [`vm_read_part`] from another process, a `memcpy` from
+/// this one.
+///
+/// # Safety
+/// For [`Far::Local`], `remote .. remote + len` must be memory of this
+/// process that stays allocated, and that nobody writes, for the whole call
+/// (memory its owner lends until this reader reports it is done). For
+/// [`Far::Process`] nothing is required: the kernel checks the address.
+///
+/// # Panics
+/// If `at + len` is beyond `out`.
+pub unsafe fn read_lent<D: CopyDest + ?Sized>(
+    far: Far,
+    remote: u64,
+    out: &mut D,
+    at: usize,
+    len: usize,
+) -> io::Result<()> {
+    let pid = match far {
+        Far::Process(pid) => pid,
+        Far::Local => {
+            assert!(at.checked_add(len).is_some_and(|end| end <= out.dest_len()), "copy beyond its destination");
+            if len > 0 {
+                // SAFETY: the source is valid for reads of `len` bytes and
+                // not written meanwhile (this function's contract); the
+                // destination lies inside `out` (asserted), valid for writes
+                // and exclusively ours (`CopyDest`); a lent buffer is never
+                // the reader's own destination, so they do not overlap.
+                unsafe { std::ptr::copy_nonoverlapping(remote as usize as *const u8, out.dest_ptr().add(at), len) };
+            }
+            return Ok(());
+        }
+    };
+    vm_read_part(pid, remote, out, at, len)
+}
+
+/// Copies `data` to address `remote` of `far`: [`vm_write`] into another
+/// process, a `memcpy` within this one.
+///
+/// # Safety
+/// For [`Far::Local`], `remote .. remote + data.len()` must be memory of
+/// this process that stays allocated, and that nobody else reads or writes,
+/// for the whole call (a destination its owner lends until this writer
+/// reports it is done). For [`Far::Process`] nothing is required.
+pub unsafe fn write_lent(far: Far, remote: u64, data: &[u8]) -> io::Result<()> {
+    match far {
+        Far::Process(pid) => vm_write(pid, remote, data),
+        Far::Local => {
+            // SAFETY: the destination is valid for writes of `data.len()`
+            // bytes and nobody else touches it (this function's contract),
+            // so it cannot overlap `data`, which we only read.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), remote as usize as *mut u8, data.len()) };
+            Ok(())
+        }
+    }
 }
 
 /// Copies `data` to address `remote` in process `pid`.
@@ -127,6 +216,38 @@ mod tests {
         let mut part = [0u8; 8];
         vm_read_part(std::process::id(), addr + 100, &mut part[..], 2, 4).unwrap();
         assert_eq!(part, [0, 0, 100, 101, 102, 103, 0, 0]);
+    }
+
+    #[test]
+    fn lent_memory_of_this_process_is_copied_both_ways() {
+        assert_eq!(Far::of(std::process::id()), Far::Local);
+        assert_eq!(Far::of(1), Far::Process(1));
+        let source: Vec<u8> = (0..200).collect();
+        let mut out = vec![0u8; 210];
+        // SAFETY: `source` is allocated and unwritten during the call.
+        unsafe { read_lent(Far::Local, source.as_ptr() as u64 + 10, &mut out[..], 5, 150) }.unwrap();
+        assert_eq!(out[..5], [0; 5]);
+        assert_eq!(out[5..155], source[10..160]);
+        assert_eq!(out[155..], [0; 55]);
+        let mut target = vec![0u8; 64];
+        // SAFETY: `target` is allocated and untouched elsewhere during the call.
+        unsafe { write_lent(Far::Local, target.as_mut_ptr() as u64 + 3, b"lent") }.unwrap();
+        assert_eq!(std::hint::black_box(&target)[..8], *b"\0\0\0lent\0");
+        // The same calls through the kernel give the same bytes.
+        let mut again = vec![0u8; 210];
+        let far = Far::Process(std::process::id());
+        // SAFETY: nothing is required for `Far::Process`.
+        unsafe { read_lent(far, source.as_ptr() as u64 + 10, &mut again[..], 5, 150) }.unwrap();
+        assert_eq!(again, out);
+    }
+
+    #[test]
+    #[should_panic(expected = "copy beyond its destination")]
+    fn a_lent_read_beyond_the_destination_panics_before_copying() {
+        let source = [7u8; 16];
+        let mut out = [0u8; 8];
+        // SAFETY: `source` is allocated and unwritten during the call.
+        let _ = unsafe { read_lent(Far::Local, source.as_ptr() as u64, &mut out[..], 6, 4) };
     }
 
     #[test]
