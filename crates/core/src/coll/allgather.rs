@@ -27,11 +27,12 @@ impl Team<'_> {
             return self.begin();
         }
         let direct = self.can_read_directly();
-        let algo = match if algo == AllgatherAlgo::Auto { pick_allgather(n, p, direct) } else { algo } {
-            AllgatherAlgo::RecursiveDoubling if !p.is_power_of_two() => AllgatherAlgo::Bruck,
-            AllgatherAlgo::Direct if !direct => AllgatherAlgo::Ring,
-            a => a,
-        };
+        let algo =
+            match if algo == AllgatherAlgo::Auto { pick_allgather(n, p, self.direct_pays(n, false)) } else { algo } {
+                AllgatherAlgo::RecursiveDoubling if !p.is_power_of_two() => AllgatherAlgo::Bruck,
+                AllgatherAlgo::Direct if !direct => AllgatherAlgo::Ring,
+                a => a,
+            };
         match algo {
             AllgatherAlgo::Direct => self.allgather_direct(send, recv),
             AllgatherAlgo::Ring | AllgatherAlgo::Auto => {

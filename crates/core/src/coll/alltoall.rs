@@ -28,7 +28,7 @@ impl Team<'_> {
             return self.begin();
         }
         let direct = self.can_read_directly();
-        match if algo == AlltoallAlgo::Auto { pick_alltoall(n, p, direct) } else { algo } {
+        match if algo == AlltoallAlgo::Auto { pick_alltoall(n, p, self.direct_pays(n, false)) } else { algo } {
             AlltoallAlgo::Direct if direct => self.alltoall_direct(n, send, recv),
             AlltoallAlgo::Pairwise | AlltoallAlgo::Direct | AlltoallAlgo::Auto => self.alltoall_pairwise(n, send, recv),
             AlltoallAlgo::Bruck => self.alltoall_bruck(n, send, recv),

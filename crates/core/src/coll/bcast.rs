@@ -29,7 +29,11 @@ impl Team<'_> {
             return self.begin();
         }
         let direct = self.can_read_directly();
-        let algo = if algo == BcastAlgo::Auto { pick_bcast(buf.len(), p, self.lay.slot, direct) } else { algo };
+        let algo = if algo == BcastAlgo::Auto {
+            pick_bcast(buf.len(), p, self.lay.slot, self.direct_pays(buf.len(), true))
+        } else {
+            algo
+        };
         match algo {
             BcastAlgo::Direct if direct => self.bcast_direct(root, buf),
             BcastAlgo::Binomial | BcastAlgo::Direct | BcastAlgo::Auto => self.bcast_binomial(root, buf),

@@ -211,8 +211,10 @@ pub struct Team<'ep> {
     ip: multicast::TeamIp,
     /// How this team's waits spin, yield and block.
     wait: wait::WaitPolicy,
-    /// Every member may read every member's memory directly
-    /// (`process_vm_readv`); `None` on teams not all in shared memory.
+    /// `Some` when every member may read every member's memory directly
+    /// (`process_vm_readv`, or `memcpy` between threads of one process),
+    /// `Some(true)` when some member's reads go through a costly kernel
+    /// copy (see `direct::kernel_copy_is_costly`); `None` on other teams.
     single_copy: Option<bool>,
     /// Consecutive team ranks per CPU when the members outnumber the CPUs
     /// they may use between them (the blocks `wait::Team::spread` places),
@@ -342,7 +344,7 @@ impl<'ep> Team<'ep> {
         };
         if shm {
             let bases: Vec<u64> = records.iter().map(|r| r.base).collect();
-            team.single_copy = Some(team.probe_single_copy(&bases)?);
+            team.single_copy = team.probe_single_copy(&bases)?;
         }
         Ok(team)
     }

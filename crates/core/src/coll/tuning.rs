@@ -228,6 +228,33 @@ impl CollTuning {
 /// run them: below, the system call costs more than the second copy.
 const DIRECT_FROM: usize = 16 << 10;
 
+/// Bytes per block from which a single-copy read through a costly kernel
+/// copy beats the two `memcpy`s of the slot algorithms on a team with a
+/// CPU per member. Measured with ranks as processes on the 2-vCPU VMs
+/// (2026-11-25, `process_vm_readv` of 64 KiB ~4.5 µs against ~1.5 for a
+/// `memcpy`): at 2 ranks, 16 KiB bcast 2.3-2.9 µs binomial vs 2.9-3.3
+/// direct, allgather 2.8-3.5 RD vs 4.3-4.4, alltoall 2.8 pairwise vs 3.4;
+/// at 64 KiB direct wins (6.3-6.9 vs 8.8-11, 8.9-9.3 vs 10-13, 7.5 vs 10.3).
+const COSTLY_DIRECT_FROM: usize = 64 << 10;
+
+/// Whether an automatic choice may take a single-copy algorithm for
+/// `bytes` per block, on a team whose single-copy reads are `single_copy`
+/// (`None`: impossible, `Some(costly)`: possible, through a costly kernel
+/// copy for some member) with `cpu_block` members per CPU (see
+/// `Team::direct_pays`).
+pub(crate) fn single_copy_pays(
+    single_copy: Option<bool>,
+    cpu_block: usize,
+    bytes: usize,
+    oversubscribed_too: bool,
+) -> bool {
+    match single_copy {
+        None => false,
+        Some(false) => true,
+        Some(true) => (oversubscribed_too || cpu_block == 1) && bytes >= COSTLY_DIRECT_FROM,
+    }
+}
+
 pub(crate) fn pick_barrier(p: usize, local: bool) -> BarrierAlgo {
     // Measured (README): over UDP the binary tree's 2(N-1) messages beat
     // dissemination's N·log2 N at 3-4 ranks on 2 cores; at 2 ranks one
@@ -358,6 +385,16 @@ mod tests {
         assert_eq!(pick_allgather(8, 4, true), AllgatherAlgo::RecursiveDoubling);
         assert_eq!(pick_allgather(8, 3, false), AllgatherAlgo::Bruck);
         assert_eq!(pick_alltoall(64 << 10, 4, true), AlltoallAlgo::Direct);
+        // Single copy through a cheap copy, or none at all.
+        assert!(single_copy_pays(Some(false), 2, 16 << 10, false));
+        assert!(!single_copy_pays(None, 1, 1 << 20, true));
+        // Through a costly kernel copy: from 64 KiB with a CPU per member,
+        // never for allgather/alltoall on an oversubscribed team, and for
+        // the broadcast's CPU blocks there too.
+        assert!(!single_copy_pays(Some(true), 1, 16 << 10, false));
+        assert!(single_copy_pays(Some(true), 1, 64 << 10, false));
+        assert!(!single_copy_pays(Some(true), 2, 1 << 20, false));
+        assert!(single_copy_pays(Some(true), 2, 64 << 10, true));
         assert_eq!(pick_alltoall(64 << 10, 4, false), AlltoallAlgo::Pairwise);
         assert_eq!(pick_alltoall(8, 2, false), AlltoallAlgo::Pairwise);
         for p in 3..8 {
