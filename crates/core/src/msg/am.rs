@@ -43,13 +43,13 @@ pub(crate) struct Handlers {
 }
 
 /// Largest pulled-payload buffer kept for the next large request.
-const STAGING_KEEP: usize = 4 << 20;
+const STAGING_KEEP: usize = 16 << 20;
 
 /// Largest reply buffer kept for reuse (a bigger one is freed after use).
 /// Large ones come back from their exposure once the initiator pulled them
 /// (`State::retire_exposures`): a 1 MiB reply then costs a copy into pages
 /// already mapped instead of a fresh allocation that faults every page in.
-const SPARE_KEEP: usize = 4 << 20;
+const SPARE_KEEP: usize = 16 << 20;
 
 impl Handlers {
     /// A buffer of exactly `len` initialized bytes for a pulled request
