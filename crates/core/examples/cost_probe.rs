@@ -75,10 +75,12 @@ fn main() {
                 let _ = ctx.reply(&[], &[4u8; 8]);
             })
             .expect("register");
+            let mut reply = mw_core::AmReplyData::default();
             for _ in 0..iters {
                 let handle = a.am_request_nb(1, 1, &[], &data).expect("am_request");
                 b.progress();
-                assert_eq!(handle.wait().expect("reply").payload.len(), 8);
+                handle.wait_into(&mut reply).expect("reply");
+                assert_eq!(reply.payload.len(), 8);
             }
         }
         _ => {

@@ -425,6 +425,26 @@ fn active_messages() {
             let smaller = pattern(me + 7, big / 2 + 5);
             let r = ep.am_request(right, 1, &[], &smaller).unwrap();
             assert!(r.payload.iter().rev().eq(smaller.iter()), "smaller large echo");
+            // Into a reused reply (a large one, then small ones): each
+            // call's reply exactly, nothing stale, and an error leaves it
+            // empty.
+            let mut reply = mw_core::AmReplyData::default();
+            ep.am_request_into(right, 4, &[], &payload, &mut reply).unwrap();
+            assert_eq!((reply.args.as_slice(), reply.payload == pattern(44, big)), (&[big as u64 + 1][..], true));
+            ep.am_request_into(right, 1, &[5], b"abc", &mut reply).unwrap();
+            assert_eq!(reply, mw_core::AmReplyData { args: vec![6], payload: b"cba".to_vec() });
+            for i in 0..20u8 {
+                ep.am_request_into(right, 1, &[u64::from(i)], &[i, i + 1], &mut reply).unwrap();
+                assert_eq!(reply, mw_core::AmReplyData { args: vec![u64::from(i) + 1], payload: vec![i + 1, i] });
+            }
+            ep.am_request_into(right, 2, &[], b"z", &mut reply).unwrap();
+            assert_eq!(reply, mw_core::AmReplyData::default(), "a handler without reply leaves nothing stale");
+            ep.am_request_into(right, 1, &[1], b"q", &mut reply).unwrap();
+            assert_eq!(ep.am_request_into(right, 77, &[], b"", &mut reply).unwrap_err(), Error::NoHandler);
+            assert_eq!(reply, mw_core::AmReplyData::default(), "an error leaves the reply empty");
+            let handle = ep.am_request_nb(right, 1, &[3], b"xy").unwrap();
+            handle.wait_into(&mut reply).unwrap();
+            assert_eq!(reply, mw_core::AmReplyData { args: vec![4], payload: b"yx".to_vec() });
             // Errors the initiator sees.
             assert_eq!(ep.am_request(right, 77, &[], b"").unwrap_err(), Error::NoHandler);
             assert_eq!(ep.am_request(right, 77, &[], &payload).unwrap_err(), Error::NoHandler);

@@ -497,20 +497,32 @@ impl AmHandle<'_> {
     }
 
     /// Waits for the reply.
-    pub fn wait(mut self) -> Result<AmReplyData> {
+    pub fn wait(self) -> Result<AmReplyData> {
         let mut reply = AmReplyData::default();
+        self.wait_into(&mut reply)?;
+        Ok(reply)
+    }
+
+    /// [`wait`](Self::wait), with the reply written into `reply`, whose
+    /// buffers are reused: a loop of requests allocates nothing once they
+    /// are large enough (a fresh [`AmReplyData`] per call costs an
+    /// allocation and a free on every round trip's critical path). On error
+    /// `reply` is left empty.
+    pub fn wait_into(mut self, reply: &mut AmReplyData) -> Result<()> {
+        reply.args.clear();
+        reply.payload.clear();
         let id = self.id;
         let (rank, from_ring) = (self.rank, self.ep.shares_memory_with(self.rank));
         let mut in_place = false;
         // The reply taken straight from the ring (which frees the request),
         // or collected under the lock that saw the request complete.
         let taken = self.ep.wait_and_take_with(id, |state| {
-            in_place = from_ring && state.am_reply_from_ring(id, rank, &mut reply);
+            in_place = from_ring && state.am_reply_from_ring(id, rank, reply);
             in_place
         });
         self.finished = true;
         if in_place {
-            return Ok(reply);
+            return Ok(());
         }
         let (result, output) = taken.ok_or(Error::InvalidArgument("operation already collected"))?;
         result?;
@@ -522,7 +534,7 @@ impl AmHandle<'_> {
             // large pulled one): moved, not copied.
             reply.payload = sink.take_staged();
         }
-        Ok(reply)
+        Ok(())
     }
 }
 
@@ -565,12 +577,28 @@ impl Endpoint {
     /// `payload`, which this call borrows until the reply is in) and waits
     /// for its reply. [`Error::NoHandler`] if `rank` has no handler under `id`.
     pub fn am_request(&self, rank: u32, id: u16, args: &[u64], payload: &[u8]) -> Result<AmReplyData> {
+        let mut reply = AmReplyData::default();
+        self.am_request_into(rank, id, args, payload, &mut reply)?;
+        Ok(reply)
+    }
+
+    /// [`am_request`](Self::am_request), with the reply written into
+    /// `reply`, whose buffers are reused (see [`AmHandle::wait_into`]): the
+    /// form for a loop of requests. On error `reply` is left empty.
+    pub fn am_request_into(
+        &self,
+        rank: u32,
+        id: u16,
+        args: &[u64],
+        payload: &[u8],
+        reply: &mut AmReplyData,
+    ) -> Result<()> {
         let (handle, exposed) = self.am_begin(rank, id, args, payload, Expose::InPlace)?;
         // The exposure is withdrawn on every way out, before the borrow of
         // `payload` ends. On success the target has pulled all of it: its
         // handler runs only once the payload is in, and the reply comes after.
         let _unexpose = exposed.map(|token| super::tagged::Unexpose { ep: self, token });
-        handle.wait()
+        handle.wait_into(reply)
     }
 
     /// Nonblocking [`am_request`](Self::am_request); a `payload` above the
