@@ -4,8 +4,9 @@
 //! address goes to the readers through their scratch region) and each
 //! reader copies straight out of it with `process_vm_readv` (a `memcpy`
 //! when the owner is another thread of this process, see
-//! `mw_transport::shm::read_lent`), then says it is done; the owner returns only when every reader is done, so its
-//! buffer never changes under a reader. One copy per byte instead of two,
+//! `mw_transport::shm::read_lent`), then says it is done; the owner
+//! returns only when every reader is done, so its buffer never changes
+//! under a reader. One copy per byte instead of two,
 //! and the source's cache lines are only read, not taken over (MPI's
 //! shared-memory transports do the same for large messages, with CMA).
 //!
@@ -86,10 +87,12 @@ impl Team<'_> {
                 })
             });
         let through_kernel = others().any(|j| matches!(self.far(j), Some(Far::Process(_))));
-        let answer = match (readable, through_kernel && kernel_copy_is_costly()) {
-            (false, _) => 0u8,
-            (true, false) => 1,
-            (true, true) => 2,
+        let answer = if !readable {
+            0u8
+        } else if through_kernel && kernel_copy_is_costly() {
+            2
+        } else {
+            1
         };
         let all = self.allgather_small(&[answer])?;
         Ok(all.iter().all(|&a| a != 0).then(|| all.contains(&2)))
