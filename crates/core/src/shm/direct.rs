@@ -174,7 +174,8 @@ pub(crate) const ASSIST_CHUNK: u64 = 256 << 10;
 /// same copy, but for a large message from user memory (cross-memory
 /// attach) the sender, waiting for this pull, is offered chunks of it to
 /// write into `out` itself (`process_vm_writev`) while this side reads the
-/// rest. `Some` only when every byte of `out` has landed; `None` as
+/// rest. When the sender is another thread of this process both sides copy
+/// with `memcpy` (`mw_transport::shm::read_lent`/`write_lent`). `Some` only when every byte of `out` has landed; `None` as
 /// `read_direct`, and also when the sender failed a chunk or died while
 /// copying.
 pub(crate) fn read_for_pull<D: CopyDest + ?Sized>(

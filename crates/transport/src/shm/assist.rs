@@ -4,7 +4,9 @@
 //! the same message with `process_vm_writev`. One CPU's cross-memory copy
 //! runs at about a single-thread `memcpy`'s speed; two at once, at nearly
 //! twice that (measured on the 2-vCPU VMs: 16 MiB `memcpy` ~14 GB/s, two
-//! copies at once ~24 GB/s).
+//! copies at once ~24 GB/s). On the host of 2026-11-25 the kernel's copy
+//! ran at well under a `memcpy`'s speed; between threads of one process
+//! both sides copy with `memcpy` (see `copy`'s `read_lent`).
 //!
 //! One slot per (receiver, sender) pair, in the receiver's control segment
 //! at the sender's index, one cache line:
@@ -40,7 +42,7 @@
 //! and the caller falls back to its other path.
 //!
 //! Owns: the slot layout and this claim protocol for both roles. Must not:
-//! copy (the callers do, with [`super::vm_read`]/[`super::vm_write`]),
+//! copy (the callers do, with [`super::read_lent`]/[`super::write_lent`]),
 //! wait on anything but the slot, or decide which messages are worth it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
