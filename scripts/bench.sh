@@ -43,7 +43,7 @@ runs=(
     "pt2pt|$MWBENCH --bench pingpong,bandwidth,bibw,rate,overhead --step-timeout 30"
     "auth|$MWBENCH --bench pingpong --transport udp --sizes 8 --op put_signal_auth"
     "procs-udp|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport udp --sizes 8,1M"
-    "procs-shm|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport shm --sizes 8,1M"
+    "procs-shm|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport shm --sizes 8,1M,16M"
     "nton|$MWBENCH --bench nton --ranks 4"
     "coll|$MWBENCH --bench barrier,bcast,allgather,alltoall,allreduce --ranks 2,4 --method auto --iters 300 --step-timeout 120"
     "coll-procs2|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench barrier,bcast,allgather,alltoall,allreduce --transport shm --ranks 2 --method auto --iters 300 --step-timeout 120"

@@ -1,20 +1,27 @@
 //! The physical limits shared-memory results are judged by, measured in the
 //! same run: a two-process cache-line ping-pong over a shared page (op
 //! `shm_floor`: one line bounced; `shm_floor_2lines`: each side's flag in its
-//! own page, what a signal in the receiver's memory costs), and `memcpy` (single-thread copy bandwidth; for `bibw` two
-//! threads copying at once; for `overhead` the time of one copy).
+//! own page, what a signal in the receiver's memory costs;
+//! `shm_floor_ring`: 8-byte records through a pair of memwire's own rings and
+//! nothing else, what any message costs at least), and `memcpy`
+//! (single-thread copy bandwidth; for `bibw` two threads copying at once; for
+//! `overhead` the time of one copy).
 //!
 //! The ping-pong's second process is this executable started again with
-//! `--shm-floor-child PID FD ITERS LINES`: it maps the parent's memory file
+//! `--shm-floor-child PID FD ITERS LINES` (`LINES` 3: the rings): it maps the parent's memory file
 //! through `/proc/PID/fd/FD`, exactly as memwire ranks map each other's.
-//! `unsafe` here is only the view of one mapped word as an atomic. Owns
+//! `unsafe` here is only the view of one mapped word as an atomic (the rings
+//! check their own accesses). Owns
 //! these measurements; must not print (the runner emits the rows).
 #![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use mw_transport::shm::Segment;
+use std::sync::Arc;
+
+use mw_transport::shm::ring::ring_len;
+use mw_transport::shm::{Consumer, Producer, RingView, Segment};
 
 use crate::pingpong::warmup;
 use crate::row::Row;
@@ -42,6 +49,22 @@ fn words(seg: &Segment, lines: u64) -> (&AtomicU64, &AtomicU64) {
 
 /// The child side: waits for odd values, answers with the next even one.
 pub fn shm_floor_child(pid: u32, fd: i32, iters: u64, lines: u64) {
+    if lines == RING_MODE {
+        let seg = Arc::new(Segment::open_peer(pid, fd, ring_floor_len()).expect("map the parent's rings"));
+        let (to_child, to_parent) = floor_rings(&seg);
+        let mut inbox = Consumer::new(to_child);
+        let mut outbox = Producer::new(to_parent);
+        let mut payload = [0u8; 8];
+        for _ in 0..iters {
+            while !inbox.pop(|m| payload.copy_from_slice(m)).expect("intact ring") {
+                std::hint::spin_loop();
+            }
+            while outbox.push(&[&payload]).is_err() {
+                std::hint::spin_loop();
+            }
+        }
+        return;
+    }
     let seg = Segment::open_peer(pid, fd, FLOOR_LEN).expect("map the parent's page");
     let (parent_waits, child_waits) = words(&seg, lines);
     for i in 0..iters {
@@ -88,6 +111,66 @@ pub fn pingpong_shm_floor(iters: usize, lines: u64) -> Row {
     child.wait().expect("partner exit");
     let op = if lines == 2 { "shm_floor_2lines" } else { "shm_floor" };
     Row::latency("pingpong", op, "shm", 8, samples)
+}
+
+/// `lines` value of the ring floor (`shm_floor_ring`).
+const RING_MODE: u64 = 3;
+/// Data bytes of each floor ring: what an endpoint gives each inbound ring
+/// with the default chunk size (room for two 256 KiB records).
+const FLOOR_RING_CAP: usize = 1 << 20;
+
+fn ring_floor_len() -> usize {
+    2 * ring_len(FLOOR_RING_CAP)
+}
+
+/// The parent-to-child and child-to-parent rings of the ring floor.
+fn floor_rings(seg: &Arc<Segment>) -> (RingView, RingView) {
+    let view = |i: usize| {
+        RingView::new(Arc::clone(seg), i * ring_len(FLOOR_RING_CAP), FLOOR_RING_CAP).expect("ring inside the segment")
+    };
+    (view(0), view(1))
+}
+
+/// Two-process ping-pong of 8-byte records through a pair of memwire rings
+/// (`mw_transport::shm::ring`) and nothing else: no endpoint, lock,
+/// matching or credit. What any message over shared memory costs at least
+/// on this machine; `send_recv` over shared memory is judged against it.
+pub fn pingpong_shm_floor_ring(iters: usize) -> Row {
+    let warm = warmup(iters);
+    let total = (iters + warm) as u64;
+    let seg = Arc::new(Segment::create("mwbench-ring-floor", ring_floor_len()).expect("memory file"));
+    let (to_child, to_parent) = floor_rings(&seg);
+    to_child.init_salt();
+    to_parent.init_salt();
+    let mut outbox = Producer::new(to_child);
+    let mut inbox = Consumer::new(to_parent);
+    let exe = std::env::current_exe().expect("own path");
+    let mut child = std::process::Command::new(exe)
+        .args([
+            "--shm-floor-child",
+            &std::process::id().to_string(),
+            &seg.fd().expect("own segment").to_string(),
+            &total.to_string(),
+            &RING_MODE.to_string(),
+        ])
+        .spawn()
+        .expect("start the ping-pong partner");
+    let mut samples = Vec::with_capacity(iters);
+    let mut payload = [7u8; 8];
+    for i in 0..total {
+        let t0 = Instant::now();
+        while outbox.push(&[&payload]).is_err() {
+            std::hint::spin_loop();
+        }
+        while !inbox.pop(|m| payload.copy_from_slice(m)).expect("intact ring") {
+            std::hint::spin_loop();
+        }
+        if i >= warm as u64 {
+            samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
+        }
+    }
+    child.wait().expect("partner exit");
+    Row::latency("pingpong", "shm_floor_ring", "shm", 8, samples)
 }
 
 /// Copy bandwidth between warm buffers of `size` bytes: one thread

@@ -64,7 +64,7 @@ pub fn memwire_ops(bench: &str) -> &'static [&'static str] {
 pub fn baselines(bench: &str, transport: &str) -> &'static [&'static str] {
     match (bench, transport) {
         ("pingpong", "udp") => &["udp_raw", "tcp_raw", "mpich", "openmpi"],
-        ("pingpong", _) => &["shm_floor", "shm_floor_2lines", "mpich", "openmpi"],
+        ("pingpong", _) => &["shm_floor", "shm_floor_2lines", "shm_floor_ring", "mpich", "openmpi"],
         ("bandwidth" | "bibw" | "rate", "udp") => &["udp_raw", "tcp_raw", "mpich", "openmpi"],
         ("bandwidth" | "bibw", _) => &["memcpy", "mpich", "openmpi"],
         ("rate", _) => &["mpich", "openmpi"],
@@ -78,7 +78,7 @@ pub fn baselines(bench: &str, transport: &str) -> &'static [&'static str] {
 /// Atomics work on one 8-byte word: measured once, at 8 B, whatever the sizes.
 const ATOMICS: &[&str] = &["fetch_add", "swap", "compare_swap"];
 /// The shared-memory ping-pong floors: measured once, at 8 bytes.
-const FLOORS: &[&str] = &["shm_floor", "shm_floor_2lines"];
+const FLOORS: &[&str] = &["shm_floor", "shm_floor_2lines", "shm_floor_ring"];
 
 /// Benches that only run over UDP (fault injection and the progress thread
 /// act on the UDP send path; shared-memory puts never reach it).

@@ -196,7 +196,8 @@ impl Row {
 }
 
 /// The baseline ops of DESIGN §6.
-pub const BASELINES: &[&str] = &["udp_raw", "tcp_raw", "shm_floor", "shm_floor_2lines", "memcpy", "mpich", "openmpi"];
+pub const BASELINES: &[&str] =
+    &["udp_raw", "tcp_raw", "shm_floor", "shm_floor_2lines", "shm_floor_ring", "memcpy", "mpich", "openmpi"];
 
 /// Whether `op` is a baseline.
 pub fn is_baseline_op(op: &str) -> bool {

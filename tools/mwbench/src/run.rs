@@ -49,6 +49,7 @@ fn measure(job: &Job, p: &Point) -> Result<Vec<Row>, String> {
         ("pingpong", "tcp_raw") => vec![raw::tcp_pingpong(size, n)],
         ("pingpong", "shm_floor") => vec![floor::pingpong_shm_floor(n, 1)],
         ("pingpong", "shm_floor_2lines") => vec![floor::pingpong_shm_floor(n, 2)],
+        ("pingpong", "shm_floor_ring") => vec![floor::pingpong_shm_floor_ring(n)],
         ("pingpong", op) => pingpong::measure(job, op, t, size, n),
         ("bandwidth" | "bibw", "udp_raw") => vec![raw::udp_blast(p.bench, size, n, p.bench == "bibw")],
         ("bandwidth" | "bibw" | "rate", "tcp_raw") => vec![raw::tcp_stream(p.bench, size, n)],

@@ -95,8 +95,13 @@ fn point_to_point_benches_over_udp_print_contract_lines_with_their_baselines() {
 #[test]
 fn shared_memory_points_have_their_floors() {
     let args = ["--bench", "pingpong,bandwidth,bibw,overhead", "--transport", "shm", "--sizes", "8", "--iters", "20"];
-    let (points, _) = run_points(&[&args[..], &["--no-mpi", "--op", "put_signal,put,shm_floor,memcpy"]].concat());
+    let ops = "put_signal,put,shm_floor,shm_floor_ring,memcpy";
+    let (points, _) = run_points(&[&args[..], &["--no-mpi", "--op", ops]].concat());
     assert!(has(&points, "pingpong", "shm_floor", "shm") && has(&points, "pingpong", "put_signal", "shm"));
+    // The ring floor's partner process exchanged every record (a lost or
+    // corrupt one would hang or panic the run) and the result is a time.
+    let ring = points.iter().find(|p| p["op"] == "shm_floor_ring").expect("the ring floor ran");
+    assert!(ring["median_us"].as_f64().is_some_and(|us| us > 0.0), "{ring}");
     for bench in ["bandwidth", "bibw"] {
         assert!(has(&points, bench, "memcpy", "shm") && has(&points, bench, "put", "shm"), "{bench}");
     }
