@@ -19,8 +19,10 @@
 //! receive names a source rank or [`ANY_SOURCE`] and a tag or [`ANY_TAG`];
 //! it matches the oldest arrived message it accepts, and a message matches
 //! the oldest posted receive that accepts it, so messages between a pair
-//! never overtake each other. Messages up to `Config::eager_limit`
-//! (`MW_EAGER_LIMIT`, default 16 KiB) travel in one protocol message; larger
+//! never overtake each other. Messages up to the eager limit
+//! (`Config::eager_limit` toward other hosts, default 64 KiB;
+//! `Config::shm_eager_limit` within a host, default 16 KiB; `MW_EAGER_LIMIT`
+//! sets both) travel in one protocol message; larger
 //! ones are announced and the receiver GETs the data (receiver-driven
 //! rendezvous, seed 002): a blocking `recv` lands it straight in the caller's
 //! buffer and a blocking `send` exposes the caller's buffer in place, so

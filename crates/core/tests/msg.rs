@@ -24,9 +24,10 @@ fn configs() -> Vec<(&'static str, Config)> {
     ]
 }
 
-/// A small eager limit, so rendezvous sizes stay cheap under loss.
+/// A small eager limit on both paths, so rendezvous sizes stay cheap under loss.
 fn small_eager(mut cfg: Config) -> Config {
     cfg.eager_limit = 1024;
+    cfg.shm_eager_limit = 1024;
     cfg
 }
 
@@ -179,8 +180,11 @@ fn eager_and_rendezvous_sizes() {
     for (name, cfg) in configs() {
         eprintln!("config {name}");
         let big = if name == "clean" { 5 << 20 } else { 1 << 20 };
+        // The default eager limit of the path: the boundary sizes below go
+        // eagerly up to it and by rendezvous above it.
+        let limit = if cfg.transport == mw_core::TransportChoice::Udp { 64 << 10 } else { 16 << 10 };
+        assert_eq!(limit, if limit == 64 << 10 { cfg.eager_limit } else { cfg.shm_eager_limit });
         run_job(2, cfg, move |ep| {
-            let limit = 16 << 10; // the default eager limit
             let sizes = [0usize, 1, limit - 1, limit, limit + 1, 100_003, big + 7];
             let peer = 1 - ep.rank();
             for (i, &len) in sizes.iter().enumerate() {
@@ -201,7 +205,8 @@ fn eager_and_rendezvous_sizes() {
                 assert_eq!(&buf[len..], &[0xee; 3], "bytes past the message untouched");
             }
             let stats = ep.msg_stats();
-            assert!(stats.rndv_sent >= 3 && stats.eager_sent >= 4, "{stats:?}");
+            // Exactly the sizes up to the path's limit went eagerly.
+            assert_eq!((stats.eager_sent, stats.rndv_sent), (4, 3), "{stats:?}");
             ep.barrier().unwrap();
         });
     }
@@ -316,7 +321,7 @@ fn credit_flood_is_bounded_and_lossless() {
         [("shm", Config::default()), ("clean", common::udp(Config::default())), ("mixed", lossy(0.03, 0.03, 0.03, 31))]
     {
         eprintln!("config {name}");
-        let cfg = Config { eager_limit: 1024, unexpected_credit: 16 << 10, ..cfg };
+        let cfg = Config { unexpected_credit: 16 << 10, ..small_eager(cfg) };
         run_job(3, cfg, |ep| {
             const N: u32 = 600;
             const LEN: usize = 500;

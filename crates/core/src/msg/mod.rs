@@ -315,7 +315,10 @@ pub(crate) struct MsgState {
     pub(crate) raw: raw::RawQueue,
     pub(crate) rndv: rndv::Rndv,
     pub(crate) outbox: VecDeque<Outgoing>,
+    /// Eager limit toward peers on other hosts (`Config::eager_limit`).
     pub(crate) eager_limit: usize,
+    /// Eager limit toward peers on this host (`Config::shm_eager_limit`).
+    pub(crate) shm_eager_limit: usize,
     pub(crate) stats: MsgStats,
 }
 
@@ -327,8 +330,9 @@ impl std::fmt::Debug for MsgState {
 
 impl MsgState {
     pub(crate) fn new(rank: u32, size: u32, config: &Config) -> MsgState {
-        let eager_limit = config.eager_limit;
-        let credit = (config.unexpected_credit as u64).max(2 * (eager_limit as u64 + tagged::OVERHEAD));
+        let (eager_limit, shm_eager_limit) = (config.eager_limit, config.shm_eager_limit);
+        let largest = eager_limit.max(shm_eager_limit) as u64;
+        let credit = (config.unexpected_credit as u64).max(2 * (largest + tagged::OVERHEAD));
         MsgState {
             rank,
             size,
@@ -339,6 +343,7 @@ impl MsgState {
             rndv: rndv::Rndv::new(config.chunk_bytes, config.max_queued_bytes),
             outbox: VecDeque::new(),
             eager_limit,
+            shm_eager_limit,
             stats: MsgStats::default(),
         }
     }
@@ -406,7 +411,7 @@ impl State {
                 self.send_op(now, peer, &OpRepr::OpStatus(op::OpStatus { req, status }), &[], None)
             }
             Outgoing::AmReply { peer, req, status, args, payload } => {
-                if payload.len() > self.msg.eager_limit {
+                if payload.len() > self.eager_limit_to(peer) {
                     let desc = self.expose_payload(peer, payload)?;
                     let repr = OpRepr::AmReply(op::AmReply { req, status, rndv: true, args, body: &[] });
                     return self.send_op(now, peer, &repr, &desc, None);
@@ -417,7 +422,7 @@ impl State {
                 sent
             }
             Outgoing::AmSend { peer, handler, args, payload } => {
-                let rndv = payload.len() > self.msg.eager_limit;
+                let rndv = payload.len() > self.eager_limit_to(peer);
                 let repr =
                     OpRepr::AmRequest(op::AmRequest { req: 0, handler, want_reply: false, rndv, args, body: &[] });
                 if rndv {

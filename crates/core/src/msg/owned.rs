@@ -148,7 +148,7 @@ impl Endpoint {
         // The clock only for the socket: a ring record needs neither it nor a transmit.
         let shm_dest = state.is_shm_peer(dest);
         let now = (!shm_dest).then(|| self.shared.now());
-        let (id, buf) = if data.len() <= state.msg.eager_limit {
+        let (id, buf) = if data.len() <= state.eager_limit_to(dest) {
             (
                 state.eager_send_request(|| now.unwrap_or_else(|| self.shared.now()), context, dest, tag, &data)?,
                 Some(data),

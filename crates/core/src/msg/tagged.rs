@@ -676,12 +676,13 @@ impl Endpoint {
     pub fn send_in(&self, context: u32, dest: u32, tag: u64, data: &[u8]) -> Result<()> {
         self.check_send(dest, tag)?;
         let mut state = self.lock();
-        if data.len() <= state.msg.eager_limit {
+        let shm_dest = state.is_shm_peer(dest);
+        if data.len() <= if shm_dest { state.msg.shm_eager_limit } else { state.msg.eager_limit } {
             let charge = data.len() as u64 + OVERHEAD;
             let queued = {
                 if state.msg.tagged.take_credit(dest, charge) {
                     state.msg.stats.eager_sent += 1;
-                    if state.is_shm_peer(dest) {
+                    if shm_dest {
                         return state.shm_eager(context, dest, tag, data);
                     }
                     let repr = OpRepr::Eager(op::Eager { context, tag, body: &[] });
@@ -729,7 +730,7 @@ impl Endpoint {
             return Ok(false);
         }
         let mut state = self.lock();
-        if data.len() > state.msg.eager_limit || !state.msg.tagged.take_credit(dest, data.len() as u64 + OVERHEAD) {
+        if data.len() > state.msg.shm_eager_limit || !state.msg.tagged.take_credit(dest, data.len() as u64 + OVERHEAD) {
             return Ok(false);
         }
         state.msg.stats.eager_sent += 1;
@@ -781,7 +782,7 @@ impl Endpoint {
         // The clock only for the socket: a ring record needs neither it nor a transmit.
         let shm_dest = state.is_shm_peer(dest);
         let now = (!shm_dest).then(|| self.shared.now());
-        let id = if data.len() <= state.msg.eager_limit {
+        let id = if data.len() <= state.eager_limit_to(dest) {
             state.eager_send_request(|| now.unwrap_or_else(|| self.shared.now()), context, dest, tag, data)?
         } else {
             let id = state.requests.alloc(dest, 1)?;
