@@ -333,20 +333,27 @@ impl Config {
             }
             cfg.chunk_bytes = chunk as usize;
         }
-        if let Some(v) = lookup("MW_EAGER_LIMIT") {
-            let limit = parse_num("MW_EAGER_LIMIT must be a byte count", &v)?;
+        // An eager limit: a byte count of at most 16 MiB (both messages
+        // name the variable, so the caller knows which one to fix).
+        let eager_limit = |v: &str, not_a_count: &'static str, too_large: &'static str| -> Result<usize> {
+            let limit = parse_num(not_a_count, v)?;
             if limit > 16 << 20 {
-                return Err(Error::InvalidArgument("MW_EAGER_LIMIT must be at most 16 MiB"));
+                return Err(Error::InvalidArgument(too_large));
             }
-            cfg.eager_limit = limit as usize;
-            cfg.shm_eager_limit = limit as usize;
+            Ok(limit as usize)
+        };
+        if let Some(v) = lookup("MW_EAGER_LIMIT") {
+            let limit =
+                eager_limit(&v, "MW_EAGER_LIMIT must be a byte count", "MW_EAGER_LIMIT must be at most 16 MiB")?;
+            cfg.eager_limit = limit;
+            cfg.shm_eager_limit = limit;
         }
         if let Some(v) = lookup("MW_SHM_EAGER_LIMIT") {
-            let limit = parse_num("MW_SHM_EAGER_LIMIT must be a byte count", &v)?;
-            if limit > 16 << 20 {
-                return Err(Error::InvalidArgument("MW_SHM_EAGER_LIMIT must be at most 16 MiB"));
-            }
-            cfg.shm_eager_limit = limit as usize;
+            cfg.shm_eager_limit = eager_limit(
+                &v,
+                "MW_SHM_EAGER_LIMIT must be a byte count",
+                "MW_SHM_EAGER_LIMIT must be at most 16 MiB",
+            )?;
         }
         if let Some(v) = lookup("MW_UNEXPECTED_CREDIT") {
             let credit = parse_num("MW_UNEXPECTED_CREDIT must be a byte count", &v)?;

@@ -75,6 +75,22 @@ pub fn shm_floor_child(pid: u32, fd: i32, iters: u64, lines: u64) {
     }
 }
 
+/// Starts this executable again as the ping-pong's second process, mapping
+/// `seg` (its `LINES` argument is `mode`: 1, 2, or [`RING_MODE`]).
+fn spawn_partner(seg: &Segment, total: u64, mode: u64) -> std::process::Child {
+    let exe = std::env::current_exe().expect("own path");
+    std::process::Command::new(exe)
+        .args([
+            "--shm-floor-child",
+            &std::process::id().to_string(),
+            &seg.fd().expect("own segment").to_string(),
+            &total.to_string(),
+            &mode.to_string(),
+        ])
+        .spawn()
+        .expect("start the ping-pong partner")
+}
+
 /// Two-process ping-pong: half the round trip. `lines == 1` (`shm_floor`):
 /// both sides bounce one word, so each half trip moves one cache line once.
 /// `lines == 2` (`shm_floor_2lines`): each side waits on a word in its own
@@ -85,17 +101,7 @@ pub fn pingpong_shm_floor(iters: usize, lines: u64) -> Row {
     let warm = warmup(iters);
     let total = (iters + warm) as u64;
     let seg = Segment::create("mwbench-shm-floor", FLOOR_LEN).expect("memory file");
-    let exe = std::env::current_exe().expect("own path");
-    let mut child = std::process::Command::new(exe)
-        .args([
-            "--shm-floor-child",
-            &std::process::id().to_string(),
-            &seg.fd().expect("own segment").to_string(),
-            &total.to_string(),
-            &lines.to_string(),
-        ])
-        .spawn()
-        .expect("start the ping-pong partner");
+    let mut child = spawn_partner(&seg, total, lines);
     let (parent_waits, child_waits) = words(&seg, lines);
     let mut samples = Vec::with_capacity(iters);
     for i in 0..total {
@@ -144,17 +150,7 @@ pub fn pingpong_shm_floor_ring(iters: usize) -> Row {
     to_parent.init_salt();
     let mut outbox = Producer::new(to_child);
     let mut inbox = Consumer::new(to_parent);
-    let exe = std::env::current_exe().expect("own path");
-    let mut child = std::process::Command::new(exe)
-        .args([
-            "--shm-floor-child",
-            &std::process::id().to_string(),
-            &seg.fd().expect("own segment").to_string(),
-            &total.to_string(),
-            &RING_MODE.to_string(),
-        ])
-        .spawn()
-        .expect("start the ping-pong partner");
+    let mut child = spawn_partner(&seg, total, RING_MODE);
     let mut samples = Vec::with_capacity(iters);
     let mut payload = [7u8; 8];
     for i in 0..total {
