@@ -93,16 +93,20 @@ pub struct Config {
     /// an eager message and costs a round trip more (measured on loopback:
     /// a 32 KiB ping-pong took 28 µs through the rendezvous, 15 µs eagerly).
     pub eager_limit: usize,
-    /// The same limit between ranks of one host (shared memory). Default
-    /// 16 KiB: there an eager message is copied twice (into the peer's ring
-    /// and out of it) and a rendezvous once (straight from the sender's
-    /// buffer), so the single copy wins from a smaller size.
-    pub shm_eager_limit: usize,
+    /// The same limit between ranks of one host (shared memory); `None`
+    /// (default) picks it per peer. There an eager message is copied twice
+    /// (into the peer's ring and out of it) and a rendezvous once (straight
+    /// from the sender's buffer): 16 KiB toward a rank that is a thread of
+    /// this process (the copy is a `memcpy`) or another process where the
+    /// kernel's cross-memory copy is cheap, 64 KiB toward another process
+    /// where it costs more than two `memcpy`s (measured once per endpoint,
+    /// `mw_transport::shm::kernel_copy_is_costly`).
+    pub shm_eager_limit: Option<usize>,
     /// Bytes of this rank's unexpected-message buffer each sender may fill
     /// (the credit a sender starts with; each eager message costs its length
     /// plus 64, each rendezvous announcement 64). Raised to at least
-    /// `2 × (eager limit + 64)` (the larger of the two limits) so a sender
-    /// can always make progress.
+    /// `2 × (eager limit + 64)` (the largest limit any peer may get) so a
+    /// sender can always make progress.
     pub unexpected_credit: usize,
     /// Local address to bind; `None` picks one that reaches the bootstrap host.
     pub bind_addr: Option<std::net::IpAddr>,
@@ -168,7 +172,7 @@ impl Default for Config {
             copy_ahead_bytes: 64 << 10,
             chunk_bytes: 256 << 10,
             eager_limit: 64 << 10,
-            shm_eager_limit: 16 << 10,
+            shm_eager_limit: None,
             unexpected_credit: 256 << 10,
             bind_addr: None,
             port_range: None,
@@ -206,9 +210,12 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_CHUNK", "largest message an operation is cut into, bytes (default 256 KiB)"),
     (
         "MW_EAGER_LIMIT",
-        "largest tagged message sent eagerly, bytes (default 65536 over UDP, 16384 over shared memory; sets both); larger ones use rendezvous",
+        "largest tagged message sent eagerly, bytes (default 65536 over UDP; over shared memory see MW_SHM_EAGER_LIMIT; sets both); larger ones use rendezvous",
     ),
-    ("MW_SHM_EAGER_LIMIT", "the eager limit between ranks of one host alone, bytes (default 16384)"),
+    (
+        "MW_SHM_EAGER_LIMIT",
+        "the eager limit between ranks of one host alone, bytes (default 16384, or 65536 toward other processes where the kernel's cross-memory copy is slow)",
+    ),
     ("MW_UNEXPECTED_CREDIT", "unexpected-message buffer bytes per sender (default 256 KiB)"),
     ("MW_BIND", "local IP address to bind (default: the one that reaches the bootstrap host)"),
     ("MW_PORT_RANGE", "UDP ports to bind within, FIRST-LAST, one per rank on a host (default: any)"),
@@ -346,14 +353,14 @@ impl Config {
             let limit =
                 eager_limit(&v, "MW_EAGER_LIMIT must be a byte count", "MW_EAGER_LIMIT must be at most 16 MiB")?;
             cfg.eager_limit = limit;
-            cfg.shm_eager_limit = limit;
+            cfg.shm_eager_limit = Some(limit);
         }
         if let Some(v) = lookup("MW_SHM_EAGER_LIMIT") {
-            cfg.shm_eager_limit = eager_limit(
+            cfg.shm_eager_limit = Some(eager_limit(
                 &v,
                 "MW_SHM_EAGER_LIMIT must be a byte count",
                 "MW_SHM_EAGER_LIMIT must be at most 16 MiB",
-            )?;
+            )?);
         }
         if let Some(v) = lookup("MW_UNEXPECTED_CREDIT") {
             let credit = parse_num("MW_UNEXPECTED_CREDIT must be a byte count", &v)?;
@@ -469,10 +476,10 @@ mod tests {
         assert_eq!(cfg.max_datagram, Some(9000));
         assert!(cfg.print_stats);
         let cfg = with(&[("MW_EAGER_LIMIT", "0"), ("MW_UNEXPECTED_CREDIT", "1000")]).unwrap();
-        assert_eq!((cfg.eager_limit, cfg.shm_eager_limit, cfg.unexpected_credit), (0, 0, 1000));
-        assert_eq!((with(&[]).unwrap().eager_limit, with(&[]).unwrap().shm_eager_limit), (64 << 10, 16 << 10));
+        assert_eq!((cfg.eager_limit, cfg.shm_eager_limit, cfg.unexpected_credit), (0, Some(0), 1000));
+        assert_eq!((with(&[]).unwrap().eager_limit, with(&[]).unwrap().shm_eager_limit), (64 << 10, None));
         let cfg = with(&[("MW_EAGER_LIMIT", "4096"), ("MW_SHM_EAGER_LIMIT", "100")]).unwrap();
-        assert_eq!((cfg.eager_limit, cfg.shm_eager_limit), (4096, 100));
+        assert_eq!((cfg.eager_limit, cfg.shm_eager_limit), (4096, Some(100)));
         assert!(with(&[("MW_SHM_EAGER_LIMIT", "17000000")]).is_err() && with(&[("MW_SHM_EAGER_LIMIT", "x")]).is_err());
         assert_eq!(cfg.transport, TransportChoice::Auto);
         assert_eq!(with(&[("MW_TRANSPORT", "udp")]).unwrap().transport, TransportChoice::Udp);

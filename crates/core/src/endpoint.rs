@@ -229,7 +229,7 @@ impl Endpoint {
         let fault_seed = config.fault.map_or(0, |f| f.seed);
         mcast
             .set_receive_drop(config.mcast_drop, fault_seed ^ u64::from(info.rank).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let state = State {
+        let mut state = State {
             rank,
             size,
             proto,
@@ -261,6 +261,7 @@ impl Endpoint {
             hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
             shm: shm_state,
         };
+        state.init_eager_limits();
         let all_shm = size > 1 && (0..size).all(|peer| peer == rank || state.is_shm_peer(peer));
         let shared = Arc::new(Shared {
             chunk_bytes,

@@ -21,8 +21,9 @@
 //! the oldest posted receive that accepts it, so messages between a pair
 //! never overtake each other. Messages up to the eager limit
 //! (`Config::eager_limit` toward other hosts, default 64 KiB;
-//! `Config::shm_eager_limit` within a host, default 16 KiB; `MW_EAGER_LIMIT`
-//! sets both) travel in one protocol message; larger
+//! `Config::shm_eager_limit` within a host, by default 16 KiB or, toward
+//! another process where the kernel's cross-memory copy is slow, 64 KiB;
+//! [`Endpoint::eager_limit`] tells a peer's) travel in one protocol message; larger
 //! ones are announced and the receiver GETs the data (receiver-driven
 //! rendezvous, seed 002): a blocking `recv` lands it straight in the caller's
 //! buffer and a blocking `send` exposes the caller's buffer in place, so

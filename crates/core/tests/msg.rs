@@ -27,7 +27,7 @@ fn configs() -> Vec<(&'static str, Config)> {
 /// A small eager limit on both paths, so rendezvous sizes stay cheap under loss.
 fn small_eager(mut cfg: Config) -> Config {
     cfg.eager_limit = 1024;
-    cfg.shm_eager_limit = 1024;
+    cfg.shm_eager_limit = Some(1024);
     cfg
 }
 
@@ -180,13 +180,14 @@ fn eager_and_rendezvous_sizes() {
     for (name, cfg) in configs() {
         eprintln!("config {name}");
         let big = if name == "clean" { 5 << 20 } else { 1 << 20 };
-        // The default eager limit of the path: the boundary sizes below go
-        // eagerly up to it and by rendezvous above it.
+        // The default eager limit of the path (64 KiB over UDP; 16 KiB
+        // between ranks that are threads of one process, as here): the
+        // boundary sizes below go eagerly up to it and by rendezvous above.
         let limit = if cfg.transport == mw_core::TransportChoice::Udp { 64 << 10 } else { 16 << 10 };
-        assert_eq!(limit, if limit == 64 << 10 { cfg.eager_limit } else { cfg.shm_eager_limit });
         run_job(2, cfg, move |ep| {
             let sizes = [0usize, 1, limit - 1, limit, limit + 1, 100_003, big + 7];
             let peer = 1 - ep.rank();
+            assert_eq!(ep.eager_limit(peer).unwrap(), limit);
             for (i, &len) in sizes.iter().enumerate() {
                 let data = pattern(i as u32 + 100 * ep.rank(), len);
                 let mut buf = vec![0xeeu8; len + 3];
@@ -207,6 +208,70 @@ fn eager_and_rendezvous_sizes() {
             let stats = ep.msg_stats();
             // Exactly the sizes up to the path's limit went eagerly.
             assert_eq!((stats.eager_sent, stats.rndv_sent), (4, 3), "{stats:?}");
+            ep.barrier().unwrap();
+        });
+    }
+}
+
+/// The eager limit is chosen per peer: `Config::eager_limit` toward other
+/// hosts, `Config::shm_eager_limit` toward this host's ranks when given
+/// (16 KiB between threads of one process when not), and both take effect
+/// at the boundary.
+#[test]
+fn eager_limits_are_per_path_and_configurable() {
+    // Ranks 0 and 1 share a host, rank 2 is on another one (UDP).
+    let hosts = vec!["a".to_owned(), "a".to_owned(), "b".to_owned()];
+    for (shm_limit, udp_limit) in [(None, 64 << 10), (Some(3000), 5000)] {
+        let cfg = Config { shm_eager_limit: shm_limit, eager_limit: udp_limit, ..Config::default() };
+        common::run_job_on_hosts(3, cfg, hosts.clone(), move |ep| {
+            let configured = shm_limit.is_some();
+            let shm_limit = shm_limit.unwrap_or(16 << 10);
+            let limit_to = |peer: u32| if (ep.rank() == 2) != (peer == 2) { udp_limit } else { shm_limit };
+            for peer in (0..3).filter(|&p| p != ep.rank()) {
+                assert_eq!(ep.eager_limit(peer).unwrap(), limit_to(peer), "rank {} to {peer}", ep.rank());
+            }
+            assert!(matches!(ep.eager_limit(3), Err(mw_core::Error::BadRank { rank: 3, size: 3 })));
+            // Rank 0 sends the two sizes around each limit to ranks 1 and 2.
+            if ep.rank() == 0 {
+                for peer in [1u32, 2] {
+                    let limit = limit_to(peer);
+                    for (i, len) in [limit, limit + 1].into_iter().enumerate() {
+                        ep.send(peer, i as u64, &pattern(i as u32, len)).unwrap();
+                    }
+                }
+                let stats = ep.msg_stats();
+                assert_eq!((stats.eager_sent, stats.rndv_sent), (2, 2), "{stats:?}");
+            } else {
+                let limit = limit_to(0);
+                for (i, len) in [limit, limit + 1].into_iter().enumerate() {
+                    let mut buf = vec![0u8; len];
+                    assert_eq!(ep.recv(0, i as u64, &mut buf).unwrap().len, len);
+                    assert_eq!(buf, pattern(i as u32, len));
+                }
+            }
+            ep.barrier().unwrap();
+            // Active messages from rank 0 to rank 1: inline up to 64 KiB
+            // between ranks of one host when the limit is left to us (a
+            // pulled payload costs more than a tagged message's single
+            // copy), up to the configured limit otherwise. The target pulls
+            // a payload past it.
+            ep.register_handler(5, |ctx, m| ctx.reply(&[], m.payload).unwrap()).unwrap();
+            let pulled_before = ep.msg_stats().rndv_pulled;
+            ep.barrier().unwrap();
+            let am_limit = shm_limit.max(if configured { 0 } else { 64 << 10 });
+            if ep.rank() == 0 {
+                for len in [am_limit, am_limit + 1] {
+                    let reply = ep.am_request(1, 5, &[], &pattern(7, len)).unwrap();
+                    assert_eq!(reply.payload, pattern(7, len), "am of {len} bytes");
+                }
+                // The reply past the limit was pulled back.
+                assert_eq!(ep.msg_stats().rndv_pulled - pulled_before, 1);
+            }
+            ep.barrier().unwrap();
+            if ep.rank() == 1 {
+                let pulled = ep.msg_stats().rndv_pulled - pulled_before;
+                assert_eq!(pulled, 1, "only the request past the limit was pulled");
+            }
             ep.barrier().unwrap();
         });
     }

@@ -32,6 +32,7 @@ fn main() -> ExitCode {
         ("every_one_sided_op_under_injected_faults", every_one_sided_op_under_injected_faults),
         ("environment_variable_mode_without_mwrun", environment_variable_mode_without_mwrun),
         ("mw_stats_prints_counters_at_finalize", mw_stats_prints_counters_at_finalize),
+        ("eager_limits_between_processes", eager_limits_between_processes),
         ("progress_thread_serves_a_computing_process", progress_thread_serves_a_computing_process),
         ("a_killed_peer_fails_operations_instead_of_hanging", a_killed_peer_fails_operations_instead_of_hanging),
         ("a_rank_that_fails_makes_mwrun_fail_naming_it", a_rank_that_fails_makes_mwrun_fail_naming_it),
@@ -102,6 +103,24 @@ fn every_one_sided_op_across_4_processes() {
     assert_all_ok(&out, "rma", 4);
     let out = mwrun(&["-n", "2"], "rma");
     assert_all_ok(&out, "rma", 2);
+}
+
+/// Between processes of one host the eager limit is 16 KiB, or 64 KiB where
+/// the kernel's cross-memory copy is slow (each rank measures it), unless
+/// `MW_SHM_EAGER_LIMIT` names one; over UDP it is `MW_EAGER_LIMIT`'s 64 KiB.
+/// The sizes at and just past the limit go eagerly and by rendezvous.
+fn eager_limits_between_processes() {
+    for (options, expect) in [
+        (&["-n", "2"][..], "auto"),
+        (&["-n", "2", "-x", "MW_SHM_EAGER_LIMIT=5000"][..], "5000"),
+        (&["-n", "2", "-x", "MW_TRANSPORT=udp"][..], "65536"),
+    ] {
+        let mut options = options.to_vec();
+        let expect = format!("MWJOB_EAGER={expect}");
+        options.extend_from_slice(&["-x", &expect]);
+        let out = mwrun(&options, "eager");
+        assert_all_ok(&out, "eager", 2);
+    }
 }
 
 fn every_one_sided_op_under_injected_faults() {
@@ -230,6 +249,7 @@ fn rank_main(role: &str) -> ExitCode {
     match role {
         "rma" => rma(&ep),
         "small" => small(&ep),
+        "eager" => eager(&ep),
         "passive" => passive(&ep),
         "victim" => return victim(ep),
         "busy" => busy(&ep),
@@ -400,6 +420,45 @@ fn rma(ep: &Endpoint) {
     // Protection: errors at the initiator, nothing written at the target.
     assert_eq!(ep.put(right, mw_core::RegionKey(0x5eed), 0, b"x"), Err(Error::BadKey));
     assert_eq!(ep.put(right, key, 3 * SLOT - 2, b"xyz"), Err(Error::OutOfBounds));
+    ep.barrier().expect("barrier");
+}
+
+/// The `eager_limits_between_processes` rank: checks its limit toward the
+/// other rank against `MWJOB_EAGER` ("auto": 16 or 64 KiB), then rank 0 sends
+/// the sizes at and past it and both check what went which way.
+fn eager(ep: &Endpoint) {
+    let peer = 1 - ep.rank();
+    let limit = ep.eager_limit(peer).expect("eager limit");
+    match std::env::var("MWJOB_EAGER").expect("MWJOB_EAGER").as_str() {
+        "auto" => assert!(limit == 16 << 10 || limit == 64 << 10, "limit {limit}"),
+        fixed => assert_eq!(limit, fixed.parse::<usize>().expect("a byte count")),
+    }
+    // Both ranks must agree for the receiver's sizes below.
+    assert_eq!(ep.eager_limit(peer).expect("eager limit"), limit);
+    let mut theirs = [0u8; 8];
+    let mine = (limit as u64).to_le_bytes();
+    if ep.rank() == 0 {
+        ep.send(peer, 9, &mine).expect("send limit");
+        ep.recv(peer, 9, &mut theirs).expect("recv limit");
+    } else {
+        ep.recv(peer, 9, &mut theirs).expect("recv limit");
+        ep.send(peer, 9, &mine).expect("send limit");
+    }
+    let sender_limit = if ep.rank() == 0 { limit } else { u64::from_le_bytes(theirs) as usize };
+    for (i, len) in [sender_limit, sender_limit + 1].into_iter().enumerate() {
+        if ep.rank() == 0 {
+            ep.send(peer, i as u64, &pattern(i as u32, len)).expect("send");
+        } else {
+            let mut buf = vec![0u8; len];
+            assert_eq!(ep.recv(peer, i as u64, &mut buf).expect("recv").len, len);
+            assert_eq!(buf, pattern(i as u32, len), "size {len}");
+        }
+    }
+    if ep.rank() == 0 {
+        let stats = ep.msg_stats();
+        // The limit exchange, the message at the limit; the one past it.
+        assert_eq!((stats.eager_sent, stats.rndv_sent), (2, 1), "{stats:?}");
+    }
     ep.barrier().expect("barrier");
 }
 

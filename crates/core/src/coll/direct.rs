@@ -36,32 +36,6 @@ use crate::{Error, Result};
 /// lines, so they share them rather than contend.
 const FLAT_BCAST_UP_TO: usize = 4;
 
-/// Whether this process's `process_vm_readv` costs more than two `memcpy`s
-/// of the same 64 KiB (the best of five tries each, on this process's own
-/// memory: the same kernel path as reading a peer). Then the slot
-/// algorithms, which copy every byte twice, may beat the single-copy ones.
-/// ~30 µs, once per team. On the host of 2026-11-25 the kernel's copy took
-/// ~3 times a `memcpy`; on the earlier host about one.
-fn kernel_copy_is_costly() -> bool {
-    const LEN: usize = 64 << 10;
-    let source = vec![1u8; LEN];
-    let mut out = vec![0u8; LEN];
-    let pid = std::process::id();
-    let (mut kernel, mut memcpy) = (std::time::Duration::MAX, std::time::Duration::MAX);
-    for _ in 0..5 {
-        let start = std::time::Instant::now();
-        if mw_transport::shm::vm_read(pid, source.as_ptr() as u64, &mut out[..]).is_err() {
-            return false; // The probe decides readability; this only compares costs.
-        }
-        kernel = kernel.min(start.elapsed());
-        let start = std::time::Instant::now();
-        out.copy_from_slice(std::hint::black_box(&source));
-        std::hint::black_box(&out);
-        memcpy = memcpy.min(start.elapsed());
-    }
-    kernel > memcpy * 2
-}
-
 /// The slot signal step a block leader sends its mates when it could not
 /// read the root's buffer (other steps are the data's length plus one).
 const PUSH_FAILED: u32 = (1 << STEP_BITS) - 1;
@@ -70,7 +44,7 @@ impl Team<'_> {
     /// The probe, collective over a team whose members all share memory:
     /// can this rank read every member's scratch region (at `bases`), and
     /// does the kernel's copy cost it more than two `memcpy`s (see
-    /// [`kernel_copy_is_costly`])? Agreed by an allgather of the answers:
+    /// [`mw_transport::shm::kernel_copy_is_costly`])? Agreed by an allgather of the answers:
     /// `Some(costly)` when every member can read every other, `costly` when
     /// any of them reads some member through a costly kernel copy.
     pub(super) fn probe_single_copy(&mut self, bases: &[u64]) -> Result<Option<bool>> {
@@ -89,7 +63,7 @@ impl Team<'_> {
         let through_kernel = others().any(|j| matches!(self.far(j), Some(Far::Process(_))));
         let answer = if !readable {
             0u8
-        } else if through_kernel && kernel_copy_is_costly() {
+        } else if through_kernel && self.ep.shared.shm.as_ref().is_some_and(|shm| shm.kernel_copy_is_costly()) {
             2
         } else {
             1
@@ -106,7 +80,7 @@ impl Team<'_> {
     /// Whether the automatic choice should take a single-copy algorithm
     /// for `bytes` per block (the `pick_*` functions then apply their own
     /// size threshold). Where the kernel's copy is costly (see
-    /// [`kernel_copy_is_costly`]): not on a team with more members than
+    /// [`mw_transport::shm::kernel_copy_is_costly`]): not on a team with more members than
     /// CPUs, where CPU time is what counts and two `memcpy`s through the
     /// slots take less of it (`oversubscribed_too` keeps it there for the
     /// broadcast, whose CPU-block form copies most bytes by `memcpy`

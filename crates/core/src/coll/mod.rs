@@ -214,7 +214,7 @@ pub struct Team<'ep> {
     /// `Some` when every member may read every member's memory directly
     /// (`process_vm_readv`, or `memcpy` between threads of one process),
     /// `Some(true)` when some member's reads go through a costly kernel
-    /// copy (see `direct::kernel_copy_is_costly`); `None` on other teams.
+    /// copy (see `mw_transport::shm::kernel_copy_is_costly`); `None` on other teams.
     single_copy: Option<bool>,
     /// Consecutive team ranks per CPU when the members outnumber the CPUs
     /// they may use between them (the blocks `wait::Team::spread` places),

@@ -422,7 +422,7 @@ impl crate::endpoint::State {
         let request = Request::of(peer, &am);
         let mut ctx = AmContext::new(&mut self.msg, &request);
         let called = call_handler(&mut self.msg, &request, &mut ctx);
-        if called == Called::Ran && ctx.wants_reply && ctx.reply_payload.len() <= self.msg.shm_eager_limit {
+        if called == Called::Ran && ctx.wants_reply && ctx.reply_payload.len() <= self.am_eager_limit_to(peer) {
             // The reply straight from the context, before anything the
             // handler queued (the order `answer_of` gives too).
             let reply = op::AmReply { req: am.req, status: Status::Ok, rndv: false, args: ctx.reply_args, body: &[] };
@@ -632,7 +632,7 @@ impl Endpoint {
             args,
             body: &[],
         };
-        let eager = payload.len() <= state.eager_limit_to(rank);
+        let eager = payload.len() <= state.am_eager_limit_to(rank);
         if eager && state.is_shm_peer(rank) {
             // Into the peer's ring: no clock, no socket. Published first,
             // under the id the allocation below then gives (we hold the

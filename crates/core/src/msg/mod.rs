@@ -317,8 +317,8 @@ pub(crate) struct MsgState {
     pub(crate) outbox: VecDeque<Outgoing>,
     /// Eager limit toward peers on other hosts (`Config::eager_limit`).
     pub(crate) eager_limit: usize,
-    /// Eager limit toward peers on this host (`Config::shm_eager_limit`).
-    pub(crate) shm_eager_limit: usize,
+    /// By rank: the eager limit toward that peer (`State::init_eager_limits`).
+    pub(crate) eager_limits: Vec<usize>,
     pub(crate) stats: MsgStats,
 }
 
@@ -328,10 +328,73 @@ impl std::fmt::Debug for MsgState {
     }
 }
 
+/// Eager limit toward a same-host peer when `Config::shm_eager_limit`
+/// leaves it to us: a rank that is a thread of this process, or a process
+/// this one reads through a cheap kernel copy.
+pub(crate) const SHM_EAGER_LIMIT: usize = 16 << 10;
+/// ... toward another process when the kernel's cross-memory copy costs more
+/// than two `memcpy`s. Measured under `mwrun -n 2` on the host of
+/// 2026-11-25 (send_recv ping-pong, then bandwidth; through the ring against
+/// the single kernel copy): 32 KiB 3.3-4.0 against 5.5 µs and 10-11.7
+/// against 5.5 GB/s, 64 KiB 6.5-6.7 against 7.8 µs; 128 KiB about even,
+/// 256 KiB 35 against 21.5 µs through the ring.
+pub(crate) const SHM_EAGER_LIMIT_COSTLY_COPY: usize = 64 << 10;
+
+impl State {
+    /// Gives every peer its eager limit, once, when the endpoint starts:
+    /// `Config::eager_limit` toward other hosts, `Config::shm_eager_limit`
+    /// (or the choice it leaves to us, see there) toward this host's ranks.
+    pub(crate) fn init_eager_limits(&mut self) {
+        let configured = self.config.shm_eager_limit;
+        let limits = (0..self.size)
+            .map(|peer| {
+                let Some(shm) = self.shm.as_ref().filter(|shm| shm.is_peer(peer)) else {
+                    return self.msg.eager_limit;
+                };
+                if let Some(limit) = configured {
+                    return limit;
+                }
+                let other_process =
+                    shm.shared.link(peer).is_some_and(|link| matches!(link.far, mw_transport::shm::Far::Process(_)));
+                if other_process && shm.shared.cma && shm.shared.kernel_copy_is_costly() {
+                    SHM_EAGER_LIMIT_COSTLY_COPY
+                } else {
+                    SHM_EAGER_LIMIT
+                }
+            })
+            .collect();
+        self.msg.eager_limits = limits;
+    }
+
+    /// Largest message that goes to `peer` eagerly (see `init_eager_limits`).
+    #[inline]
+    pub(crate) fn eager_limit_to(&self, peer: u32) -> usize {
+        self.msg.eager_limits.get(peer as usize).copied().unwrap_or(self.msg.eager_limit)
+    }
+
+    /// Largest active-message payload or reply that goes to `peer` inline.
+    /// [`eager_limit_to`](Self::eager_limit_to), but at least
+    /// [`SHM_EAGER_LIMIT_COSTLY_COPY`] toward this host's ranks when the
+    /// configuration leaves the limit to us: a pulled payload costs more
+    /// than a tagged message's single copy (the target pulls the request,
+    /// copies the reply, and the initiator pulls that), so between threads
+    /// of one process, where a tagged message's limit stays at 16 KiB, a
+    /// 32 KiB am round trip took 3.7-3.8 µs pulled and 1.8 µs inline, 64 KiB
+    /// 6.2 and 3.2-3.4 (`mwbench --bench pingpong --op am --transport shm`).
+    pub(crate) fn am_eager_limit_to(&self, peer: u32) -> usize {
+        let limit = self.eager_limit_to(peer);
+        if self.config.shm_eager_limit.is_none() && self.is_shm_peer(peer) {
+            limit.max(SHM_EAGER_LIMIT_COSTLY_COPY)
+        } else {
+            limit
+        }
+    }
+}
+
 impl MsgState {
     pub(crate) fn new(rank: u32, size: u32, config: &Config) -> MsgState {
-        let (eager_limit, shm_eager_limit) = (config.eager_limit, config.shm_eager_limit);
-        let largest = eager_limit.max(shm_eager_limit) as u64;
+        let eager_limit = config.eager_limit;
+        let largest = eager_limit.max(config.shm_eager_limit.unwrap_or(SHM_EAGER_LIMIT_COSTLY_COPY)) as u64;
         let credit = (config.unexpected_credit as u64).max(2 * (largest + tagged::OVERHEAD));
         MsgState {
             rank,
@@ -343,7 +406,7 @@ impl MsgState {
             rndv: rndv::Rndv::new(config.chunk_bytes, config.max_queued_bytes),
             outbox: VecDeque::new(),
             eager_limit,
-            shm_eager_limit,
+            eager_limits: vec![eager_limit; size as usize],
             stats: MsgStats::default(),
         }
     }
@@ -411,7 +474,7 @@ impl State {
                 self.send_op(now, peer, &OpRepr::OpStatus(op::OpStatus { req, status }), &[], None)
             }
             Outgoing::AmReply { peer, req, status, args, payload } => {
-                if payload.len() > self.eager_limit_to(peer) {
+                if payload.len() > self.am_eager_limit_to(peer) {
                     let desc = self.expose_payload(peer, payload)?;
                     let repr = OpRepr::AmReply(op::AmReply { req, status, rndv: true, args, body: &[] });
                     return self.send_op(now, peer, &repr, &desc, None);
@@ -422,7 +485,7 @@ impl State {
                 sent
             }
             Outgoing::AmSend { peer, handler, args, payload } => {
-                let rndv = payload.len() > self.eager_limit_to(peer);
+                let rndv = payload.len() > self.am_eager_limit_to(peer);
                 let repr =
                     OpRepr::AmRequest(op::AmRequest { req: 0, handler, want_reply: false, rndv, args, body: &[] });
                 if rndv {
@@ -451,6 +514,16 @@ impl Endpoint {
     /// Counters of the messaging layer.
     pub fn msg_stats(&self) -> MsgStats {
         self.lock().msg.stats
+    }
+
+    /// The largest message this rank sends to `rank` eagerly (tagged
+    /// messages, active-message payloads and replies): larger ones go by
+    /// rendezvous, so a receive posted before they arrive is what lets them
+    /// move. Fixed when the endpoint starts (see `Config::eager_limit` and
+    /// `Config::shm_eager_limit`).
+    pub fn eager_limit(&self, rank: u32) -> Result<usize> {
+        self.check_rank(rank)?;
+        Ok(self.lock().eager_limit_to(rank))
     }
 
     /// Takes the endpoint lock once too many bytes are no longer queued

@@ -677,7 +677,7 @@ impl Endpoint {
         self.check_send(dest, tag)?;
         let mut state = self.lock();
         let shm_dest = state.is_shm_peer(dest);
-        if data.len() <= if shm_dest { state.msg.shm_eager_limit } else { state.msg.eager_limit } {
+        if data.len() <= state.eager_limit_to(dest) {
             let charge = data.len() as u64 + OVERHEAD;
             let queued = {
                 if state.msg.tagged.take_credit(dest, charge) {
@@ -730,7 +730,8 @@ impl Endpoint {
             return Ok(false);
         }
         let mut state = self.lock();
-        if data.len() > state.msg.shm_eager_limit || !state.msg.tagged.take_credit(dest, data.len() as u64 + OVERHEAD) {
+        if data.len() > state.eager_limit_to(dest) || !state.msg.tagged.take_credit(dest, data.len() as u64 + OVERHEAD)
+        {
             return Ok(false);
         }
         state.msg.stats.eager_sent += 1;

@@ -164,17 +164,6 @@ impl State {
         self.shm.as_ref().is_some_and(|shm| shm.is_peer(peer))
     }
 
-    /// Largest message that goes to `peer` eagerly: the shared-memory limit
-    /// for a peer on this host, the UDP one otherwise (see `Config`).
-    #[inline]
-    pub(crate) fn eager_limit_to(&self, peer: u32) -> usize {
-        if self.is_shm_peer(peer) {
-            self.msg.shm_eager_limit
-        } else {
-            self.msg.eager_limit
-        }
-    }
-
     /// Bytes queued toward `peer` and not yet handed to its transport.
     pub(crate) fn queued_bytes(&self, peer: u32) -> usize {
         match self.shm.as_ref().and_then(|shm| shm.tx.get(peer as usize)?.as_ref()) {

@@ -148,6 +148,9 @@ pub(crate) struct ShmShared {
     /// Lock-free looks at our inbound rings: a waiter spins on these and
     /// takes the endpoint lock only when a record is there to pop.
     pub inbound: Vec<mw_transport::shm::RingPeek>,
+    /// [`mw_transport::shm::kernel_copy_is_costly`], measured once, when
+    /// first asked.
+    kernel_copy_costly: std::sync::OnceLock<bool>,
 }
 
 /// Announced sleep: undone on drop.
@@ -164,6 +167,14 @@ impl Drop for Sleeping<'_> {
 }
 
 impl ShmShared {
+    /// Whether this process's cross-memory copy (`process_vm_readv`) costs
+    /// more than two `memcpy`s: measured on first use (~30 µs), then kept
+    /// for the endpoint's life, so every decision that depends on it (eager
+    /// limits, single-copy collectives) sees the same answer.
+    pub fn kernel_copy_is_costly(&self) -> bool {
+        *self.kernel_copy_costly.get_or_init(mw_transport::shm::kernel_copy_is_costly)
+    }
+
     /// Whether any inbound ring holds a record not yet popped (a hint).
     #[inline]
     pub fn inbound_pending(&self) -> bool {
@@ -368,6 +379,7 @@ pub(crate) fn exchange(boot: &mut mw_bootstrap::Bootstrap, config: &Config, me: 
         direct_ops: AtomicU64::new(0),
         inbound: rx.iter().map(|(_, view)| view.peek()).collect(),
         my_index,
+        kernel_copy_costly: std::sync::OnceLock::new(),
     });
     let state = ShmState::new(Arc::clone(&shared), rx, hellos.len());
     Ok(Setup { peers, shm: Some((shared, state)) })

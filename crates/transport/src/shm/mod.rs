@@ -24,7 +24,7 @@ mod segment;
 
 pub use assist::{AssistSlot, Chunk, Offer, MAX_ASSISTED};
 pub use control::{Control, DirEntry, ASSIST_SLOTS, DIR_SLOTS};
-pub use copy::{read_lent, vm_read, vm_read_part, vm_write, write_lent, CopyDest, Far};
+pub use copy::{kernel_copy_is_costly, read_lent, vm_read, vm_read_part, vm_write, write_lent, CopyDest, Far};
 pub use fence::full_fence;
 pub use ring::{parts_len, Consumer, Corrupt, Producer, PushError, RingPeek, RingView};
 pub use segment::Segment;
