@@ -319,6 +319,9 @@ pub(crate) struct MsgState {
     pub(crate) eager_limit: usize,
     /// By rank: the eager limit toward that peer (`State::init_eager_limits`).
     pub(crate) eager_limits: Vec<usize>,
+    /// By rank: the inline limit of active-message payloads and replies
+    /// toward that peer (`State::init_eager_limits`).
+    pub(crate) am_eager_limits: Vec<usize>,
     pub(crate) stats: MsgStats,
 }
 
@@ -341,53 +344,52 @@ pub(crate) const SHM_EAGER_LIMIT: usize = 16 << 10;
 pub(crate) const SHM_EAGER_LIMIT_COSTLY_COPY: usize = 64 << 10;
 
 impl State {
-    /// Gives every peer its eager limit, once, when the endpoint starts:
-    /// `Config::eager_limit` toward other hosts, `Config::shm_eager_limit`
-    /// (or the choice it leaves to us, see there) toward this host's ranks.
+    /// Gives every peer its eager limits, once, when the endpoint starts.
+    /// Tagged messages: `Config::eager_limit` toward other hosts,
+    /// `Config::shm_eager_limit` (or the choice it leaves to us, see there)
+    /// toward this host's ranks. Active messages: the same, but inline up
+    /// to at least [`SHM_EAGER_LIMIT_COSTLY_COPY`] toward this host's ranks
+    /// when the configuration leaves it to us. A pulled payload costs more
+    /// than a tagged message's single copy (the target pulls the request,
+    /// copies the reply, and the initiator pulls that): between threads of
+    /// one process, where a tagged message's limit stays at 16 KiB, a 32 KiB
+    /// am round trip took 3.7-3.8 µs pulled and 1.8 µs inline, 64 KiB 6.2
+    /// and 3.2-3.4 (`mwbench --bench pingpong --op am --transport shm`).
     pub(crate) fn init_eager_limits(&mut self) {
         let configured = self.config.shm_eager_limit;
-        let limits = (0..self.size)
+        let (tagged, am) = (0..self.size)
             .map(|peer| {
                 let Some(shm) = self.shm.as_ref().filter(|shm| shm.is_peer(peer)) else {
-                    return self.msg.eager_limit;
+                    return (self.msg.eager_limit, self.msg.eager_limit);
                 };
                 if let Some(limit) = configured {
-                    return limit;
+                    return (limit, limit);
                 }
                 let other_process =
                     shm.shared.link(peer).is_some_and(|link| matches!(link.far, mw_transport::shm::Far::Process(_)));
                 if other_process && shm.shared.cma && shm.shared.kernel_copy_is_costly() {
-                    SHM_EAGER_LIMIT_COSTLY_COPY
+                    (SHM_EAGER_LIMIT_COSTLY_COPY, SHM_EAGER_LIMIT_COSTLY_COPY)
                 } else {
-                    SHM_EAGER_LIMIT
+                    (SHM_EAGER_LIMIT, SHM_EAGER_LIMIT_COSTLY_COPY)
                 }
             })
-            .collect();
-        self.msg.eager_limits = limits;
+            .unzip();
+        self.msg.eager_limits = tagged;
+        self.msg.am_eager_limits = am;
     }
 
-    /// Largest message that goes to `peer` eagerly (see `init_eager_limits`).
+    /// Largest tagged message that goes to `peer` eagerly (see
+    /// `init_eager_limits`).
     #[inline]
     pub(crate) fn eager_limit_to(&self, peer: u32) -> usize {
         self.msg.eager_limits.get(peer as usize).copied().unwrap_or(self.msg.eager_limit)
     }
 
-    /// Largest active-message payload or reply that goes to `peer` inline.
-    /// [`eager_limit_to`](Self::eager_limit_to), but at least
-    /// [`SHM_EAGER_LIMIT_COSTLY_COPY`] toward this host's ranks when the
-    /// configuration leaves the limit to us: a pulled payload costs more
-    /// than a tagged message's single copy (the target pulls the request,
-    /// copies the reply, and the initiator pulls that), so between threads
-    /// of one process, where a tagged message's limit stays at 16 KiB, a
-    /// 32 KiB am round trip took 3.7-3.8 µs pulled and 1.8 µs inline, 64 KiB
-    /// 6.2 and 3.2-3.4 (`mwbench --bench pingpong --op am --transport shm`).
+    /// Largest active-message payload or reply that goes to `peer` inline
+    /// (see `init_eager_limits`).
+    #[inline]
     pub(crate) fn am_eager_limit_to(&self, peer: u32) -> usize {
-        let limit = self.eager_limit_to(peer);
-        if self.config.shm_eager_limit.is_none() && self.is_shm_peer(peer) {
-            limit.max(SHM_EAGER_LIMIT_COSTLY_COPY)
-        } else {
-            limit
-        }
+        self.msg.am_eager_limits.get(peer as usize).copied().unwrap_or(self.msg.eager_limit)
     }
 }
 
@@ -407,6 +409,7 @@ impl MsgState {
             outbox: VecDeque::new(),
             eager_limit,
             eager_limits: vec![eager_limit; size as usize],
+            am_eager_limits: vec![eager_limit; size as usize],
             stats: MsgStats::default(),
         }
     }
@@ -516,11 +519,13 @@ impl Endpoint {
         self.lock().msg.stats
     }
 
-    /// The largest message this rank sends to `rank` eagerly (tagged
-    /// messages, active-message payloads and replies): larger ones go by
-    /// rendezvous, so a receive posted before they arrive is what lets them
-    /// move. Fixed when the endpoint starts (see `Config::eager_limit` and
-    /// `Config::shm_eager_limit`).
+    /// The largest tagged message this rank sends to `rank` eagerly: larger
+    /// ones go by rendezvous, so a receive posted before they arrive is what
+    /// lets them move. Fixed when the endpoint starts (see
+    /// `Config::eager_limit` and `Config::shm_eager_limit`). Active-message
+    /// payloads and replies use the same limit, except toward this host's
+    /// ranks when `Config::shm_eager_limit` is left to the library: then
+    /// they go inline up to at least 64 KiB.
     pub fn eager_limit(&self, rank: u32) -> Result<usize> {
         self.check_rank(rank)?;
         Ok(self.lock().eager_limit_to(rank))
