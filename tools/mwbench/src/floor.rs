@@ -21,7 +21,7 @@ use std::time::Instant;
 use std::sync::Arc;
 
 use mw_transport::shm::ring::ring_len;
-use mw_transport::shm::{Consumer, Producer, RingView, Segment};
+use mw_transport::shm::{Producer, RingView, Segment};
 
 use crate::pingpong::warmup;
 use crate::row::Row;
@@ -52,8 +52,7 @@ pub fn shm_floor_child(pid: u32, fd: i32, iters: u64, lines: u64) {
     if lines == RING_MODE {
         let seg = Arc::new(Segment::open_peer(pid, fd, ring_floor_len()).expect("map the parent's rings"));
         let (to_child, to_parent) = floor_rings(&seg);
-        let mut inbox = Consumer::new(to_child);
-        let mut outbox = Producer::new(to_parent);
+        let (mut outbox, mut inbox) = Producer::paired(to_parent, to_child);
         let mut payload = [0u8; 8];
         for _ in 0..iters {
             while !inbox.pop(|m| payload.copy_from_slice(m)).expect("intact ring") {
@@ -148,8 +147,9 @@ pub fn pingpong_shm_floor_ring(iters: usize) -> Row {
     let (to_child, to_parent) = floor_rings(&seg);
     to_child.init_salt();
     to_parent.init_salt();
-    let mut outbox = Producer::new(to_child);
-    let mut inbox = Consumer::new(to_parent);
+    // Paired, as an endpoint's rings are: records carry acks, so this
+    // ping-pong reuses the lap starts (`ring`'s "Lap jumps").
+    let (mut outbox, mut inbox) = Producer::paired(to_child, to_parent);
     let mut child = spawn_partner(&seg, total, RING_MODE);
     let mut samples = Vec::with_capacity(iters);
     let mut payload = [7u8; 8];

@@ -64,18 +64,22 @@ pub(crate) struct ShmState {
 
 impl ShmState {
     pub(super) fn new(shared: Arc<ShmShared>, rx: Vec<(u32, RingView)>, size: usize) -> ShmState {
-        let tx = (0..size)
-            .map(|r| {
-                shared.links[r].as_ref().map(|link| Tx {
-                    producer: Producer::new(link.out.clone()),
-                    overflow: VecDeque::new(),
-                    overflow_bytes: 0,
-                    largest: link.out.capacity() / 4,
-                })
+        let mut tx: Vec<Option<Tx>> = (0..size).map(|_| None).collect();
+        // Each peer's two rings as a pair: records carry acks of the other
+        // ring, so request-reply traffic reuses a lap's first lines
+        // (mw_transport::shm::ring, "Lap jumps").
+        let rx = rx
+            .into_iter()
+            .map(|(r, inbound)| {
+                let link = shared.links[r as usize].as_ref().expect("a ring from every linked peer");
+                let (producer, consumer) = Producer::paired(link.out.clone(), inbound);
+                let largest = link.out.capacity() / 4;
+                tx[r as usize] = Some(Tx { producer, overflow: VecDeque::new(), overflow_bytes: 0, largest });
+                (r, consumer)
             })
             .collect();
         ShmState {
-            rx: rx.into_iter().map(|(r, view)| (r, Consumer::new(view))).collect(),
+            rx,
             tx,
             dir_free: (0..DIR_SLOTS).rev().collect(),
             dir_slots: Default::default(),

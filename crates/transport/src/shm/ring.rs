@@ -14,12 +14,31 @@
 //!
 //! `tail` and `head` count bytes since the ring was created and never wrap
 //! (a u64 of bytes lasts centuries); a position's slot is `pos % cap` (`cap` is a power of two). A
-//! record is a 16-byte header (`stamp: u64`, `len: u32`, `kind: u32`) then
-//! `len` payload bytes, padded to whole 64-byte slots, and never wraps
-//! around the end of the data area: when it would not fit before the end,
-//! the producer writes a `PAD` record covering the rest and starts at slot
-//! 0. A message larger than a record may be is sent as `PART` records
-//! followed by a final message record, which the consumer reassembles.
+//! record is a 24-byte header (`stamp: u64`, `len: u32`, `kind: u32`,
+//! `ack: u64`) then `len` payload bytes, padded to whole 64-byte slots, and
+//! never wraps around the end of the data area: when it would not fit
+//! before the end, the producer writes a `PAD` record covering the rest and
+//! starts at slot 0. A message larger than a record may be is sent as
+//! `PART` records followed by a final message record, which the consumer
+//! reassembles.
+//!
+//! **Lap jumps.** A ring the producer knows to be empty starts its next
+//! record at the start of the next lap (slot 0) instead of where the last
+//! one ended, skipping the rest of the lap without writing anything there.
+//! Request-reply traffic then keeps reusing one hot line per direction
+//! instead of walking a fresh (cold) line through the whole data area per
+//! message: on the 2-vCPU test VM an 8-byte ping-pong through 1 MiB rings
+//! cost ~0.085 µs per hop that way against ~0.06 for a line that stays
+//! hot. The producer knows the ring is empty from the **ack** its peer
+//! writes into every record of the opposite ring of the pair (`Producer::
+//! paired`): how far the peer had consumed ours when it wrote the record.
+//! So no side ever polls the other's `head` line for it. The consumer looks
+//! for the next record at `head` and, when that slot is not published, at
+//! the next lap's start: loading the lap start's stamp first, then
+//! `head`'s again, tells a jump (`head` still unpublished) from a producer
+//! that got to the lap start by filling the lap (then the record at `head`
+//! was published before the lap start's, so it is visible by then).
+//! Skipped bytes count as consumed once the record after them is.
 //!
 //! The stamp of the record at position `pos` is `salt ^ pos`. The consumer
 //! polls the stamp where the next record must start, not the tail: a small
@@ -37,7 +56,11 @@
 //!   `salt ^ head`, every byte of that record is visible to it; it reads the
 //!   record, and then frees its slots with `head.store(new, Release)`;
 //! - the producer reads `head` with `Acquire` before reusing slots, so the
-//!   consumer's reads of those slots happened before the producer's new writes.
+//!   consumer's reads of those slots happened before the producer's new
+//!   writes. An ack reaches it the same way: the peer stores `head`, then
+//!   publishes a record carrying that value (Release); our consumer reads it
+//!   after its Acquire of the stamp and hands it on with a Release store
+//!   that the producer loads with Acquire (`AckCell`).
 //!
 //! The consumer checks every header against the ring's bounds: a corrupt or
 //! hostile peer yields an error, never an out-of-bounds access.
@@ -56,7 +79,7 @@ use super::segment::Segment;
 pub const RING_HEADER: usize = 128;
 /// Slot size: records start on cache-line boundaries.
 pub const SLOT: usize = 64;
-const RECORD_HEADER: usize = 16;
+const RECORD_HEADER: usize = 24;
 const KIND_MESSAGE: u32 = 1;
 const KIND_PAD: u32 = 2;
 /// A leading piece of a message too large for one record; the records that
@@ -160,6 +183,30 @@ impl RingView {
         unsafe { self.seg.as_ptr().add(self.offset + RING_HEADER) }
     }
 
+    /// Where the record after consumer position `head` starts, if it is
+    /// published: at `head`, or at the next lap's start when the producer
+    /// jumped there (module docs). Two stamp loads when nothing is there.
+    #[inline]
+    fn next_at(&self, salt: u64, head: u64) -> Option<u64> {
+        let pos = self.slot_of(head);
+        if self.stamp(pos).load(Ordering::Acquire) == salt ^ head {
+            return Some(head);
+        }
+        if pos == 0 {
+            return None;
+        }
+        let lap = (head | (self.cap as u64 - 1)) + 1;
+        if self.stamp(0).load(Ordering::Acquire) != salt ^ lap {
+            return None;
+        }
+        // Loaded after the lap start's stamp: a record at `head` published
+        // before it is visible now, so one still missing means a jump.
+        if self.stamp(pos).load(Ordering::Acquire) == salt ^ head {
+            return Some(head);
+        }
+        Some(lap)
+    }
+
     /// Bytes published and not yet consumed (0: the consumer has executed
     /// everything sent so far). Readable from any thread of either side.
     pub fn pending_bytes(&self) -> u64 {
@@ -183,6 +230,13 @@ impl RingView {
     }
 }
 
+/// How far the peer has consumed our ring, as the acks in its records
+/// told our consumer: handed from the [`Consumer`] of the peer's ring to
+/// the [`Producer`] of ours (one pair per peer, see [`Producer::paired`]).
+/// Process-local memory, never shared with the peer.
+#[derive(Debug, Default)]
+struct AckCell(AtomicU64);
+
 /// The producing end. Exactly one per ring (the type is not `Clone`; the
 /// endpoint creates one per peer).
 #[derive(Debug)]
@@ -191,8 +245,13 @@ pub struct Producer {
     salt: u64,
     /// Our copy of `tail` (we are its only writer).
     tail: u64,
-    /// Last `head` we read; free space is at least `cap - (tail - head_seen)`.
+    /// What we know `head` to be at least (read, or acked by the peer);
+    /// free space is at least `cap - (tail - head_seen)`.
     head_seen: u64,
+    /// The peer's ring to us, whose published `head` every record we write
+    /// carries as its ack; and where our consumer of that ring leaves the
+    /// acks the peer sends us. `None` for a lone ring (acks are 0, no jumps).
+    pairing: Option<(RingView, Arc<AckCell>)>,
 }
 
 impl Producer {
@@ -201,7 +260,22 @@ impl Producer {
         let tail = view.tail().load(Ordering::Acquire);
         let head_seen = view.head().load(Ordering::Acquire);
         let salt = view.salt();
-        Producer { view, salt, tail, head_seen }
+        Producer { view, salt, tail, head_seen, pairing: None }
+    }
+
+    /// The two ends of a pair of rings between us and one peer: the
+    /// producer of `out` (the peer consumes it) and the consumer of
+    /// `inbound` (the peer produces it). Records each way carry acks of the
+    /// other ring, which let the producer jump to lap starts (module docs)
+    /// without reading the peer's `head` line. The peer must pair its ends
+    /// too for its acks to arrive; a lone end works, just without jumps.
+    pub fn paired(out: RingView, inbound: RingView) -> (Producer, Consumer) {
+        let cell = Arc::new(AckCell::default());
+        let mut producer = Producer::new(out);
+        let mut consumer = Consumer::new(inbound.clone());
+        producer.pairing = Some((inbound, Arc::clone(&cell)));
+        consumer.acks = Some(cell);
+        (producer, consumer)
     }
 
     /// Bytes a message of `len` payload bytes takes in the ring.
@@ -229,6 +303,25 @@ impl Producer {
         if record > cap || len > u32::MAX as usize {
             return Err(PushError::TooBig);
         }
+        let mut ack = 0;
+        if let Some((inbound, cell)) = &self.pairing {
+            ack = inbound.head().load(Ordering::Relaxed);
+            let acked = cell.0.load(Ordering::Acquire);
+            // Never past what we published: a confused peer's ack must not
+            // make free space out of thin air (only its own ring would suffer,
+            // but the arithmetic below must not underflow either).
+            if acked > self.head_seen && acked <= self.tail {
+                self.head_seen = acked;
+            }
+            let at = self.view.slot_of(self.tail) as u64;
+            if self.head_seen == self.tail && at != 0 && at >= record as u64 {
+                // Everything consumed: start the next lap instead (module
+                // docs). Free space stays exact: the skipped bytes count as
+                // published, and the `at` bytes at the lap start were freed
+                // when the consumer passed them a lap ago.
+                self.tail += cap as u64 - at;
+            }
+        }
         let pos = self.view.slot_of(self.tail);
         let to_end = cap - pos;
         let need = if record <= to_end { record } else { to_end + record };
@@ -242,7 +335,7 @@ impl Producer {
         if record > to_end {
             // SAFETY: pos + 16 <= cap (pos is slot aligned and < cap), and
             // the slots from pos to the end are free (checked above).
-            unsafe { write_header(data.add(pos), (to_end - RECORD_HEADER) as u32, KIND_PAD) };
+            unsafe { write_header(data.add(pos), (to_end - RECORD_HEADER) as u32, KIND_PAD, ack) };
             self.view.stamp(pos).store(self.salt ^ self.tail, Ordering::Release);
             self.tail += to_end as u64;
         }
@@ -251,7 +344,7 @@ impl Producer {
         // construction) and those slots are free: the consumer has moved
         // `head` past them (Acquire above), so nobody reads them now.
         unsafe {
-            write_header(data.add(pos), len as u32, kind);
+            write_header(data.add(pos), len as u32, kind, ack);
             let at = data.add(pos + RECORD_HEADER);
             // Straight-line for the usual header + payload (the general loop
             // cost ~45 instructions per push, on every message's path).
@@ -307,16 +400,17 @@ pub fn parts_len(parts: &[&[u8]]) -> usize {
     }
 }
 
-/// Writes a record header's length and kind (not its stamp, which
+/// Writes a record header's length, kind and ack (not its stamp, which
 /// publishes the record and is stored atomically afterwards).
 ///
 /// # Safety
-/// `at..at+16` must be valid for writes and not concurrently accessed.
-unsafe fn write_header(at: *mut u8, len: u32, kind: u32) {
-    let mut fields = [0u8; 8];
+/// `at..at+RECORD_HEADER` must be valid for writes and not concurrently accessed.
+unsafe fn write_header(at: *mut u8, len: u32, kind: u32, ack: u64) {
+    let mut fields = [0u8; RECORD_HEADER - 8];
     fields[..4].copy_from_slice(&len.to_le_bytes());
-    fields[4..].copy_from_slice(&kind.to_le_bytes());
-    // SAFETY: per this function's contract (bytes 8..16 of the header).
+    fields[4..8].copy_from_slice(&kind.to_le_bytes());
+    fields[8..].copy_from_slice(&ack.to_le_bytes());
+    // SAFETY: per this function's contract (bytes 8..RECORD_HEADER of the header).
     unsafe { std::ptr::copy_nonoverlapping(fields.as_ptr(), at.add(8), fields.len()) };
 }
 
@@ -338,8 +432,7 @@ impl RingPeek {
     #[inline]
     pub fn has_pending(&self) -> bool {
         let head = self.view.head().load(Ordering::Acquire);
-        let pos = self.view.slot_of(head);
-        self.view.stamp(pos).load(Ordering::Acquire) == self.salt ^ head
+        self.view.next_at(self.salt, head).is_some()
     }
 }
 
@@ -372,6 +465,9 @@ pub struct Consumer {
     head: u64,
     /// Parts of a message being reassembled.
     partial: Vec<u8>,
+    /// Where the acks in the records go, for our producer to the same peer
+    /// (see [`Producer::paired`]).
+    acks: Option<Arc<AckCell>>,
 }
 
 impl Consumer {
@@ -379,31 +475,40 @@ impl Consumer {
     pub fn new(view: RingView) -> Consumer {
         let head = view.head().load(Ordering::Acquire);
         let salt = view.salt();
-        Consumer { view, salt, head, partial: Vec::new() }
+        Consumer { view, salt, head, partial: Vec::new(), acks: None }
     }
 
-    /// Whether a record is waiting: one Acquire load of the stamp where it
-    /// would start (the line its header and a small payload share).
+    /// Whether a record is waiting: an Acquire load of the stamp where it
+    /// would start (the line its header and a small payload share), and of
+    /// the next lap's start when that is not it.
     #[inline]
     pub fn has_pending(&self) -> bool {
-        let pos = self.view.slot_of(self.head);
-        self.view.stamp(pos).load(Ordering::Acquire) == self.salt ^ self.head
+        self.view.next_at(self.salt, self.head).is_some()
     }
 
-    /// The record at `head`, if published: where it is and what it holds,
-    /// checked against the ring's bounds.
-    fn head_record(&self) -> Result<Option<HeadRecord>, Corrupt> {
-        if !self.has_pending() {
-            return Ok(None);
-        }
-        let pos = self.view.slot_of(self.head);
-        let mut fields = [0u8; 8];
-        // SAFETY: pos + 16 <= cap (pos is slot aligned and < cap); the record
-        // was published (its stamp, Acquire in has_pending), so the producer
-        // wrote it and will not touch it until we move head past it.
+    /// The next record, if published: where it is and what it holds,
+    /// checked against the ring's bounds. Moves `head` over the rest of a
+    /// lap the producer skipped (unpublished until the record is consumed)
+    /// and hands the record's ack to our producer.
+    fn head_record(&mut self) -> Result<Option<HeadRecord>, Corrupt> {
+        let Some(at) = self.view.next_at(self.salt, self.head) else { return Ok(None) };
+        self.head = at;
+        let pos = self.view.slot_of(at);
+        let mut fields = [0u8; RECORD_HEADER - 8];
+        // SAFETY: pos + RECORD_HEADER <= cap (pos is slot aligned and < cap,
+        // and a slot holds a header); the record was published (its stamp,
+        // Acquire in next_at), so the producer wrote it and will not touch it
+        // until we move head past it.
         unsafe { std::ptr::copy_nonoverlapping(self.view.data().add(pos + 8), fields.as_mut_ptr(), fields.len()) };
         let len = u32::from_le_bytes(fields[..4].try_into().expect("4 bytes")) as usize;
-        let kind = u32::from_le_bytes(fields[4..].try_into().expect("4 bytes"));
+        let kind = u32::from_le_bytes(fields[4..8].try_into().expect("4 bytes"));
+        if let Some(cell) = &self.acks {
+            let ack = u64::from_le_bytes(fields[8..].try_into().expect("8 bytes"));
+            // Acks only grow; the producer bounds them by what it published.
+            if ack > cell.0.load(Ordering::Relaxed) {
+                cell.0.store(ack, Ordering::Release);
+            }
+        }
         let record = Producer::record_len(len);
         if record > self.view.cap - pos {
             return Err(Corrupt);
@@ -565,7 +670,7 @@ mod tests {
         tx.push(&[b"hello"]).unwrap();
         // Forge a length that runs past the end of the data area.
         // SAFETY: the data area starts RING_HEADER bytes into the mapping.
-        unsafe { write_header(tx.view.data(), 10_000, KIND_MESSAGE) };
+        unsafe { write_header(tx.view.data(), 10_000, KIND_MESSAGE, 0) };
         assert_eq!(rx.pop(|_| {}), Err(Corrupt));
     }
 
@@ -634,5 +739,205 @@ mod tests {
         assert_eq!(rx.pop(|m| last = m.to_vec()), Ok(true));
         assert_eq!(last, [9u8; 100]);
         assert_eq!(rx.pop_if(|_| true), Ok(false));
+    }
+
+    /// Two pairs of ends over one pair of rings, as two peers hold them.
+    fn pair_of_peers(cap: usize) -> ((Producer, Consumer), (Producer, Consumer)) {
+        let seg = Arc::new(Segment::create("memwire-ring-pair-test", 2 * ring_len(cap)).unwrap());
+        let a_to_b = RingView::new(Arc::clone(&seg), 0, cap).unwrap();
+        let b_to_a = RingView::new(seg, ring_len(cap), cap).unwrap();
+        a_to_b.init_salt();
+        b_to_a.init_salt();
+        (Producer::paired(a_to_b.clone(), b_to_a.clone()), Producer::paired(b_to_a, a_to_b))
+    }
+
+    #[test]
+    fn request_reply_traffic_reuses_the_lap_start() {
+        let cap = 4096;
+        let ((mut a_tx, mut a_rx), (mut b_tx, mut b_rx)) = pair_of_peers(cap);
+        for i in 0..1000u64 {
+            let end = a_tx.push(&[&i.to_le_bytes()]).unwrap();
+            let mut got = None;
+            assert!(b_rx.pop(|m| got = Some(u64::from_le_bytes(m.try_into().unwrap()))).unwrap());
+            assert_eq!(got, Some(i));
+            let reply = b_tx.push(&[&(i + 1_000_000).to_le_bytes(), &[5u8; 30]]).unwrap();
+            assert!(a_rx.pop(|m| assert_eq!(m[..8], (i + 1_000_000).to_le_bytes())).unwrap());
+            if i >= 2 {
+                // Both records start a lap: one hot line per direction.
+                assert_eq!((end - SLOT as u64) % cap as u64, 0, "request {i} at {end}");
+                assert_eq!((reply - SLOT as u64) % cap as u64, 0, "reply {i} at {reply}");
+            }
+            assert_eq!(a_tx.consumed(), end);
+            assert_eq!(a_tx.view().pending_bytes(), 0);
+        }
+        assert!(a_tx.published() > 900 * cap as u64);
+    }
+
+    #[test]
+    fn jumps_never_skip_or_reorder_records_whatever_the_interleaving() {
+        // A deterministic mix of bursts, replies, lagging consumers, large
+        // records and parts, checked message by message on both sides.
+        let cap = 2048;
+        let ((mut a_tx, mut a_rx), (mut b_tx, mut b_rx)) = pair_of_peers(cap);
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let (mut a_sent, mut a_seen, mut b_sent, mut b_seen) = (0u64, 0u64, 0u64, 0u64);
+        let mut jumps = 0;
+        for _ in 0..20_000 {
+            let len = [0, 8, 40, 100, 500, 900][next(6) as usize];
+            let body = |seq: u64| {
+                let mut v = vec![(seq % 251) as u8; len.max(8)];
+                v[..8].copy_from_slice(&seq.to_le_bytes());
+                v
+            };
+            match next(6) {
+                0 | 1 => {
+                    let before = a_tx.published();
+                    if a_tx.push(&[&body(a_sent)]).is_ok() {
+                        a_sent += 1;
+                        let record = Producer::record_len(len.max(8)) as u64;
+                        let start = a_tx.published() - record;
+                        let room = cap as u64 - before % cap as u64;
+                        // At a lap start though it fitted where the last ended.
+                        if start % cap as u64 == 0 && before % cap as u64 != 0 && record <= room {
+                            jumps += 1;
+                        }
+                    }
+                }
+                2 => {
+                    if b_tx.push(&[&body(b_sent)]).is_ok() {
+                        b_sent += 1;
+                    }
+                }
+                3 => {
+                    let check = |m: &[u8], seq: &mut u64| {
+                        assert_eq!(m[..8], seq.to_le_bytes(), "order");
+                        assert!(m[8..].iter().all(|&x| x == (*seq % 251) as u8), "payload");
+                        *seq += 1;
+                    };
+                    for _ in 0..next(4) {
+                        b_rx.pop(|m| check(m, &mut b_seen)).unwrap();
+                    }
+                    for _ in 0..next(4) {
+                        a_rx.pop(|m| check(m, &mut a_seen)).unwrap();
+                    }
+                }
+                4 => {
+                    // A message in parts, as large messages travel.
+                    let whole = body(a_sent);
+                    let (first, rest) = whole.split_at(whole.len() / 2);
+                    if a_tx.push_part(&[first]).is_ok() {
+                        while a_tx.push(&[rest]).is_err() {
+                            b_rx.pop(|m| {
+                                assert_eq!(m[..8], b_seen.to_le_bytes());
+                                b_seen += 1;
+                            })
+                            .unwrap();
+                        }
+                        a_sent += 1;
+                    }
+                }
+                _ => {
+                    assert_eq!(b_rx.has_pending(), b_seen < a_sent, "pending at b");
+                    assert_eq!(a_rx.has_pending(), a_seen < b_sent, "pending at a");
+                    // A reply round: b drains, answers (its record acks
+                    // everything), a takes the answers: a's next push may jump.
+                    while b_rx
+                        .pop(|m| {
+                            assert_eq!(m[..8], b_seen.to_le_bytes());
+                            b_seen += 1;
+                        })
+                        .unwrap()
+                    {}
+                    if b_tx.push(&[&body(b_sent)]).is_ok() {
+                        b_sent += 1;
+                    }
+                    while a_rx
+                        .pop(|m| {
+                            assert_eq!(m[..8], a_seen.to_le_bytes());
+                            a_seen += 1;
+                        })
+                        .unwrap()
+                    {}
+                }
+            }
+        }
+        while b_rx
+            .pop(|m| {
+                assert_eq!(m[..8], b_seen.to_le_bytes());
+                b_seen += 1;
+            })
+            .unwrap()
+        {}
+        while a_rx
+            .pop(|m| {
+                assert_eq!(m[..8], a_seen.to_le_bytes());
+                a_seen += 1;
+            })
+            .unwrap()
+        {}
+        assert_eq!((a_seen, b_seen), (b_sent, a_sent));
+        assert!(a_sent > 1000 && b_sent > 1000, "{a_sent} {b_sent}");
+        assert!(jumps > 100, "the mix jumped {jumps} times");
+    }
+
+    #[test]
+    fn a_peer_thread_pair_ping_pongs_and_streams_through_jumping_rings() {
+        let cap = 1024;
+        let ((mut a_tx, mut a_rx), (mut b_tx, mut b_rx)) = pair_of_peers(cap);
+        const N: u64 = 50_000;
+        let echo = std::thread::spawn(move || {
+            let mut seen = 0u64;
+            while seen < N {
+                let mut got = None;
+                if b_rx.pop(|m| got = Some(u64::from_le_bytes(m[..8].try_into().unwrap()))).unwrap() {
+                    assert_eq!(got, Some(seen));
+                    seen += 1;
+                    // Echo every third, so some stretches stream one way.
+                    if seen % 3 == 0 {
+                        while b_tx.push(&[&seen.to_le_bytes()]).is_err() {
+                            std::hint::spin_loop();
+                        }
+                    }
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        let (mut sent, mut echoes) = (0u64, 0u64);
+        while sent < N || echoes < N / 3 {
+            if sent < N && a_tx.push(&[&sent.to_le_bytes(), &[1u8; 20]]).is_ok() {
+                sent += 1;
+            }
+            a_rx.pop(|m| {
+                echoes += 1;
+                assert_eq!(u64::from_le_bytes(m.try_into().unwrap()), echoes * 3);
+            })
+            .unwrap();
+        }
+        echo.join().unwrap();
+    }
+
+    #[test]
+    fn an_ack_beyond_what_was_published_frees_nothing() {
+        let cap = 512;
+        let ((mut a_tx, _a_rx), (_b_tx, mut b_rx)) = pair_of_peers(cap);
+        let cell = Arc::clone(&a_tx.pairing.as_ref().unwrap().1);
+        cell.0.store(u64::MAX, Ordering::Release);
+        let mut pushed = 0;
+        while a_tx.push(&[&[3u8; 40]]).is_ok() {
+            pushed += 1;
+        }
+        assert_eq!(pushed, cap / SLOT, "a bogus ack made room");
+        let mut popped = 0;
+        while b_rx.pop(|m| assert_eq!(m, [3u8; 40])).unwrap() {
+            popped += 1;
+        }
+        assert_eq!(popped, pushed);
     }
 }
