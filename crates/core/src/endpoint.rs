@@ -443,6 +443,31 @@ impl Endpoint {
         taken
     }
 
+    /// The first microseconds of a wait for a record from a same-host ring
+    /// (a receive's message, an active message's reply): only the rings'
+    /// stamps are polled (no lock, no clock, no progress round), and the
+    /// first record that lands is offered to `take` under the lock at once.
+    /// Returns whether `take` took it. A record `take` leaves (another
+    /// tag, a credit grant, someone else's reply), or a quiet spell of a
+    /// few microseconds, hands over to [`wait_for`](Self::wait_for), which
+    /// executes it and serves every other path. That loop reaches the same
+    /// record through more layers: an 8-byte send/recv ping-pong over shared
+    /// memory took 0.121-0.126 µs per hop through it and 0.106-0.111 with
+    /// this spin in front (alternating runs, before the rings' lap jumps).
+    /// Only for waits a ring ends: a UDP reply would wait out the spin.
+    pub(crate) fn spin_for_ring_record(&self, take: impl FnOnce(&mut State) -> bool) -> bool {
+        // ~15 ns a round (a pause and a peek per ring): ~4 µs in all.
+        const ROUNDS: u32 = 256;
+        let Some(shm) = self.shared.shm.as_deref() else { return false };
+        for _ in 0..ROUNDS {
+            if shm.inbound_pending() {
+                return take(&mut self.lock());
+            }
+            std::hint::spin_loop();
+        }
+        false
+    }
+
     /// [`wait_for`](Self::wait_for), giving up at `until`: returns whether
     /// `done` said so.
     pub(crate) fn wait_for_until(

@@ -835,6 +835,12 @@ impl Endpoint {
         }
         let mut outcome = self.lock().recv_unposted(context, source, tag, buf);
         if outcome == Unposted::Wait {
+            self.spin_for_ring_record(|state| {
+                outcome = state.recv_unposted(context, source, tag, buf);
+                outcome != Unposted::Wait
+            });
+        }
+        if outcome == Unposted::Wait {
             self.wait_for(|state| {
                 outcome = state.recv_unposted(context, source, tag, buf);
                 outcome != Unposted::Wait
