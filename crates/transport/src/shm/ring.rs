@@ -80,6 +80,8 @@ pub const RING_HEADER: usize = 128;
 /// Slot size: records start on cache-line boundaries.
 pub const SLOT: usize = 64;
 const RECORD_HEADER: usize = 24;
+// Every slot can start a record: the SAFETY arguments below rely on it.
+const _: () = assert!(RECORD_HEADER <= SLOT);
 const KIND_MESSAGE: u32 = 1;
 const KIND_PAD: u32 = 2;
 /// A leading piece of a message too large for one record; the records that
@@ -333,7 +335,8 @@ impl Producer {
         }
         let data = self.view.data();
         if record > to_end {
-            // SAFETY: pos + 16 <= cap (pos is slot aligned and < cap), and
+            // SAFETY: pos + RECORD_HEADER <= cap (pos is slot aligned and < cap,
+            // and a slot holds a header), and
             // the slots from pos to the end are free (checked above).
             unsafe { write_header(data.add(pos), (to_end - RECORD_HEADER) as u32, KIND_PAD, ack) };
             self.view.stamp(pos).store(self.salt ^ self.tail, Ordering::Release);
@@ -450,7 +453,7 @@ struct HeadRecord {
 impl HeadRecord {
     /// Its payload in `view`'s data area.
     fn payload<'a>(&self, view: &'a RingView) -> &'a [u8] {
-        // SAFETY: pos + 16 + len <= cap (checked in `Consumer::head_record`);
+        // SAFETY: pos + RECORD_HEADER + len <= cap (checked in `Consumer::head_record`);
         // published, and not reused by the producer until the consumer moves
         // head past it, which it does only after its last use of this slice.
         unsafe { std::slice::from_raw_parts(view.data().add(self.pos + RECORD_HEADER), self.len) }
@@ -502,16 +505,16 @@ impl Consumer {
         unsafe { std::ptr::copy_nonoverlapping(self.view.data().add(pos + 8), fields.as_mut_ptr(), fields.len()) };
         let len = u32::from_le_bytes(fields[..4].try_into().expect("4 bytes")) as usize;
         let kind = u32::from_le_bytes(fields[4..8].try_into().expect("4 bytes"));
+        let record = Producer::record_len(len);
+        if record > self.view.cap - pos {
+            return Err(Corrupt);
+        }
         if let Some(cell) = &self.acks {
             let ack = u64::from_le_bytes(fields[8..].try_into().expect("8 bytes"));
             // Acks only grow; the producer bounds them by what it published.
             if ack > cell.0.load(Ordering::Relaxed) {
                 cell.0.store(ack, Ordering::Release);
             }
-        }
-        let record = Producer::record_len(len);
-        if record > self.view.cap - pos {
-            return Err(Corrupt);
         }
         Ok(Some(HeadRecord { pos, len, kind, record }))
     }
