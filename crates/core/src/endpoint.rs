@@ -413,16 +413,21 @@ impl Endpoint {
     /// complete already (an eager send's is at once), and collected under
     /// the lock that saw it complete otherwise: not a second one after.
     pub(crate) fn wait_and_take(&self, id: RequestId) -> Option<(Result<()>, Output)> {
-        self.wait_and_take_with(id, |_| false)
+        self.wait_and_take_with(id, false, |_| false)
     }
 
     /// [`wait_and_take`](Self::wait_and_take) with `advance`, which may
     /// complete the request itself (a receive taking its message from a
     /// ring) and says whether it did: tried first under the same single
-    /// lock, before any of the waiting machinery.
+    /// lock, before any of the waiting machinery. `ring_spin`: what completes
+    /// the request arrives through a same-host ring, so the wait starts with
+    /// [`spin_for_ring_record`](Self::spin_for_ring_record) (only once the
+    /// first look found the request incomplete: a window of requests whose
+    /// replies progress already executed must not spin for nothing).
     pub(crate) fn wait_and_take_with(
         &self,
         id: RequestId,
+        ring_spin: bool,
         mut advance: impl FnMut(&mut State) -> bool,
     ) -> Option<(Result<()>, Output)> {
         let mut ready = |state: &mut State| state.requests.is_done(id) != Some(false) || advance(state);
@@ -433,6 +438,17 @@ impl Endpoint {
             }
         }
         let mut taken = None;
+        if ring_spin
+            && self.spin_for_ring_record(|state| {
+                if !ready(state) {
+                    return false;
+                }
+                taken = state.requests.take(id);
+                true
+            })
+        {
+            return taken;
+        }
         self.wait_for(|state| {
             if !ready(state) {
                 return false;

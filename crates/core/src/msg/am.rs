@@ -516,16 +516,11 @@ impl AmHandle<'_> {
         let mut in_place = false;
         // The reply taken straight from the ring (which frees the request),
         // or collected under the lock that saw the request complete.
-        // Not with the progress thread on: it takes the reply from the ring
-        // into the request, and the spin would wait out its rounds for nothing.
-        if from_ring
-            && !self.ep.progress_thread_runs()
-            && self.ep.spin_for_ring_record(|state| state.am_reply_from_ring(id, rank, reply))
-        {
-            self.finished = true;
-            return Ok(());
-        }
-        let taken = self.ep.wait_and_take_with(id, |state| {
+        // No spin with the progress thread on: it takes the reply from the
+        // ring into the request, and the spin would wait out its rounds for
+        // nothing.
+        let ring_spin = from_ring && !self.ep.progress_thread_runs();
+        let taken = self.ep.wait_and_take_with(id, ring_spin, |state| {
             in_place = from_ring && state.am_reply_from_ring(id, rank, reply);
             in_place
         });

@@ -50,9 +50,9 @@ impl OwnedRecv<'_> {
         let from_ring = source != ANY_SOURCE && self.ep.shares_memory_with(source);
         // The oldest posted receive takes its message from the ring itself,
         // without the generic dispatch (`recv_from_ring`).
-        let taken = self
-            .ep
-            .wait_and_take_with(id, |state| from_ring && state.recv_from_ring(id, source, None) != FromRing::Nothing);
+        let taken = self.ep.wait_and_take_with(id, false, |state| {
+            from_ring && state.recv_from_ring(id, source, None) != FromRing::Nothing
+        });
         self.finished = true;
         let Some((result, output)) = taken else {
             return (Vec::new(), Err(Error::InvalidArgument("operation already collected")));
