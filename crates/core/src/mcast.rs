@@ -599,6 +599,20 @@ impl crate::Endpoint {
         state.transmit(now);
     }
 
+    /// The root of `team`'s `transfer` sends to the group once more what
+    /// some member still lacks (`McastSender::repeat_to_group`); how many
+    /// members reported done (`None`: no such transfer).
+    pub(crate) fn mcast_repeat(&self, team: u64, transfer: u64) -> Option<u32> {
+        let mut state = self.lock();
+        let now = self.shared.now();
+        let t = state.mcast.tx.iter_mut().find(|t| t.team == team && t.transfer == transfer)?;
+        t.send.repeat_to_group();
+        let done = t.send.members_done();
+        state.mcast_progress(now);
+        state.transmit(now);
+        Some(done)
+    }
+
     /// See [`State::mcast_finish_tx`].
     pub(crate) fn mcast_finish(&self, team: u64) -> Option<(SenderStats, bool)> {
         self.lock().mcast_finish_tx(team)

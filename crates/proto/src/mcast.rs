@@ -346,6 +346,30 @@ impl McastSender {
         self.group_ok = false;
     }
 
+    /// Sends once more, to the group, every segment already sent that some
+    /// member not done still lacks (by its reported `contig`), ahead of new
+    /// segments. For a probe, whose root repeats it on its own timer: a probe
+    /// asks whether the group reaches everyone, and the answer must not hang
+    /// on a Nack (reliable, but late under loss). Nothing if the group failed.
+    pub fn repeat_to_group(&mut self) {
+        if !self.group_ok {
+            return;
+        }
+        for segment in 0..self.next_new {
+            let lacking = self.members.iter().any(|m| !m.done && m.contig <= segment);
+            if lacking {
+                self.stats.group_sends += 1;
+                self.stats.group_repairs += 1;
+                self.fanout.push_back(McastSend { segment, dest: McastDest::Group });
+            }
+        }
+    }
+
+    /// Members that reported done.
+    pub fn members_done(&self) -> u32 {
+        self.done
+    }
+
     /// Whether the group is still used.
     pub fn group_ok(&self) -> bool {
         self.group_ok
@@ -674,6 +698,36 @@ mod tests {
         assert!(tx.is_complete());
         tx.handle_feedback(2, 0, false, [(0, 4)]);
         assert_eq!(tx.poll_send(), None, "a done member asks for nothing");
+    }
+
+    #[test]
+    fn a_repeat_resends_to_the_group_only_what_a_member_still_lacks() {
+        let mut tx = McastSender::new(cfg(), 3, 3);
+        tx.set_group_only();
+        assert_eq!(tx.poll_send(), Some(McastSend { segment: 0, dest: McastDest::Group }));
+        tx.repeat_to_group();
+        assert_eq!(tx.poll_send(), Some(McastSend { segment: 0, dest: McastDest::Group }), "sent, nobody has it");
+        let sends: Vec<_> = std::iter::from_fn(|| tx.poll_send()).collect();
+        assert_eq!(sends.iter().map(|s| s.segment).collect::<Vec<_>>(), vec![1, 2], "then the new ones");
+        tx.handle_feedback(0, 3, true, []);
+        tx.handle_feedback(1, 2, false, []);
+        assert_eq!(tx.members_done(), 1);
+        tx.repeat_to_group();
+        let sends: Vec<_> = std::iter::from_fn(|| tx.poll_send()).collect();
+        assert_eq!(
+            sends.iter().map(|s| s.segment).collect::<Vec<_>>(),
+            vec![0, 1, 2],
+            "member 2 reported nothing: it may lack every segment"
+        );
+        assert!(sends.iter().all(|s| s.dest == McastDest::Group));
+        tx.handle_feedback(2, 2, false, []);
+        tx.repeat_to_group();
+        let sends: Vec<_> = std::iter::from_fn(|| tx.poll_send()).collect();
+        assert_eq!(sends, vec![McastSend { segment: 2, dest: McastDest::Group }], "only what 1 and 2 lack");
+        tx.group_failed();
+        tx.repeat_to_group();
+        assert_eq!(tx.poll_send(), None, "never once the group failed");
+        assert_eq!(tx.stats().group_repairs, 5);
     }
 
     #[test]

@@ -20,7 +20,10 @@
 //! through two allgathers): every member joins the team's group (a
 //! 239.192.0.0/14 address and a port derived from the job and the team, see
 //! `crate::mcast`), and team rank 0 multicasts a probe that must reach every
-//! member through the group itself within 250 ms. If a member cannot join
+//! member through the group itself: the root repeats it every 2 ms until
+//! every member has said "done" (it cannot get it otherwise), and gives up
+//! after 250 ms if nobody has, 1 s if only some have. The root's verdict,
+//! on its own clock, is the team's. If a member cannot join
 //! (no IPv4, the port is taken, no interface), or the probe does not get
 //! through, the team uses the tree (`MW_MCAST=1` makes that an error
 //! instead; `MW_MCAST=0` skips all of it).
@@ -74,8 +77,13 @@ const CHUNK: usize = 64 << 10;
 /// Signal step of the root's direct put to a member sharing its memory:
 /// above every tree step, so the two cannot be confused.
 const DIRECT_STEP: u32 = (1 << STEP_BITS) - 1;
-/// How long group creation waits for the probe.
+/// How long group creation waits for the probe while no member has it.
 const PROBE_DEADLINE: Duration = Duration::from_millis(250);
+/// How long once some member has it: the group works, and under loss a
+/// member's "done" may take a few retransmissions to arrive.
+const PROBE_DEADLINE_SOME: Duration = Duration::from_secs(1);
+/// How often the root sends the probe to the group again.
+const PROBE_REPEAT: Duration = Duration::from_millis(2);
 /// Transfers in a row received by repair only before a member asks the root for the tree.
 const MISSES_FOR_TREE: u32 = 3;
 
@@ -233,23 +241,19 @@ impl<'ep> Team<'ep> {
         let mut reason = joined.as_ref().err().cloned();
         let mut ok = all.iter().all(|&b| b == 1);
         if ok {
-            let until = Some(Instant::now() + PROBE_DEADLINE);
-            let mine = if me == 0 {
-                let members: Vec<u32> = self.ranks[1..].to_vec();
-                self.ep.mcast_send(id, probe, members, 0, self.mem, 0, true);
-                let tx = ActiveTx { ep: self.ep, team: id, finished: false };
-                let done = self.ep.wait_for_until(|state| state.mcast.tx_complete(id, probe).unwrap_or(true), until);
-                let group_ok = tx.finish().is_some_and(|(_, group_ok)| group_ok);
-                done && group_ok
-            } else {
-                self.ep.wait_for_until(
-                    |state| matches!(state.mcast.rx_status(id, probe), RxStatus::Complete(s) if s.via_group > 0),
-                    until,
-                )
-            };
+            // The root alone judges, on its own clock: members leave the
+            // allgather above at different times (an RTO apart under loss),
+            // so a member's own deadline could run out before the root has
+            // even sent. Members wait in the verdict's broadcast below,
+            // receiving the probe and saying "done" meanwhile.
+            let verdict = if me == 0 { self.run_probe(id, probe) } else { true };
+            let mut word = [0u8];
+            if me == 0 {
+                word[0] = u8::from(verdict);
+            }
+            let verdict = self.allgather_small(&word)?[0] == 1;
             drop(guard);
-            let all = self.allgather_small(&[u8::from(mine)])?;
-            ok = all.iter().all(|&b| b == 1);
+            ok = verdict;
             if !ok {
                 reason.get_or_insert_with(|| "the probe did not reach every member through the group".to_owned());
             }
@@ -270,6 +274,32 @@ impl<'ep> Team<'ep> {
             return Err(Error::Io(format!("IP multicast unavailable on this team (MW_MCAST=1): {why}")));
         }
         Ok(())
+    }
+
+    /// The root's side of the probe: sends it to the group, and again every
+    /// [`PROBE_REPEAT`] to whoever has not said "done", until every member
+    /// has (it can only get the probe through the group) or the deadline
+    /// passes: [`PROBE_DEADLINE`] when nobody got it, [`PROBE_DEADLINE_SOME`]
+    /// once somebody did (the group works; the rest may be slow to say so).
+    fn run_probe(&self, id: u64, probe: u64) -> bool {
+        let members: Vec<u32> = self.ranks[1..].to_vec();
+        let count = members.len() as u32;
+        self.ep.mcast_send(id, probe, members, 0, self.mem, 0, true);
+        let tx = ActiveTx { ep: self.ep, team: id, finished: false };
+        let start = Instant::now();
+        let done = loop {
+            let step = Some(Instant::now() + PROBE_REPEAT);
+            if self.ep.wait_for_until(|state| state.mcast.tx_complete(id, probe).unwrap_or(true), step) {
+                break true;
+            }
+            let Some(reached) = self.ep.mcast_repeat(id, probe) else { break false };
+            let deadline = if reached > 0 { PROBE_DEADLINE_SOME } else { PROBE_DEADLINE };
+            if reached == count || start.elapsed() >= deadline {
+                break reached == count;
+            }
+        };
+        let group_ok = tx.finish().is_some_and(|(_, group_ok)| group_ok);
+        done && group_ok
     }
 
     /// Collective: bytes `offset..offset + len` of the root's group region
