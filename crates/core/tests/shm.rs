@@ -305,3 +305,62 @@ fn a_freed_region_is_never_reached_through_a_cached_window() {
         }
     });
 }
+
+#[test]
+fn failures_reach_the_initiator_even_when_replies_back_up() {
+    // A put completes as a success when the target has consumed its ring
+    // record, unless an error status came back first. Here the target's
+    // ring back to the initiator fills up with error statuses (the initiator
+    // sleeps without taking them), so later statuses wait in the target's
+    // overflow queue while it goes on consuming: none of those failures may
+    // turn into a success, and the good puts among them still land.
+    run_job(2, shm(Config::default()), |ep| {
+        let me = ep.rank();
+        let region = ep.alloc_symmetric(8 * 1024, Access::ALL).unwrap();
+        let good = region.key();
+        let bad = mw_core::RegionKey(good.0 ^ 0x5a5a_5a5a);
+        ep.barrier().unwrap();
+        if me == 0 {
+            const OPS: usize = 40_000;
+            let values: Vec<[u8; 8]> = (0..OPS as u64).map(|i| i.to_le_bytes()).collect();
+            let mut handles = Vec::with_capacity(OPS);
+            for (i, value) in values.iter().enumerate() {
+                let is_good = i % 97 == 0;
+                let key = if is_good { good } else { bad };
+                let offset = if is_good { (i / 97 % 1024) as u64 * 8 } else { 0 };
+                handles.push((is_good, ep.put_nb(1, key, offset, value).unwrap()));
+            }
+            // Rank 1 executes what reached its ring and answers into a ring
+            // nobody empties meanwhile.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let (mut wrong, mut good_failed) = (0, 0);
+            for (is_good, handle) in handles {
+                match (is_good, handle.wait()) {
+                    (true, Ok(())) | (false, Err(mw_core::Error::BadKey)) => {}
+                    (true, Err(e)) => {
+                        good_failed += 1;
+                        eprintln!("good put failed: {e}");
+                    }
+                    (false, other) => {
+                        wrong += 1;
+                        if wrong < 5 {
+                            eprintln!("bad-key put reported {other:?}");
+                        }
+                    }
+                }
+            }
+            assert_eq!((wrong, good_failed), (0, 0), "bad-key puts not failed, good puts failed");
+        }
+        ep.barrier().unwrap();
+        if me == 1 {
+            // The last good put to each word wins (they were issued in order).
+            for word in 0..1024u64 {
+                let last = (0..40_000u64).filter(|i| i % 97 == 0 && i / 97 % 1024 == word).max();
+                if let Some(last) = last {
+                    assert_eq!(region.load_u64(word * 8).unwrap(), last, "word {word}");
+                }
+            }
+        }
+        ep.barrier().unwrap();
+    });
+}

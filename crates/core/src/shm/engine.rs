@@ -45,6 +45,9 @@ struct Tx {
     overflow_bytes: usize,
     /// Largest record payload we send; bigger messages go in parts.
     largest: usize,
+    /// Messages ever put into `overflow` (a delivery that raised it may
+    /// have left its answer there).
+    overflowed: u64,
 }
 
 /// The ring engine's state, owned by the endpoint state (under its lock).
@@ -57,9 +60,10 @@ pub(crate) struct ShmState {
     dir_free: Vec<usize>,
     dir_slots: crate::region::KeyMap<RegionKey, usize>,
     last_liveness: ProtoInstant,
-    /// By rank, reused every round: how far the peer had consumed our ring
-    /// before we took its replies (`None`: nothing waits on it).
-    consumed: Vec<Option<u64>>,
+    /// By rank, reused every round: how far the peer had executed our ring
+    /// (its `done`) before we took its replies, and how far its ring to us
+    /// reached then (`None`: nothing waits on it).
+    consumed: Vec<Option<(u64, u64)>>,
 }
 
 impl ShmState {
@@ -74,7 +78,8 @@ impl ShmState {
                 let link = shared.links[r as usize].as_ref().expect("a ring from every linked peer");
                 let (producer, consumer) = Producer::paired(link.out.clone(), inbound);
                 let largest = link.out.capacity() / 4;
-                tx[r as usize] = Some(Tx { producer, overflow: VecDeque::new(), overflow_bytes: 0, largest });
+                tx[r as usize] =
+                    Some(Tx { producer, overflow: VecDeque::new(), overflow_bytes: 0, largest, overflowed: 0 });
                 (r, consumer)
             })
             .collect();
@@ -235,6 +240,7 @@ impl State {
             }
         }
         tx.overflow_bytes += bytes.len();
+        tx.overflowed += 1;
         self.shm_flush(peer);
         Ok(())
     }
@@ -294,23 +300,28 @@ impl State {
                 worked |= self.shm_flush(peer as u32);
             }
         }
-        // How far each peer has consumed, read *before* its replies: a peer
-        // queues the replies to a message before it frees the message's
-        // slot, so a reply (e.g. an error status) is always taken before
-        // the consumption that would complete its request as a success.
+        // How far each peer has executed, read *before* its replies: a peer
+        // puts the replies to a message into its ring before it moves `done`
+        // past the message (mw_transport::shm::ring, "Completion"), so once
+        // we have taken everything its ring held when we read `done` (the
+        // tail read after it), every error status among them has failed its
+        // request before the `done` that would complete it as a success.
         let shm = self.shm.as_mut().expect("checked");
+        let mut consumed_by_peer = std::mem::take(&mut shm.consumed);
         for (peer, tx) in shm.tx.iter().enumerate() {
-            shm.consumed[peer] = match tx {
-                Some(tx) if !self.ack_waiters[peer].is_empty() => Some(tx.producer.consumed()),
+            consumed_by_peer[peer] = match tx {
+                Some(tx) if !self.ack_waiters[peer].is_empty() => {
+                    let done = tx.producer.done();
+                    let replies_to = shm.rx.iter().find(|(p, _)| *p as usize == peer).map_or(0, |(_, c)| c.published());
+                    Some((done, replies_to))
+                }
                 _ => None,
             };
         }
-        worked |= self.poll_shm_rings(now, BATCH);
-        let shm = self.shm.as_mut().expect("checked");
-        let mut consumed_by_peer = std::mem::take(&mut shm.consumed);
+        worked |= self.poll_shm_rings_to(now, BATCH, &consumed_by_peer);
         let mut completed = false;
         for (peer, consumed) in consumed_by_peer.iter_mut().enumerate() {
-            let Some(consumed) = consumed.take() else { continue };
+            let Some((consumed, _)) = consumed.take() else { continue };
             let waiters = &mut self.ack_waiters[peer];
             while waiters.front().is_some_and(|(end, _)| *end <= consumed) {
                 let (_, req) = waiters.pop_front().expect("front checked");
@@ -335,6 +346,13 @@ impl State {
     /// next full round; completing requests by consumption only there keeps
     /// the order poll_shm needs, see its comment).
     pub(crate) fn poll_shm_rings(&mut self, now: ProtoInstant, batch: usize) -> bool {
+        self.poll_shm_rings_to(now, batch, &[])
+    }
+
+    /// [`poll_shm_rings`](Self::poll_shm_rings), and beyond `batch` from a
+    /// peer whose `targets` entry is `Some((_, to))` until its ring is
+    /// consumed up to `to` (see `poll_shm`).
+    fn poll_shm_rings_to(&mut self, now: ProtoInstant, batch: usize, targets: &[Option<(u64, u64)>]) -> bool {
         let Some(shm) = self.shm.as_mut() else { return false };
         let mut worked = false;
         let mut rx = std::mem::take(&mut shm.rx);
@@ -343,9 +361,17 @@ impl State {
             if self.dead[peer as usize] {
                 continue;
             }
+            let to = targets.get(peer as usize).copied().flatten().map_or(0, |(_, to)| to);
             let mut consumed_any = false;
-            for _ in 0..batch {
-                let popped = consumer.pop(|msg| {
+            let mut taken = 0;
+            while taken < batch || consumer.position() < to {
+                taken += 1;
+                let overflowed = |state: &State| {
+                    let tx = state.shm.as_ref().and_then(|s| s.tx[peer as usize].as_ref());
+                    tx.map_or((0, true), |t| (t.overflowed, t.overflow.is_empty()))
+                };
+                let (before, _) = overflowed(self);
+                let popped = consumer.pop_holding(|msg| {
                     if !self.am_from_ring(peer, msg) {
                         self.deliver(peer, msg);
                         self.after_delivery(now);
@@ -357,6 +383,12 @@ impl State {
                     if !self.msg.outbox.is_empty() {
                         self.flush_outbox(now);
                     }
+                    // An answer that did not fit the ring back waits in the
+                    // overflow queue (it is still there unless the queue
+                    // emptied): the peer must not see this message done
+                    // before it can see the answer.
+                    let (after, empty) = overflowed(self);
+                    after > before && !empty
                 });
                 match popped {
                     Ok(true) => {
@@ -370,6 +402,13 @@ impl State {
                         break;
                     }
                 }
+            }
+            if consumer.holds_done()
+                && self.shm.as_ref().is_some_and(|s| s.tx[peer as usize].as_ref().is_none_or(|t| t.overflow.is_empty()))
+            {
+                // Every held-back answer is in the ring now.
+                consumer.release_done();
+                consumed_any = true;
             }
             if consumed_any {
                 worked = true;

@@ -105,7 +105,7 @@ impl Link {
     /// we owe the peer do not count: nothing is ordered after them.
     #[inline]
     pub fn is_idle(&self) -> bool {
-        self.overflow.load(Ordering::Acquire) == 0 && self.out.consumed() >= self.ordered_end.load(Ordering::Acquire)
+        self.overflow.load(Ordering::Acquire) == 0 && self.out.executed() >= self.ordered_end.load(Ordering::Acquire)
     }
 
     /// Runs `f` on the peer's windows for `keys` with their live directory

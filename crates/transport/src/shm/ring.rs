@@ -9,6 +9,8 @@
 //! offset +   0  tail: u64   written by the producer only (Release); for observers, not the consumer
 //! offset +   8  salt: u64   written once when the ring is created, before anyone attaches
 //! offset +  64  head: u64   written by the consumer only (Release), read by the producer (Acquire)
+//! offset +  72  done: u64   written by the consumer only (Release): how far it has executed *and
+//!                           answered* (see "Completion" below), read by the producer (Acquire)
 //! offset + 128  data: `cap` bytes of 64-byte slots
 //! ```
 //!
@@ -38,7 +40,10 @@
 //! `head`'s again, tells a jump (`head` still unpublished) from a producer
 //! that got to the lap start by filling the lap (then the record at `head`
 //! was published before the lap start's, so it is visible by then).
-//! Skipped bytes count as consumed once the record after them is.
+//! The producer counts the skipped bytes as consumed at once (the consumer
+//! never reads them, and everything before them was consumed), so a jump
+//! leaves the whole ring but the new record free; the consumer's own
+//! `head` passes them when it takes the record after them.
 //!
 //! The stamp of the record at position `pos` is `salt ^ pos`. The consumer
 //! polls the stamp where the next record must start, not the tail: a small
@@ -61,6 +66,18 @@
 //!   publishes a record carrying that value (Release); our consumer reads it
 //!   after its Acquire of the stamp and hands it on with a Release store
 //!   that the producer loads with Acquire (`AckCell`).
+//!
+//! **Completion.** `head` frees slots; `done` tells the producer that the
+//! records below it were executed and whatever they made the consumer send
+//! back is already in the opposite ring (published before `done`), so a
+//! producer that completes a request when `done` passes its record (a put
+//! without an error) and first takes the replies published before that
+//! never mistakes a failed request for a successful one. Normally `done`
+//! follows `head` record by record, on the same line; a consumer whose reply
+//! could not go into the opposite ring yet (it was full, so the reply waits
+//! in the caller's queue) holds `done` back ([`Consumer::pop_holding`]) until
+//! the caller has pushed it ([`Consumer::release_done`]). `head` moves on
+//! meanwhile: holding it would let two full rings wait on each other.
 //!
 //! The consumer checks every header against the ring's bounds: a corrupt or
 //! hostile peer yields an error, never an out-of-bounds access.
@@ -140,7 +157,7 @@ impl RingView {
     }
 
     fn word(&self, at: usize) -> &AtomicU64 {
-        debug_assert!(at == 0 || at == 8 || at == SLOT);
+        debug_assert!(at == 0 || at == 8 || at == SLOT || at == SLOT + 8);
         // SAFETY: offset + at + 8 is inside the mapping (checked in `new`),
         // 64-aligned (offset is, the mapping is page aligned), and this word
         // is only ever accessed atomically by every process that maps it.
@@ -153,6 +170,10 @@ impl RingView {
 
     fn head(&self) -> &AtomicU64 {
         self.word(SLOT)
+    }
+
+    fn done(&self) -> &AtomicU64 {
+        self.word(SLOT + 8)
     }
 
     fn salt(&self) -> u64 {
@@ -219,6 +240,19 @@ impl RingView {
     /// How far the consumer has consumed (Acquire).
     pub fn consumed(&self) -> u64 {
         self.head().load(Ordering::Acquire)
+    }
+
+    /// How far the consumer has executed and answered (Acquire; module docs,
+    /// "Completion"): at most [`consumed`](Self::consumed).
+    pub fn executed(&self) -> u64 {
+        self.done().load(Ordering::Acquire)
+    }
+
+    /// Position just past the last record the producer published (Acquire):
+    /// read after [`Producer::done`], it covers every reply the consumer
+    /// published before that `done`.
+    pub fn published(&self) -> u64 {
+        self.tail().load(Ordering::Acquire)
     }
 
     /// Data capacity in bytes.
@@ -318,17 +352,23 @@ impl Producer {
             let at = self.view.slot_of(self.tail) as u64;
             if self.head_seen == self.tail && at != 0 && at >= record as u64 {
                 // Everything consumed: start the next lap instead (module
-                // docs). Free space stays exact: the skipped bytes count as
-                // published, and the `at` bytes at the lap start were freed
-                // when the consumer passed them a lap ago.
+                // docs). The skipped bytes count as consumed already: the
+                // consumer never reads them (it finds the lap start's record
+                // instead), so everything below the lap start is free. Were
+                // they counted as in use until the consumer passed the lap
+                // start, the ring would hold just `at - record` more bytes
+                // until then: a second message in a row would not fit.
                 self.tail += cap as u64 - at;
+                self.head_seen = self.tail;
             }
         }
         let pos = self.view.slot_of(self.tail);
         let to_end = cap - pos;
         let need = if record <= to_end { record } else { to_end + record };
         if self.free() < need as u64 {
-            self.head_seen = self.view.head().load(Ordering::Acquire);
+            // At least what a jump made free: the consumer's own head stays
+            // behind a lap start until it has taken the record there.
+            self.head_seen = self.head_seen.max(self.view.head().load(Ordering::Acquire));
             if self.free() < need as u64 {
                 return Err(PushError::Full);
             }
@@ -379,6 +419,14 @@ impl Producer {
     /// How far the consumer has consumed (Acquire).
     pub fn consumed(&self) -> u64 {
         self.view.head().load(Ordering::Acquire)
+    }
+
+    /// How far the consumer has executed and answered (Acquire; module docs,
+    /// "Completion"): a request whose record ends at or below this, and
+    /// whose error (if any) was not among the replies taken after reading
+    /// this, succeeded.
+    pub fn done(&self) -> u64 {
+        self.view.executed()
     }
 
     /// Position just past the last published message.
@@ -471,6 +519,8 @@ pub struct Consumer {
     /// Where the acks in the records go, for our producer to the same peer
     /// (see [`Producer::paired`]).
     acks: Option<Arc<AckCell>>,
+    /// `done` is held back (module docs, "Completion").
+    holding: bool,
 }
 
 impl Consumer {
@@ -478,7 +528,7 @@ impl Consumer {
     pub fn new(view: RingView) -> Consumer {
         let head = view.head().load(Ordering::Acquire);
         let salt = view.salt();
-        Consumer { view, salt, head, partial: Vec::new(), acks: None }
+        Consumer { view, salt, head, partial: Vec::new(), acks: None, holding: false }
     }
 
     /// Whether a record is waiting: an Acquire load of the stamp where it
@@ -522,6 +572,17 @@ impl Consumer {
     /// Hands the next message to `f`, then frees its slots. Returns
     /// `Ok(false)` when the ring is empty.
     pub fn pop(&mut self, f: impl FnOnce(&[u8])) -> Result<bool, Corrupt> {
+        self.pop_holding(|msg| {
+            f(msg);
+            false
+        })
+    }
+
+    /// [`pop`](Self::pop) for a caller whose answers to a message may not
+    /// all be in the opposite ring when `f` returns: `f` says so by
+    /// returning `true`, and `done` then stays below this message until
+    /// [`release_done`](Self::release_done) (module docs, "Completion").
+    pub fn pop_holding(&mut self, f: impl FnOnce(&[u8]) -> bool) -> Result<bool, Corrupt> {
         loop {
             let Some(head) = self.head_record()? else { return Ok(false) };
             match head.kind {
@@ -540,11 +601,13 @@ impl Consumer {
                             continue;
                         }
                         let whole = std::mem::take(&mut self.partial);
-                        f(&whole);
+                        let hold = f(&whole);
+                        self.settle(hold);
                         return Ok(true);
                     }
-                    f(head.payload(&self.view));
+                    let hold = f(head.payload(&self.view));
                     self.advance(head.record as u64);
+                    self.settle(hold);
                     return Ok(true);
                 }
                 _ => return Err(Corrupt),
@@ -567,12 +630,46 @@ impl Consumer {
             return Ok(false);
         }
         self.advance(head.record as u64);
+        self.settle(false);
         Ok(true)
     }
 
+    /// Whether `done` is held back (see [`pop_holding`](Self::pop_holding)).
+    pub fn holds_done(&self) -> bool {
+        self.holding
+    }
+
+    /// Lets `done` catch up with everything consumed: the caller has put
+    /// every answer it held back into the opposite ring.
+    pub fn release_done(&mut self) {
+        self.holding = false;
+        self.settle(false);
+    }
+
+    /// Position just past the last record the producer published (Acquire).
+    pub fn published(&self) -> u64 {
+        self.view.published()
+    }
+
+    /// Where the consumer will look for the next record (past every record
+    /// taken; at a lap start it jumped to, before taking the record there).
+    pub fn position(&self) -> u64 {
+        self.head
+    }
+
+    /// Frees the slots of the record just taken (and any skipped before it).
     fn advance(&mut self, by: u64) {
         self.head += by;
         self.view.head().store(self.head, Ordering::Release);
+    }
+
+    /// After a message was executed: `done` follows `head` unless a
+    /// message's answer is held back (from now, if `hold`).
+    fn settle(&mut self, hold: bool) {
+        self.holding |= hold;
+        if !self.holding {
+            self.view.done().store(self.head, Ordering::Release);
+        }
     }
 }
 
@@ -774,6 +871,36 @@ mod tests {
             assert_eq!(a_tx.view().pending_bytes(), 0);
         }
         assert!(a_tx.published() > 900 * cap as u64);
+    }
+
+    #[test]
+    fn a_jump_leaves_the_rest_of_the_ring_free_for_a_burst() {
+        // After a request-reply exchange the next record jumps to a lap
+        // start; the records right behind it must still find the whole ring
+        // free (the skipped bytes are not "in use" until the consumer has
+        // taken the record after them), or every burst after a reply would
+        // spill into the caller's overflow queue.
+        let cap = 4096;
+        let ((mut a_tx, mut a_rx), (mut b_tx, mut b_rx)) = pair_of_peers(cap);
+        for round in 0..50u64 {
+            a_tx.push(&[&round.to_le_bytes()]).unwrap();
+            assert!(b_rx.pop(|_| ()).unwrap());
+            b_tx.push(&[&round.to_le_bytes()]).unwrap();
+            assert!(a_rx.pop(|_| ()).unwrap());
+            // The reply carried the ack: this burst starts with a jump.
+            let burst = cap / SLOT;
+            for i in 0..burst as u64 {
+                a_tx.push(&[&i.to_le_bytes()]).unwrap_or_else(|e| panic!("round {round}, record {i}: {e}"));
+            }
+            assert_eq!(a_tx.push(&[&0u64.to_le_bytes()]), Err(PushError::Full), "the ring holds cap bytes, no more");
+            let mut seen = 0u64;
+            while b_rx.pop(|m| assert_eq!(m, seen.to_le_bytes())).unwrap() {
+                seen += 1;
+                assert!(seen <= burst as u64);
+            }
+            assert_eq!(seen, burst as u64, "round {round}");
+            assert_eq!(a_tx.consumed(), a_tx.published());
+        }
     }
 
     #[test]
