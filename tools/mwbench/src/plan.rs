@@ -438,23 +438,7 @@ fn nton_steps(o: &Options, transport: &'static str, steps: &mut Vec<Step>) -> Re
             }
         }
         for label in o.mpi_labels("nton", transport) {
-            let sizes_arg = sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
-            steps.push(Step::Mpi(Launch {
-                label,
-                transport,
-                program: Program::Coll,
-                ranks: n,
-                args: vec![
-                    "--bench".into(),
-                    "alltoall".into(),
-                    "--sizes".into(),
-                    sizes_arg,
-                    "--iters".into(),
-                    iters.to_string(),
-                ],
-                as_nton: true,
-                expect: sizes.len(),
-            }));
+            steps.push(Step::Mpi(coll_launch(label, transport, n, "alltoall", &sizes, iters, true)));
         }
     }
     Ok(())
@@ -503,27 +487,35 @@ fn coll_steps(
                 continue;
             }
             for label in o.mpi_labels("barrier", transport) {
-                let sizes_arg = sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
-                steps.push(Step::Mpi(Launch {
-                    label,
-                    transport,
-                    program: Program::Coll,
-                    ranks: n,
-                    args: vec![
-                        "--bench".into(),
-                        bench.into(),
-                        "--sizes".into(),
-                        sizes_arg,
-                        "--iters".into(),
-                        iters.to_string(),
-                    ],
-                    as_nton: false,
-                    expect: if bench == "barrier" { 1 } else { sizes.len() },
-                }));
+                steps.push(Step::Mpi(coll_launch(label, transport, n, bench, &sizes, iters, false)));
             }
         }
     }
     Ok(())
+}
+
+/// An MPI run of `coll_bench.c` for one collective `bench` at `sizes` (a
+/// barrier has one point whatever the sizes), its rows as `nton` points when
+/// `as_nton`.
+fn coll_launch(
+    label: &'static str,
+    transport: &'static str,
+    ranks: u32,
+    bench: &str,
+    sizes: &[usize],
+    iters: usize,
+    as_nton: bool,
+) -> Launch {
+    let sizes_arg = sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    Launch {
+        label,
+        transport,
+        program: Program::Coll,
+        ranks,
+        args: vec!["--bench".into(), bench.into(), "--sizes".into(), sizes_arg, "--iters".into(), iters.to_string()],
+        as_nton,
+        expect: if bench == "barrier" { 1 } else { sizes.len() },
+    }
 }
 
 fn udp_only_steps(o: &Options, bench: &'static str, steps: &mut Vec<Step>) {
