@@ -24,7 +24,7 @@ pub struct Region<'ep> {
     _owned: Option<OwnedMem>,
 }
 
-fn random_key() -> RegionKey {
+pub(crate) fn random_key() -> RegionKey {
     let mut bytes = [0u8; 8];
     getrandom::getrandom(&mut bytes).expect("the OS random source failed");
     // Key 0 is never handed out, so a zeroed key in user code is always invalid.

@@ -35,10 +35,14 @@ pub struct CoreStats {
     pub shm_ring_sent: u64,
     /// Messages this rank took from its inbound rings and executed.
     pub shm_ring_received: u64,
-    /// Bytes of its own large messages this rank wrote into a same-host
-    /// receiver's buffer while the receiver was pulling them (both CPUs
-    /// copying one message; `mw_transport::shm::assist`).
+    /// Bytes of its own large messages this rank copied for a same-host
+    /// receiver while the receiver was pulling them (both CPUs copying one
+    /// message; `mw_transport::shm::assist`): into the receiver's buffer,
+    /// or through its staging area.
     pub shm_assist_bytes: u64,
+    /// The part of `shm_assist_bytes` that went through a receiver's
+    /// staging area (a receiver in another process; `mw_transport::shm::stage`).
+    pub shm_staged_bytes: u64,
     /// IP multicast: transfers, segments, repairs, fallbacks.
     pub mcast: crate::McastStats,
     /// Datagrams the UDP socket dropped because they were longer than its
@@ -72,8 +76,12 @@ pub fn report(rank: u32, core: &CoreStats, proto: &mw_proto::Stats) -> String {
             core.unsupported_ops
         ),
         format!(
-            "shm        {} direct ops, {} ring messages sent, {} received, {} bytes copied for receivers",
-            core.shm_direct_ops, core.shm_ring_sent, core.shm_ring_received, core.shm_assist_bytes
+            "shm        {} direct ops, {} ring messages sent, {} received, {} bytes copied for receivers ({} staged)",
+            core.shm_direct_ops,
+            core.shm_ring_sent,
+            core.shm_ring_received,
+            core.shm_assist_bytes,
+            core.shm_staged_bytes
         ),
         format!(
             "transport  {} send errors, oversized datagrams dropped: {} udp, {} multicast",

@@ -25,8 +25,9 @@ fn main() {
         rank(&role).expect("rank failed");
         return;
     }
-    let tests: [(&str, fn()); 4] = [
+    let tests: [(&str, fn()); 5] = [
         ("four_processes_use_shared_memory_and_leave_nothing", normal_exit),
+        ("large_messages_between_processes_arrive_whole_through_staging", large_messages),
         ("two_hosts_mix_shared_memory_and_udp", mixed_hosts),
         ("a_rank_killed_by_a_signal_leaves_nothing", rank_killed),
         ("the_whole_job_killed_leaves_nothing", job_killed),
@@ -47,6 +48,9 @@ fn main() {
 
 /// The rank program.
 fn rank(role: &str) -> mw_core::Result<()> {
+    if role == "large" {
+        return large_rank();
+    }
     let ep = Endpoint::init()?;
     let (me, n) = (ep.rank(), ep.size());
     let shm_peers: Vec<u32> = (0..n).filter(|&p| p != me && ep.shares_memory_with(p)).collect();
@@ -98,6 +102,77 @@ fn rank(role: &str) -> mw_core::Result<()> {
     }
     drop(region);
     ep.finalize()
+}
+
+/// Bytes of a message that cannot be mistaken for another's (or a shift).
+fn pattern(seed: u32, len: usize) -> Vec<u8> {
+    (0..len).map(|i| ((i as u32).wrapping_mul(2_654_435_761) >> 13 ^ seed.wrapping_mul(97)) as u8).collect()
+}
+
+/// The rank program of `large_messages`: two ranks, each a process.
+fn large_rank() -> mw_core::Result<()> {
+    let ep = Endpoint::init()?;
+    let (me, peer) = (ep.rank(), 1 - ep.rank());
+    assert!(ep.shares_memory_with(peer), "the two ranks share memory");
+    // Around the staging threshold (2 MiB), not multiples of a chunk, and
+    // one below it (the kernel's copy by both ranks).
+    let sizes = [(1 << 20) + 5, 2 << 20, (3 << 20) + 7, (16 << 20) + 4095];
+    // Rounds go on until the sender has staged (it must be on a CPU while
+    // it waits in `send`, which a loaded machine may deny a few times).
+    for round in 0..20u32 {
+        for (i, &len) in sizes.iter().enumerate() {
+            let (tag, seed) = (u64::from(round) * 8 + i as u64, round * 100 + i as u32);
+            if me == 0 {
+                ep.send(peer, tag, &pattern(seed, len))?;
+            } else {
+                let mut buf = vec![0xee; len + 9];
+                assert_eq!(ep.recv(peer, tag, &mut buf)?.len, len);
+                assert!(buf[..len] == pattern(seed, len)[..], "round {round}, {len} bytes");
+                assert_eq!(&buf[len..], &[0xee; 9], "bytes past the message untouched");
+            }
+        }
+        let mut go_on = [0u8];
+        if me == 0 {
+            go_on[0] = u8::from(ep.stats().0.shm_staged_bytes == 0 && round < 19);
+            ep.send(peer, 7777, &go_on)?;
+        } else {
+            ep.recv(peer, 7777, &mut go_on)?;
+        }
+        if go_on[0] == 0 {
+            break;
+        }
+    }
+    // Both directions at once, owned buffers: each rank sends and receives.
+    let len = (6 << 20) + 13;
+    for round in 0..3u32 {
+        let mine = pattern(1000 + round * 2 + me, len);
+        let send = ep.isend_owned(peer, 9000 + u64::from(round), mine.clone())?;
+        let (buf, status) = ep.irecv_owned(peer, 9000 + u64::from(round), vec![0u8; len])?.wait();
+        assert_eq!(status?.len, len);
+        assert!(buf == pattern(1000 + round * 2 + peer, len), "round {round}");
+        let (back, result) = send.wait();
+        result?;
+        assert!(back == mine, "the send buffer comes back unchanged");
+    }
+    let stats = ep.stats().0;
+    println!("large ok staged={}", stats.shm_staged_bytes > 0);
+    ep.barrier()?;
+    ep.finalize()
+}
+
+/// A large message from private memory crosses between processes through
+/// the receiver's staging area (`mw_transport::shm::stage`) while the
+/// sender waits: every byte lands where it belongs, nothing past the
+/// message is touched, both directions at once work, and the sender really
+/// staged (its counter).
+fn large_messages() {
+    let before = dev_shm();
+    let out = mwrun(&["-n", "2", "--timeout", "120", &me(), "large"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("[0] large ok staged=true"), "rank 0 never staged:\n{stdout}");
+    assert!(stdout.contains("[1] large ok"), "rank 1 did not finish:\n{stdout}");
+    assert_nothing_new(&before);
 }
 
 fn dev_shm() -> BTreeSet<String> {

@@ -355,6 +355,20 @@ impl State {
             }
             let Ok(entry) = regions.get(exposure.key) else { continue };
             let mem = entry.mem;
+            // Another process that offers a staging area gets our chunks
+            // through it (`mw_transport::shm::stage`): two user-space copies
+            // at once instead of two kernel copies.
+            let stage_window = (offer.stage_key != 0 && link.far != mw_transport::shm::Far::Local)
+                .then(|| link.window(offer.stage_key))
+                .flatten();
+            if let Some(window) = stage_window {
+                if let Some(staged) = stage_chunks(link, &slot, &offer, mem, &window) {
+                    worked |= staged > 0;
+                    stats.shm_assist_bytes += staged;
+                    stats.shm_staged_bytes += staged;
+                    continue;
+                }
+            }
             while let Some(chunk) = slot.take_offered(&offer, crate::shm::direct::ASSIST_CHUNK) {
                 worked = true;
                 let copied = offer
@@ -398,11 +412,18 @@ impl State {
         let (peer, key, offset, req, token) = (pull.peer, pull.key, pull.offset, pull.req, pull.token);
         let Ok(total) = usize::try_from(pull.total) else { return false };
         let State { shm, requests, .. } = self;
-        let Some(shared) = shm.as_ref().map(|s| &s.shared) else { return false };
+        let Some(shm) = shm.as_mut() else { return false };
+        // A sender in another process stages its share of a large message
+        // for us instead of using the kernel's copy (see `read_for_pull`).
+        let far = shm.shared.link(peer).map(|link| link.far);
+        let staging = (total >= crate::shm::direct::STAGE_MIN && far != Some(mw_transport::shm::Far::Local))
+            .then(|| shm.staging())
+            .flatten();
+        let shared = &shm.shared;
         let Some(link) = shared.link(peer) else { return false };
         let Some(output) = requests.msg_mut(req) else { return false };
         let pull_all = |dest: &mut [std::mem::MaybeUninit<u8>]| {
-            crate::shm::direct::read_for_pull(shared, link, crate::region::RegionKey(key), offset, dest, token)
+            crate::shm::direct::read_for_pull(shared, link, crate::region::RegionKey(key), offset, dest, token, staging)
                 .is_some()
         };
         // SAFETY: `read_for_pull` only copies bytes into `dest`, and is
@@ -462,4 +483,56 @@ impl State {
             }
         }
     }
+}
+
+/// Copies the chunks of `offer` this side can claim into the receiver's
+/// staging area `window` (see `mw_transport::shm::stage`); returns the
+/// bytes staged, or `None` (nothing claimed) when the window is not one
+/// (not a shared mapping of a staging area's size): the caller then
+/// writes with the kernel's copy. Gives up on a receiver that died.
+fn stage_chunks(
+    link: &crate::shm::Link,
+    slot: &mw_transport::shm::AssistSlot<'_>,
+    offer: &mw_transport::shm::Offer,
+    mem: crate::region::RawMem,
+    window: &crate::shm::CachedWindow,
+) -> Option<u64> {
+    let crate::shm::WindowKind::Mapped(peer) = &window.kind else { return None };
+    let area = peer.mem();
+    if area.len() < mw_transport::shm::STAGE_LEN {
+        return None;
+    }
+    // SAFETY: the window maps the receiver's staging area (its key came
+    // from the receiver's assist slot, its length checked just above),
+    // page aligned, and stays mapped while we hold `window`; the receiver
+    // and we touch it only through `Stage`s, and we stage only chunks we
+    // claimed in the slot's open generation (module docs of `stage`).
+    #[allow(unsafe_code)]
+    let stage = unsafe { mw_transport::shm::Stage::new(area.base()) };
+    let mut staged = 0;
+    let mut last_check = std::time::Instant::now();
+    let mut receiver_gone = || {
+        if last_check.elapsed() < std::time::Duration::from_millis(1) {
+            return false;
+        }
+        last_check = std::time::Instant::now();
+        link.dead.load(std::sync::atomic::Ordering::Relaxed) || !crate::shm::engine::process_alive(link.pid)
+    };
+    while let Some(chunk) = slot.take_offered(offer, mw_transport::shm::STAGE_CHUNK) {
+        let published = offer
+            .offset
+            .checked_add(chunk.start)
+            .and_then(|from| crate::region::checked_range(from, chunk.len, mem.len()).ok())
+            .is_some_and(|(from, len)| {
+                mem.with_slice(from, len, |src| stage.stage(chunk.start, src, &mut receiver_gone))
+            });
+        if published {
+            slot.finished(chunk);
+            staged += chunk.len;
+        } else {
+            slot.failed(offer, chunk);
+            break;
+        }
+    }
+    Some(staged)
 }

@@ -170,6 +170,17 @@ pub(crate) const ASSIST_MIN: usize = 512 << 10;
 /// last chunk is short (~20 us).
 pub(crate) const ASSIST_CHUNK: u64 = 256 << 10;
 
+/// Messages from this size on, from a sender in another process, go
+/// through the receiver's staging area (`mw_transport::shm::stage`).
+/// Measured on the test host (`mwbench --bench bandwidth --op send_recv
+/// --transport shm`, ranks as processes under mwrun, builds alternating,
+/// GB/s, kernel copies -> staged): 16 MiB 13-15 -> 22-24, 8 MiB 19-21 ->
+/// 34-36, 4 MiB 22-23 -> 36-38, 2 MiB 22-23 -> 31-32; but with staging
+/// from 512 KiB on, 1 MiB went 19-23 -> 14-18 and 512 KiB 12-18 -> 11:
+/// those fit the caches, where the kernel's copy is fast, and make a
+/// pipeline of one or two chunks.
+pub(crate) const STAGE_MIN: usize = 2 << 20;
+
 /// [`read_direct`] for a rendezvous pull of sender token `token`: the
 /// same copy, but for a large message from user memory (cross-memory
 /// attach) the sender, waiting for this pull, is offered chunks of it to
@@ -185,6 +196,7 @@ pub(crate) fn read_for_pull<D: CopyDest + ?Sized>(
     offset: u64,
     out: &mut D,
     token: u32,
+    staging: Option<(RegionKey, crate::region::RawMem)>,
 ) -> Option<()> {
     let len = out.dest_len();
     if link.dead.load(Ordering::Relaxed) {
@@ -199,7 +211,7 @@ pub(crate) fn read_for_pull<D: CopyDest + ?Sized>(
         let start = range(offset, len, window)?;
         match (&window.kind, slot) {
             (WindowKind::Cma { base }, Some(slot)) if cma_allowed(shm, link) => {
-                copy_assisted(link, &slot, base + start as u64, offset, out, token)
+                copy_assisted(link, &slot, base + start as u64, offset, out, token, staging)
             }
             (WindowKind::Cma { base }, None) if cma_allowed(shm, link) => {
                 // SAFETY: the window is a rendezvous exposure, checked
@@ -215,9 +227,22 @@ pub(crate) fn read_for_pull<D: CopyDest + ?Sized>(
     })
 }
 
+/// How long a sender that has been staging may show no progress before
+/// the receiver takes chunks itself: it left its wait (a staged chunk of
+/// 512 KiB takes ~25 us to copy in).
+const STAGING_IDLE: std::time::Duration = std::time::Duration::from_micros(100);
+
 /// Reads `out` from `remote` in the sender's memory, sharing the chunks
 /// with the sender through `slot`. Does not return while the sender may
-/// still be writing into `out`.
+/// still be writing into `out` or into `staging`.
+///
+/// With `staging` (a sender in another process), the sender copies its
+/// chunks into that shared area and this side copies them out, both with
+/// plain loads and stores (`mw_transport::shm::stage`); once it has staged
+/// one, this side leaves the remaining chunks to it and only drains,
+/// unless it stops making progress for [`STAGING_IDLE`]. Before that, and
+/// without staging, this side copies chunks itself with the kernel's copy.
+#[allow(clippy::too_many_arguments)]
 fn copy_assisted<D: CopyDest + ?Sized>(
     link: &Link,
     slot: &mw_transport::shm::AssistSlot<'_>,
@@ -225,40 +250,88 @@ fn copy_assisted<D: CopyDest + ?Sized>(
     offset: u64,
     out: &mut D,
     token: u32,
+    staging: Option<(RegionKey, crate::region::RawMem)>,
 ) -> Option<()> {
     let total = out.dest_len() as u64;
-    let generation = slot.open(token, out.dest_ptr() as u64, total, offset);
-    let mut mine = 0u64;
-    let mut ok = true;
-    while let Some(chunk) = slot.take(generation, total, ASSIST_CHUNK) {
-        mine += chunk.len;
-        if ok {
-            let (start, len) = (chunk.start as usize, chunk.len as usize);
-            // SAFETY: `remote` is the exposed payload (its window checked
-            // by the caller) and `start + len <= total`: the sender keeps it
-            // allocated and unchanged until this pull's `RndvDone`, sent
-            // after this function returned.
-            #[allow(unsafe_code)]
-            let copied = unsafe { mw_transport::shm::read_lent(link.far, remote + chunk.start, out, start, len) };
-            if let Err(error) = copied {
-                cma_failed(link, &error);
-                ok = false; // keep taking chunks, so the sender gets no more
-            }
-        }
+    let stage = staging.filter(|(_, mem)| mem.len() >= mw_transport::shm::STAGE_LEN).map(|(key, mem)| {
+        // SAFETY: `mem` is this rank's staging area, a shared mapping of
+        // STAGE_LEN bytes, page aligned, that lives as long as the endpoint
+        // state whose lock our caller holds; only `Stage`s touch it (here,
+        // and in the sender that finds its key in our assist slot).
+        #[allow(unsafe_code)]
+        let stage = unsafe { mw_transport::shm::Stage::new(mem.base()) };
+        (key, stage)
+    });
+    if let Some((_, stage)) = &stage {
+        stage.reset();
     }
-    // The sender's chunks: `out` must outlive its writes. A dead sender
-    // writes no more, so that wait ends with the process. A sender that is
-    // a thread of this process is never given up on: it writes with a
-    // `memcpy`, which nothing but `out` staying allocated makes safe, and
-    // every chunk it claimed ends in `finished` or `failed` within that copy.
-    let owed = total - mine;
+    let stage_key = stage.as_ref().map_or(0, |(key, _)| key.0);
+    let stage = stage.map(|(_, stage)| stage);
+    let generation = slot.open(token, out.dest_ptr() as u64, total, offset, stage_key);
+    let mut mine = 0u64;
+    let mut drained = 0u64;
+    let mut ok = true;
+    // The sender's progress (bytes finished, chunks staged) and when it last moved.
+    let mut progress = (0u64, 0u64);
+    let mut progress_at = std::time::Instant::now();
     let mut spins = 0u32;
-    let mut last_check = std::time::Instant::now();
+    let mut last_check = progress_at;
     loop {
+        let staged = stage.as_ref().map_or(0, |s| s.staged_count());
+        if drained < staged {
+            let stage = stage.as_ref().expect("chunks are staged only with a stage");
+            while drained < staged {
+                // A bad descriptor fails the copy (the sender is confused);
+                // the chunk is still drained, so the sender is not left waiting.
+                ok &= stage.drain_into(drained, out).is_ok();
+                drained += 1;
+            }
+            spins = 0;
+            continue;
+        }
         let (done, failed) = slot.sender_done(generation);
-        if done >= owed {
+        if (done, staged) != progress {
+            progress = (done, staged);
+            progress_at = std::time::Instant::now();
+            spins = 0;
+        }
+        let handed = slot.handed_out(generation);
+        if handed < total {
+            // The sender staging for us is the faster copy: leave it the
+            // rest while it keeps going (and while it is inside a chunk).
+            let sender_busy = staged > 0 && (done < handed - mine || progress_at.elapsed() < STAGING_IDLE);
+            if !sender_busy {
+                if let Some(chunk) = slot.take(generation, total, ASSIST_CHUNK) {
+                    mine += chunk.len;
+                    if ok {
+                        let (start, len) = (chunk.start as usize, chunk.len as usize);
+                        // SAFETY: `remote` is the exposed payload (its window
+                        // checked by the caller) and `start + len <= total`:
+                        // the sender keeps it allocated and unchanged until
+                        // this pull's `RndvDone`, sent after this returned.
+                        #[allow(unsafe_code)]
+                        let copied =
+                            unsafe { mw_transport::shm::read_lent(link.far, remote + chunk.start, out, start, len) };
+                        if let Err(error) = copied {
+                            cma_failed(link, &error);
+                            ok = false; // keep taking chunks, so the sender gets no more
+                        }
+                    }
+                    progress_at = std::time::Instant::now();
+                    continue;
+                }
+            }
+        } else if done >= total - mine && stage.as_ref().map_or(0, |s| s.staged_count()) == drained {
+            // Every chunk is in: the sender publishes a staged chunk before
+            // it counts it in `done`, so none is left to drain.
             return (ok && !failed).then_some(());
         }
+        // Waiting for the sender. `out` must outlive its writes: a dead
+        // sender writes no more, so that wait ends with the process. A
+        // sender that is a thread of this process is never given up on: it
+        // writes with a `memcpy`, which nothing but `out` staying allocated
+        // makes safe, and every chunk it claimed ends in `finished` or
+        // `failed` within that copy.
         spins += 1;
         if spins < 1 << 12 {
             std::hint::spin_loop();

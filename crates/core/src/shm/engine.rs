@@ -5,7 +5,8 @@
 //! arrives in our inbound rings with the same `Target` code UDP deliveries
 //! use, completing requests when the peer has *consumed* (executed) their
 //! messages — the ring's head is the acknowledgement —, noticing a peer
-//! process that died, and publishing this rank's regions in its directory.
+//! process that died, and publishing this rank's regions in its directory
+//! (and its staging area for large messages from other processes).
 //! Must not: hold the rings' memory-ordering logic (mw-transport's ring
 //! does) or touch region bytes.
 
@@ -64,6 +65,23 @@ pub(crate) struct ShmState {
     /// (its `done`) before we took its replies, and how far its ring to us
     /// reached then (`None`: nothing waits on it).
     consumed: Vec<Option<(u64, u64)>>,
+    /// Where senders in other processes stage the chunks of large messages
+    /// they copy for us (`mw_transport::shm::stage`), made on first need.
+    staging: Option<Staging>,
+    /// The kernel gave no memory file for the staging area (or the
+    /// directory was full): not asked again.
+    staging_refused: bool,
+}
+
+/// This rank's staging area: a memory file published in its directory
+/// under a key of its own, which the assist slot hands to the sender.
+#[derive(Debug)]
+struct Staging {
+    key: RegionKey,
+    /// Valid while the endpoint's state lives (`_owned`).
+    mem: RawMem,
+    /// Owns the mapping `mem` views; dropped with the endpoint's state.
+    _owned: crate::region::OwnedMem,
 }
 
 impl ShmState {
@@ -90,8 +108,32 @@ impl ShmState {
             dir_slots: Default::default(),
             last_liveness: ProtoInstant::from_nanos(0),
             consumed: vec![None; size],
+            staging: None,
+            staging_refused: false,
             shared,
         }
+    }
+
+    /// The staging area (made and published now if this is the first time);
+    /// `None` when the kernel gives no memory file for it or the directory
+    /// is full: senders then copy with `process_vm_writev` as before.
+    pub fn staging(&mut self) -> Option<(RegionKey, RawMem)> {
+        if self.staging.is_none() && !self.staging_refused {
+            // Asked once: a kernel without memory files would refuse every time.
+            self.staging_refused = true;
+            if self.dir_free.is_empty() {
+                return None;
+            }
+            let len = mw_transport::shm::STAGE_LEN;
+            let owned = crate::region::OwnedMem::zeroed(len, true);
+            let fd = owned.fd()?;
+            let mem = owned.raw(len);
+            self.staging_refused = false;
+            let key = crate::memory::random_key();
+            self.publish(key, &mem, Some(fd), Access::READ_WRITE);
+            self.staging = Some(Staging { key, mem, _owned: owned });
+        }
+        self.staging.as_ref().map(|s| (s.key, s.mem))
     }
 
     /// When the next check that same-host peers are alive is due, if any

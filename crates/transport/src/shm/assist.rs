@@ -19,6 +19,7 @@
 //! 32  total:  u64  bytes of the message
 //! 40  offset: u64  where the message starts in the sender's exposed region
 //! 48  failed: u64  generation of a chunk the sender claimed and could not copy
+//! 56  stage:  u64  key of the receiver's staging area (`stage.rs`), 0 for none
 //! ```
 //!
 //! The protocol, for generation `g` (the receiver's count of opened slots):
@@ -53,10 +54,10 @@ const LOW_MASK: u64 = (1 << LOW_BITS) - 1;
 /// Largest message a slot describes (offsets must fit `LOW_BITS`).
 pub const MAX_ASSISTED: u64 = LOW_MASK;
 
-/// One pair's slot: seven words in one cache line of a control segment.
+/// One pair's slot: eight words in one cache line of a control segment.
 #[derive(Debug, Clone, Copy)]
 pub struct AssistSlot<'a> {
-    words: &'a [AtomicU64; 7],
+    words: &'a [AtomicU64; 8],
 }
 
 /// An open copy as a sender sees it.
@@ -71,6 +72,10 @@ pub struct Offer {
     pub total: u64,
     /// Where the message starts in the sender's exposed region.
     pub offset: u64,
+    /// Key of the receiver's staging area, 0 when it offers none: a sender
+    /// in another process then stages its chunks there (`stage.rs`)
+    /// instead of writing them into `dest` with `process_vm_writev`.
+    pub stage_key: u64,
 }
 
 /// A chunk handed out: `len` bytes at `start` of the message.
@@ -85,7 +90,7 @@ pub struct Chunk {
 impl<'a> AssistSlot<'a> {
     /// The slot made of `words` (a cache line of a shared mapping that every
     /// process accesses only atomically).
-    pub(super) fn new(words: &'a [AtomicU64; 7]) -> AssistSlot<'a> {
+    pub(super) fn new(words: &'a [AtomicU64; 8]) -> AssistSlot<'a> {
         AssistSlot { words }
     }
 
@@ -98,7 +103,8 @@ impl<'a> AssistSlot<'a> {
 
     /// Receiver: opens the next generation for a copy of `total` bytes
     /// (at most [`MAX_ASSISTED`]) into `dest`; returns the generation.
-    pub fn open(&self, token: u32, dest: u64, total: u64, offset: u64) -> u64 {
+    /// `stage_key`: the receiver's staging area, 0 for none.
+    pub fn open(&self, token: u32, dest: u64, total: u64, offset: u64, stage_key: u64) -> u64 {
         debug_assert!(total <= MAX_ASSISTED);
         let generation = ((self.claim().load(Ordering::Relaxed) >> LOW_BITS) + 1) & ((1 << (64 - LOW_BITS)) - 1);
         let generation = generation.max(1);
@@ -107,6 +113,7 @@ impl<'a> AssistSlot<'a> {
         self.words[3].store(dest, Ordering::Relaxed);
         self.words[4].store(total, Ordering::Relaxed);
         self.words[5].store(offset, Ordering::Relaxed);
+        self.words[7].store(stage_key, Ordering::Relaxed);
         self.claim().store(generation << LOW_BITS, Ordering::Release);
         generation
     }
@@ -129,6 +136,7 @@ impl<'a> AssistSlot<'a> {
             dest: self.words[3].load(Ordering::Relaxed),
             total,
             offset: self.words[5].load(Ordering::Relaxed),
+            stage_key: self.words[7].load(Ordering::Relaxed),
         })
     }
 
@@ -147,6 +155,17 @@ impl<'a> AssistSlot<'a> {
                 Ok(_) => return Some(Chunk { start, len }),
                 Err(now) => claim = now,
             }
+        }
+    }
+
+    /// Receiver: bytes of generation `generation` handed out so far (to
+    /// either side).
+    pub fn handed_out(&self, generation: u64) -> u64 {
+        let claim = self.claim().load(Ordering::Acquire);
+        if claim >> LOW_BITS == generation {
+            claim & LOW_MASK
+        } else {
+            0
         }
     }
 
@@ -181,7 +200,7 @@ impl<'a> AssistSlot<'a> {
 mod tests {
     use super::*;
 
-    fn slot_words() -> Box<[AtomicU64; 7]> {
+    fn slot_words() -> Box<[AtomicU64; 8]> {
         Box::new(std::array::from_fn(|_| AtomicU64::new(0)))
     }
 
@@ -190,9 +209,12 @@ mod tests {
         let words = slot_words();
         let slot = AssistSlot::new(&words);
         assert_eq!(slot.offer(), None, "a never-opened slot offers nothing");
-        let generation = slot.open(7, 0x1000, 10_000, 64);
+        let generation = slot.open(7, 0x1000, 10_000, 64, 0xabc);
         let offer = slot.offer().expect("open");
-        assert_eq!((offer.token, offer.dest, offer.total, offer.offset), (7, 0x1000, 10_000, 64));
+        assert_eq!(
+            (offer.token, offer.dest, offer.total, offer.offset, offer.stage_key),
+            (7, 0x1000, 10_000, 64, 0xabc)
+        );
         let mut covered = vec![0u8; 10_000];
         let mut mine = 0;
         loop {
@@ -210,6 +232,8 @@ mod tests {
             }
         }
         assert!(covered.iter().all(|&n| n == 1), "every byte handed out exactly once");
+        assert_eq!(slot.handed_out(generation), 10_000);
+        assert_eq!(slot.handed_out(generation + 1), 0, "another generation has handed out nothing");
         assert_eq!(slot.sender_done(generation), (10_000 - mine, false));
         assert_eq!(slot.offer(), None, "nothing left to offer");
     }
@@ -218,10 +242,10 @@ mod tests {
     fn a_stale_offer_cannot_take_from_the_next_generation() {
         let words = slot_words();
         let slot = AssistSlot::new(&words);
-        let first = slot.open(1, 0x1000, 100, 0);
+        let first = slot.open(1, 0x1000, 100, 0, 0);
         let stale = slot.offer().expect("open");
         while slot.take(first, 100, 64).is_some() {}
-        let second = slot.open(2, 0x2000, 100, 0);
+        let second = slot.open(2, 0x2000, 100, 0, 0);
         assert_ne!(first, second);
         assert_eq!(slot.take_offered(&stale, 64), None, "the old generation is closed");
         let fresh = slot.offer().expect("second open");
@@ -233,12 +257,12 @@ mod tests {
     fn a_failed_chunk_is_reported_for_its_generation_only() {
         let words = slot_words();
         let slot = AssistSlot::new(&words);
-        let generation = slot.open(3, 0x1000, 100, 0);
+        let generation = slot.open(3, 0x1000, 100, 0, 0);
         let offer = slot.offer().expect("open");
         let chunk = slot.take_offered(&offer, 100).expect("a chunk");
         slot.failed(&offer, chunk);
         assert_eq!(slot.sender_done(generation), (100, true));
-        let next = slot.open(4, 0x1000, 100, 0);
+        let next = slot.open(4, 0x1000, 100, 0, 0);
         assert_eq!(slot.sender_done(next), (0, false));
     }
 }

@@ -189,7 +189,7 @@ impl Control {
         // SAFETY: the line at ASSIST_AT + 64 * index lies between the header
         // and the directory (index checked), inside the mapping; it is
         // 64-aligned, and every process accesses its words only atomically.
-        let words: &[AtomicU64; 7] = unsafe { &*self.at::<[AtomicU64; 7]>(ASSIST_AT + 64 * index) };
+        let words: &[AtomicU64; 8] = unsafe { &*self.at::<[AtomicU64; 8]>(ASSIST_AT + 64 * index) };
         Some(super::assist::AssistSlot::new(words))
     }
 

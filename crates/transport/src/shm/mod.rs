@@ -7,7 +7,7 @@
 //! which peers share a machine. Must not: know what a message means or
 //! decide routing; the endpoint (crate mw-core) does.
 //!
-//! `unsafe` is confined to `segment`, `ring`, `control`, `copy` and `fence`, each
+//! `unsafe` is confined to `segment`, `ring`, `control`, `copy`, `fence` and `stage`, each
 //! block with its `// SAFETY:` reasoning.
 
 mod assist;
@@ -21,6 +21,8 @@ mod fence;
 pub mod ring;
 #[allow(unsafe_code)]
 mod segment;
+#[allow(unsafe_code)]
+mod stage;
 
 pub use assist::{AssistSlot, Chunk, Offer, MAX_ASSISTED};
 pub use control::{Control, DirEntry, ASSIST_SLOTS, DIR_SLOTS};
@@ -28,6 +30,7 @@ pub use copy::{kernel_copy_is_costly, read_lent, vm_read, vm_read_part, vm_write
 pub use fence::full_fence;
 pub use ring::{parts_len, Consumer, Corrupt, Producer, PushError, RingPeek, RingView};
 pub use segment::Segment;
+pub use stage::{copy_lines, Stage, STAGE_BUFFERS, STAGE_CHUNK, STAGE_LEN};
 
 /// This boot of the kernel (`/proc/sys/kernel/random/boot_id`): two
 /// processes with equal boot ids and host names run on the same machine
