@@ -84,13 +84,24 @@ pub(crate) struct Rndv {
     /// (0 until the endpoint sets it; then such pulls are paced by the
     /// endpoint's get window like any large get, see `pump_pulls`).
     udp_chunk: u64,
+    /// Until when this sender copies for same-host receivers with the
+    /// kernel instead of staging (a staged chunk was slow; `stage_chunks`).
+    staging_off_until: Option<std::time::Instant>,
 }
 
 impl Rndv {
     pub(crate) fn new(chunk_bytes: usize, max_queued_bytes: usize) -> Rndv {
         let chunk = chunk_bytes.max(1) as u64;
         let window = (max_queued_bytes as u64 / chunk).clamp(2, 1024) as u32;
-        Rndv { exposed: HashMap::new(), pulls: Vec::new(), retired: Vec::new(), chunk, window, udp_chunk: 0 }
+        Rndv {
+            exposed: HashMap::new(),
+            pulls: Vec::new(),
+            retired: Vec::new(),
+            chunk,
+            window,
+            udp_chunk: 0,
+            staging_off_until: None,
+        }
     }
 
     /// Sets the data bytes one GET answer carries in one UDP datagram.
@@ -346,6 +357,7 @@ impl State {
         let State { shm, msg, regions, stats, .. } = self;
         let Some(shared) = shm.as_ref().map(|s| &s.shared) else { return false };
         let mut worked = false;
+        let mut staging_slow = false;
         for (&token, exposure) in &msg.rndv.exposed {
             let Some(link) = shared.link(exposure.peer) else { continue };
             let Some(slot) = link.peer.assist_slot(shared.my_index) else { continue };
@@ -358,16 +370,22 @@ impl State {
             // Another process that offers a staging area gets our chunks
             // through it (`mw_transport::shm::stage`): two user-space copies
             // at once instead of two kernel copies.
-            let stage_window = (offer.stage_key != 0 && link.far != mw_transport::shm::Far::Local)
+            // Not while staging was found slower than the kernel's copy.
+            let staging_on = msg.rndv.staging_off_until.is_none_or(|until| std::time::Instant::now() >= until);
+            let stage_window = (staging_on && offer.stage_key != 0 && link.far != mw_transport::shm::Far::Local)
                 .then(|| link.window(offer.stage_key))
                 .flatten();
             if let Some(window) = stage_window {
-                if let Some(staged) = stage_chunks(link, &slot, &offer, mem, &window) {
+                let mut slow = false;
+                if let Some(staged) = stage_chunks(link, &slot, &offer, mem, &window, &mut slow) {
                     worked |= staged > 0;
                     stats.shm_assist_bytes += staged;
                     stats.shm_staged_bytes += staged;
-                    continue;
                 }
+                if slow {
+                    staging_slow = true;
+                }
+                // What is left (after a slow chunk) goes the kernel's way below.
             }
             while let Some(chunk) = slot.take_offered(&offer, crate::shm::direct::ASSIST_CHUNK) {
                 worked = true;
@@ -399,6 +417,9 @@ impl State {
                     break;
                 }
             }
+        }
+        if staging_slow {
+            msg.rndv.staging_off_until = Some(std::time::Instant::now() + STAGING_PAUSE);
         }
         worked
     }
@@ -485,17 +506,30 @@ impl State {
     }
 }
 
+/// Bytes per second below which staging a chunk counts as slow: about a
+/// kernel copy's speed. Staging runs at ~20-25 GB/s while the host keeps
+/// the two vCPUs close, and at 1-3 GB/s in its stretches of putting them
+/// far apart (every line crosses between the caches twice), where the
+/// kernel's copy did better (16 MiB send_recv 2.3-6 GB/s against 0.6-5.9).
+const STAGING_MIN_RATE: f64 = 8e9;
+/// How long a sender copies with the kernel again after a slow chunk
+/// before it tries staging once more.
+const STAGING_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Copies the chunks of `offer` this side can claim into the receiver's
 /// staging area `window` (see `mw_transport::shm::stage`); returns the
 /// bytes staged, or `None` (nothing claimed) when the window is not one
 /// (not a shared mapping of a staging area's size): the caller then
-/// writes with the kernel's copy. Gives up on a receiver that died.
+/// writes with the kernel's copy. Stops early, setting `slow`, after a
+/// chunk copied slower than [`STAGING_MIN_RATE`] (the caller copies the
+/// rest with the kernel). Gives up on a receiver that died.
 fn stage_chunks(
     link: &crate::shm::Link,
     slot: &mw_transport::shm::AssistSlot<'_>,
     offer: &mw_transport::shm::Offer,
     mem: crate::region::RawMem,
     window: &crate::shm::CachedWindow,
+    slow: &mut bool,
 ) -> Option<u64> {
     let crate::shm::WindowKind::Mapped(peer) = &window.kind else { return None };
     let area = peer.mem();
@@ -519,18 +553,30 @@ fn stage_chunks(
         link.dead.load(std::sync::atomic::Ordering::Relaxed) || !crate::shm::engine::process_alive(link.pid)
     };
     while let Some(chunk) = slot.take_offered(offer, mw_transport::shm::STAGE_CHUNK) {
+        let mut copy_time = std::time::Duration::ZERO;
         let published = offer
             .offset
             .checked_add(chunk.start)
             .and_then(|from| crate::region::checked_range(from, chunk.len, mem.len()).ok())
             .is_some_and(|(from, len)| {
-                mem.with_slice(from, len, |src| stage.stage(chunk.start, src, &mut receiver_gone))
+                mem.with_slice(from, len, |src| {
+                    if !stage.wait_for_buffer(&mut receiver_gone) {
+                        return false;
+                    }
+                    let started = std::time::Instant::now();
+                    stage.publish(chunk.start, src);
+                    copy_time = started.elapsed();
+                    true
+                })
             });
-        if published {
-            slot.finished(chunk);
-            staged += chunk.len;
-        } else {
+        if !published {
             slot.failed(offer, chunk);
+            break;
+        }
+        slot.finished(chunk);
+        staged += chunk.len;
+        if copy_time.as_secs_f64() * STAGING_MIN_RATE > chunk.len as f64 {
+            *slow = true;
             break;
         }
     }
