@@ -389,26 +389,19 @@ impl State {
             }
             while let Some(chunk) = slot.take_offered(&offer, crate::shm::direct::ASSIST_CHUNK) {
                 worked = true;
-                let copied = offer
-                    .offset
-                    .checked_add(chunk.start)
-                    .and_then(|from| crate::region::checked_range(from, chunk.len, mem.len()).ok())
-                    .is_some_and(|(from, len)| {
-                        mem.with_slice(from, len, |src| {
-                            // SAFETY: the chunk lies inside the receiver's
-                            // buffer (`take_offered` hands out only chunks
-                            // below the offer's total, its length), which
-                            // the receiver keeps allocated and leaves alone
-                            // until every chunk it handed out is reported
-                            // finished or failed (`copy_assisted`); for a
-                            // receiver that is a thread of this process it
-                            // never stops waiting for those reports.
-                            #[allow(unsafe_code)]
-                            let copied =
-                                unsafe { mw_transport::shm::write_lent(link.far, offer.dest + chunk.start, src) };
-                            copied.is_ok()
-                        })
-                    });
+                let copied = with_chunk_source(mem, &offer, chunk, |src| {
+                    // SAFETY: the chunk lies inside the receiver's
+                    // buffer (`take_offered` hands out only chunks
+                    // below the offer's total, its length), which
+                    // the receiver keeps allocated and leaves alone
+                    // until every chunk it handed out is reported
+                    // finished or failed (`copy_assisted`); for a
+                    // receiver that is a thread of this process it
+                    // never stops waiting for those reports.
+                    #[allow(unsafe_code)]
+                    let copied = unsafe { mw_transport::shm::write_lent(link.far, offer.dest + chunk.start, src) };
+                    copied.is_ok()
+                });
                 if copied {
                     slot.finished(chunk);
                     stats.shm_assist_bytes += chunk.len;
@@ -506,6 +499,22 @@ impl State {
     }
 }
 
+/// Runs `copy` on the bytes of `chunk` of `offer`'s message in the exposed
+/// payload `mem`; `false` (without running it) when the chunk is not
+/// inside `mem`.
+fn with_chunk_source(
+    mem: crate::region::RawMem,
+    offer: &mw_transport::shm::Offer,
+    chunk: mw_transport::shm::Chunk,
+    copy: impl FnOnce(&[u8]) -> bool,
+) -> bool {
+    offer
+        .offset
+        .checked_add(chunk.start)
+        .and_then(|from| crate::region::checked_range(from, chunk.len, mem.len()).ok())
+        .is_some_and(|(from, len)| mem.with_slice(from, len, copy))
+}
+
 /// Bytes per second below which staging a chunk counts as slow: about a
 /// kernel copy's speed. Staging runs at ~20-25 GB/s while the host keeps
 /// the two vCPUs close, and at 1-3 GB/s in its stretches of putting them
@@ -554,21 +563,15 @@ fn stage_chunks(
     };
     while let Some(chunk) = slot.take_offered(offer, mw_transport::shm::STAGE_CHUNK) {
         let mut copy_time = std::time::Duration::ZERO;
-        let published = offer
-            .offset
-            .checked_add(chunk.start)
-            .and_then(|from| crate::region::checked_range(from, chunk.len, mem.len()).ok())
-            .is_some_and(|(from, len)| {
-                mem.with_slice(from, len, |src| {
-                    if !stage.wait_for_buffer(&mut receiver_gone) {
-                        return false;
-                    }
-                    let started = std::time::Instant::now();
-                    stage.publish(chunk.start, src);
-                    copy_time = started.elapsed();
-                    true
-                })
-            });
+        let published = with_chunk_source(mem, offer, chunk, |src| {
+            if !stage.wait_for_buffer(&mut receiver_gone) {
+                return false;
+            }
+            let started = std::time::Instant::now();
+            stage.publish(chunk.start, src);
+            copy_time = started.elapsed();
+            true
+        });
         if !published {
             slot.failed(offer, chunk);
             break;

@@ -114,8 +114,8 @@ impl<'a> Stage<'a> {
         self.staged().load(Ordering::Acquire)
     }
 
-    /// Receiver: copies staged chunk `index` (below [`staged_count`]
-    /// (Self::staged_count)) into `out` where its descriptor says, frees
+    /// Receiver: copies staged chunk `index` (below
+    /// [`Self::staged_count`]) into `out` where its descriptor says, frees
     /// its buffer, and returns where it went. A descriptor outside `out` or
     /// longer than a buffer is `Corrupt` (nothing copied, the buffer still
     /// freed so the sender is not left waiting).
@@ -140,8 +140,8 @@ impl<'a> Stage<'a> {
     }
 
     /// Sender: publishes `src` (at most [`STAGE_CHUNK`] bytes) as the chunk
-    /// at `start` of the message, once a buffer is free: [`wait_for_buffer`]
-    /// (Self::wait_for_buffer) then [`publish`](Self::publish). `false` when
+    /// at `start` of the message, once a buffer is free:
+    /// [`Self::wait_for_buffer`] then [`Self::publish`]. `false` when
     /// `give_up` said so (nothing published).
     pub fn stage(&self, start: u64, src: &[u8], give_up: impl FnMut() -> bool) -> bool {
         if !self.wait_for_buffer(give_up) {
