@@ -529,9 +529,9 @@ const STAGING_PAUSE: std::time::Duration = std::time::Duration::from_millis(100)
 /// staging area `window` (see `mw_transport::shm::stage`); returns the
 /// bytes staged, or `None` (nothing claimed) when the window is not one
 /// (not a shared mapping of a staging area's size): the caller then
-/// writes with the kernel's copy. Stops early, setting `slow`, after a
-/// chunk copied slower than [`STAGING_MIN_RATE`] (the caller copies the
-/// rest with the kernel). Gives up on a receiver that died.
+/// writes with the kernel's copy. Stops early, setting `slow`, after two
+/// chunks in a row copied slower than [`STAGING_MIN_RATE`] (the caller
+/// copies the rest with the kernel). Gives up on a receiver that died.
 fn stage_chunks(
     link: &crate::shm::Link,
     slot: &mw_transport::shm::AssistSlot<'_>,
@@ -541,6 +541,7 @@ fn stage_chunks(
     slow: &mut bool,
 ) -> Option<u64> {
     let crate::shm::WindowKind::Mapped(peer) = &window.kind else { return None };
+    peer.prefault_once();
     let area = peer.mem();
     if area.len() < mw_transport::shm::STAGE_LEN {
         return None;
@@ -553,6 +554,7 @@ fn stage_chunks(
     #[allow(unsafe_code)]
     let stage = unsafe { mw_transport::shm::Stage::new(area.base()) };
     let mut staged = 0;
+    let mut slow_chunks = 0;
     let mut last_check = std::time::Instant::now();
     let mut receiver_gone = || {
         if last_check.elapsed() < std::time::Duration::from_millis(1) {
@@ -578,7 +580,9 @@ fn stage_chunks(
         }
         slot.finished(chunk);
         staged += chunk.len;
-        if copy_time.as_secs_f64() * STAGING_MIN_RATE > chunk.len as f64 {
+        // Two in a row: one can be a preemption or a first touch.
+        slow_chunks = if copy_time.as_secs_f64() * STAGING_MIN_RATE > chunk.len as f64 { slow_chunks + 1 } else { 0 };
+        if slow_chunks == 2 {
             *slow = true;
             break;
         }

@@ -211,7 +211,7 @@ pub(crate) fn read_for_pull<D: CopyDest + ?Sized>(
         let start = range(offset, len, window)?;
         match (&window.kind, slot) {
             (WindowKind::Cma { base }, Some(slot)) if cma_allowed(shm, link) => {
-                copy_assisted(link, &slot, base + start as u64, offset, out, token, staging)
+                copy_assisted(shm, link, &slot, base + start as u64, offset, out, token, staging)
             }
             (WindowKind::Cma { base }, None) if cma_allowed(shm, link) => {
                 // SAFETY: the window is a rendezvous exposure, checked
@@ -246,6 +246,7 @@ const STAGING_WAIT: std::time::Duration = std::time::Duration::from_micros(30);
 /// side copies chunks itself with the kernel's copy.
 #[allow(clippy::too_many_arguments)]
 fn copy_assisted<D: CopyDest + ?Sized>(
+    shm: &ShmShared,
     link: &Link,
     slot: &mw_transport::shm::AssistSlot<'_>,
     remote: u64,
@@ -270,6 +271,9 @@ fn copy_assisted<D: CopyDest + ?Sized>(
     let stage_key = stage.as_ref().map_or(0, |(key, _)| key.0);
     let stage = stage.map(|(_, stage)| stage);
     let generation = slot.open(token, out.dest_ptr() as u64, total, offset, stage_key);
+    // A sender asleep in its wait would miss the offer (the rendezvous
+    // announcement may have been minutes ago): wake it to take chunks.
+    shm.wake_for_store(link);
     let mut mine = 0u64;
     let mut drained = 0u64;
     let mut ok = true;

@@ -127,6 +127,10 @@ impl ShmState {
             let len = mw_transport::shm::STAGE_LEN;
             let owned = crate::region::OwnedMem::zeroed(len, true);
             let fd = owned.fd()?;
+            // Written in 512 KiB pieces at once: no first-touch faults then.
+            if let crate::region::OwnedMem::Shared(segment) = &owned {
+                segment.prefault();
+            }
             let mem = owned.raw(len);
             self.staging_refused = false;
             let key = crate::memory::random_key();
