@@ -237,9 +237,14 @@ pub unsafe fn copy_lines(dst: *mut u8, src: *const u8, len: usize) {
 mod tests {
     use super::*;
 
+    /// One cache line, so a vector of them is 64-aligned as `Stage` requires.
+    #[derive(Clone, Copy)]
+    #[repr(C, align(64))]
+    struct Line([u64; 8]);
+
     /// A staging area on the heap, 64-aligned.
-    fn area() -> Vec<u64> {
-        vec![0u64; STAGE_LEN / 8]
+    fn area() -> Vec<Line> {
+        vec![Line([0; 8]); STAGE_LEN / 64]
     }
 
     #[test]
@@ -260,7 +265,7 @@ mod tests {
     fn chunks_pass_in_order_through_the_buffers_between_two_threads() {
         let mut mem = area();
         let base = mem.as_mut_ptr().cast::<u8>();
-        // SAFETY: the vector holds STAGE_LEN bytes, 8-aligned; the test's
+        // SAFETY: the vector holds STAGE_LEN bytes, 64-aligned; the test's
         // two threads use it only through these `Stage`s, and it outlives them.
         let stage = unsafe { Stage::new(base) };
         let base_addr = base as usize;
