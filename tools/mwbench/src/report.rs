@@ -77,7 +77,7 @@ pub fn load_runs(dir: &Path) -> Result<Vec<Run>, String> {
             rows.push(Row::from_json(&v).map_err(|e| format!("{}:{}: {e}", file.display(), n + 1))?);
         }
         let name = file.file_stem().map_or(String::new(), |s| s.to_string_lossy().into_owned());
-        runs.push(Run { name, rows });
+        runs.push(Run { name, rows: merge_repeated_jobs(rows) });
     }
     if runs.iter().all(|r| r.rows.is_empty()) {
         return Err(format!("no points in {}/*.jsonl", dir.display()));
@@ -90,6 +90,55 @@ pub fn load_runs(dir: &Path) -> Result<Vec<Run>, String> {
     };
     runs.sort_by_key(|r| position(&r.name));
     Ok(runs)
+}
+
+/// Whether two rows measure the same thing (the same point, op and variant).
+fn same_measurement(a: &Row, b: &Row) -> bool {
+    same_point(a, b) && a.op == b.op && a.algo == b.algo && a.order == b.order && a.via == b.via && a.launch == b.launch
+}
+
+/// Rows of one file that measure the same thing in several jobs (a group
+/// `make bench` runs as alternating jobs of memwire and of each MPI, see
+/// `scripts/bench.sh`) become one row, in the place of the first: each
+/// value the median of the jobs' values, `iters` their sum, and in `extra`
+/// `jobs` (how many) and `job_values` (each job's median µs, or its MB/s
+/// or operations per second when it has no latency). Rows measured once
+/// stay as they are.
+pub fn merge_repeated_jobs(rows: Vec<Row>) -> Vec<Row> {
+    let mut groups: Vec<Vec<Row>> = Vec::new();
+    for row in rows {
+        match groups.iter_mut().find(|g| same_measurement(&g[0], &row)) {
+            Some(group) => group.push(row),
+            None => groups.push(vec![row]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|mut group| {
+            if group.len() == 1 {
+                return group.pop().expect("one row");
+            }
+            let of = |f: fn(&Row) -> Option<f64>| -> Option<f64> {
+                let values: Vec<f64> = group.iter().filter_map(f).collect();
+                (!values.is_empty()).then(|| crate::row::median(values))
+            };
+            let job_values: Vec<f64> = group.iter().filter_map(|r| r.median_us.or(r.mbps).or(r.ops_per_s)).collect();
+            let mut merged = group[0].clone();
+            merged.median_us = of(|r| r.median_us);
+            merged.p99_us = of(|r| r.p99_us);
+            merged.mbps = of(|r| r.mbps);
+            merged.ops_per_s = of(|r| r.ops_per_s);
+            merged.iters = group.iter().map(|r| r.iters).sum();
+            merged.extra.insert("jobs".into(), serde_json::json!(group.len()));
+            merged.extra.insert("job_values".into(), serde_json::json!(job_values));
+            merged
+        })
+        .collect()
+}
+
+/// How many jobs each cell of `rows` is the median of, when more than one.
+fn jobs_of(rows: &[&Row]) -> Option<u64> {
+    rows.iter().filter_map(|r| r.extra.get("jobs").and_then(serde_json::Value::as_u64)).max()
 }
 
 fn fmt_value(row: &Row) -> String {
@@ -194,12 +243,15 @@ fn transports_of<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<String> {
     t
 }
 
-fn launch_note(rows: &[&Row]) -> &'static str {
+fn launch_note(rows: &[&Row]) -> String {
+    let mut note = String::new();
     if rows.iter().any(|r| r.launch.as_deref() == Some("processes")) {
-        " — ranks as processes under mwrun"
-    } else {
-        ""
+        note.push_str(" — ranks as processes under mwrun");
     }
+    if let Some(jobs) = jobs_of(rows) {
+        let _ = write!(note, "; each cell the median of {jobs} jobs, memwire's and each MPI's alternating");
+    }
+    note
 }
 
 fn pt2pt_sections(run: &Run, out: &mut String) {
@@ -659,6 +711,47 @@ mod tests {
         assert_eq!(out, format!("# t\nbefore\n{BEGIN}\nnew\n{END}\nafter\n"));
         assert!(splice("no markers", "x").is_err());
         assert!(splice(&format!("{END} {BEGIN}"), "x").is_err());
+    }
+
+    #[test]
+    fn repeated_jobs_merge_into_their_median_and_single_rows_stay() {
+        let coll = |op: &str, size: usize, median: f64| Row {
+            ranks: Some(4),
+            median_us: Some(median),
+            p99_us: Some(median * 2.0),
+            iters: 300,
+            algo: (op == "memwire").then(|| "auto".to_string()),
+            ..Row::new("allgather", op, "shm", size)
+        };
+        let rows = vec![
+            coll("memwire", 8, 5.0),
+            coll("memwire", 65536, 40.0),
+            coll("openmpi", 8, 4.0),
+            coll("memwire", 8, 3.0),
+            coll("openmpi", 8, 9.0),
+            coll("memwire", 8, 4.0),
+            coll("openmpi", 8, 8.0),
+            Row { ranks: Some(2), ..coll("memwire", 8, 1.0) },
+        ];
+        let merged = merge_repeated_jobs(rows);
+        let summary: Vec<(&str, usize, Option<u32>, f64, usize)> =
+            merged.iter().map(|r| (r.op.as_str(), r.size, r.ranks, r.median_us.unwrap(), r.iters)).collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("memwire", 8, Some(4), 4.0, 900),
+                ("memwire", 65536, Some(4), 40.0, 300),
+                ("openmpi", 8, Some(4), 8.0, 900),
+                ("memwire", 8, Some(2), 1.0, 300),
+            ]
+        );
+        assert_eq!(merged[0].p99_us, Some(8.0));
+        assert_eq!(merged[0].extra["jobs"], serde_json::json!(3));
+        assert_eq!(merged[0].extra["job_values"], serde_json::json!([5.0, 3.0, 4.0]));
+        assert!(merged[1].extra.get("jobs").is_none(), "a row measured once is not marked");
+        let refs: Vec<&Row> = merged.iter().collect();
+        assert!(launch_note(&refs).contains("median of 3 jobs"));
+        assert_eq!(launch_note(&refs[1..2]), "");
     }
 
     #[test]

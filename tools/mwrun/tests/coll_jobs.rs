@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use mw_core::{Access, AllgatherAlgo, AllreduceAlgo, BarrierAlgo, DType, Endpoint, ReduceOp};
+use mw_core::{Access, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, DType, Endpoint, ReduceOp};
 
 const ROLE: &str = "MWCOLL_ROLE";
 
@@ -202,9 +202,12 @@ fn collectives(ep: &Endpoint) {
             assert!((0..p).all(|r| all[r * n..(r + 1) * n].iter().all(|&b| b == r as u8)));
         }
         let send: Vec<u8> = (0..p).flat_map(|j| vec![(me * 16 + j) as u8; n]).collect();
-        let mut recv = vec![0u8; n * p];
-        team.alltoall(&send, &mut recv).expect("alltoall");
-        assert!((0..p).all(|r| recv[r * n..(r + 1) * n].iter().all(|&b| b == (r * 16 + me) as u8)));
+        for &algo in AlltoallAlgo::ALL.iter().chain([AlltoallAlgo::Auto].iter()) {
+            let mut recv = vec![0u8; n * p];
+            team.alltoall_with(algo, &send, &mut recv).expect("alltoall");
+            let whole = (0..p).all(|r| recv[r * n..(r + 1) * n].iter().all(|&b| b == (r * 16 + me) as u8));
+            assert!(whole, "rank {me}: alltoall {algo:?} of {n} bytes a block");
+        }
         for &algo in AllreduceAlgo::ALL {
             let count = n / 8;
             let mine: Vec<u8> = (0..count).flat_map(|i| ((me + i) as f64).to_ne_bytes()).collect();

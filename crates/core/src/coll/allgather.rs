@@ -22,17 +22,20 @@ impl Team<'_> {
         if recv.len() != n * p {
             return Err(Error::InvalidArgument("allgather receive buffer must be team size × send length"));
         }
-        recv[me * n..(me + 1) * n].copy_from_slice(send);
-        if p == 1 {
-            return self.begin();
-        }
         let direct = self.can_read_directly();
         let algo =
             match if algo == AllgatherAlgo::Auto { pick_allgather(n, p, self.direct_pays(n, false)) } else { algo } {
                 AllgatherAlgo::RecursiveDoubling if !p.is_power_of_two() => AllgatherAlgo::Bruck,
-                AllgatherAlgo::Direct if !direct => AllgatherAlgo::Ring,
+                AllgatherAlgo::Direct if !direct || p == 1 => AllgatherAlgo::Ring,
                 a => a,
             };
+        // Direct copies its own block once its buffer is exposed (`read_every_exposed`).
+        if algo != AllgatherAlgo::Direct {
+            recv[me * n..(me + 1) * n].copy_from_slice(send);
+            if p == 1 {
+                return self.begin();
+            }
+        }
         match algo {
             AllgatherAlgo::Direct => self.allgather_direct(send, recv),
             AllgatherAlgo::Ring | AllgatherAlgo::Auto => {

@@ -23,14 +23,22 @@ impl Team<'_> {
             return Err(Error::InvalidArgument("alltoall buffers must be equal, team size × block"));
         }
         let n = send.len() / p;
-        recv[me * n..(me + 1) * n].copy_from_slice(&send[me * n..(me + 1) * n]);
-        if p == 1 {
-            return self.begin();
-        }
         let direct = self.can_read_directly();
-        match if algo == AlltoallAlgo::Auto { pick_alltoall(n, p, self.direct_pays(n, false)) } else { algo } {
-            AlltoallAlgo::Direct if direct => self.alltoall_direct(n, send, recv),
-            AlltoallAlgo::Pairwise | AlltoallAlgo::Direct | AlltoallAlgo::Auto => self.alltoall_pairwise(n, send, recv),
+        let chosen = if algo == AlltoallAlgo::Auto { pick_alltoall(n, p, self.direct_pays(n, false)) } else { algo };
+        let algo = match chosen {
+            AlltoallAlgo::Direct if !direct || p == 1 => AlltoallAlgo::Pairwise,
+            a => a,
+        };
+        // Direct copies its own block once its buffer is exposed (`read_every_exposed`).
+        if algo != AlltoallAlgo::Direct {
+            recv[me * n..(me + 1) * n].copy_from_slice(&send[me * n..(me + 1) * n]);
+            if p == 1 {
+                return self.begin();
+            }
+        }
+        match algo {
+            AlltoallAlgo::Direct => self.alltoall_direct(n, send, recv),
+            AlltoallAlgo::Pairwise | AlltoallAlgo::Auto => self.alltoall_pairwise(n, send, recv),
             AlltoallAlgo::Bruck => self.alltoall_bruck(n, send, recv),
             AlltoallAlgo::Allgather => self.alltoall_allgather(n, send, recv),
         }
