@@ -1,8 +1,9 @@
 /*
  * memwire.h: the C API of memwire, protected and reliable remote memory
  * access (put, get, atomics, put-with-signal, strided, vectored and masked
- * puts, address registers, arrival logs) over UDP, for programs started by
- * `mwrun -n N prog`.
+ * puts, address registers, arrival logs), tagged messages and collectives,
+ * over UDP between hosts and shared memory within one, for programs started
+ * by `mwrun -n N prog`.
  *
  * Link: `gcc prog.c $(pkg-config --cflags --libs memwire)`.
  *
@@ -16,12 +17,14 @@
  *   caught inside it is MW_ERR_INTERNAL.
  * - Functions that destroy an object take the address of the caller's
  *   variable and set it to NULL: mw_finalize, mw_region_free, mw_wait,
- *   mw_wait_value, mw_wait_all, mw_handle_free. Every handle from a *_nb
- *   function must be consumed by exactly one of the last four.
+ *   mw_wait_value, mw_wait_recv, mw_wait_all, mw_handle_free. Every handle
+ *   from a *_nb function, mw_isend or mw_irecv must be consumed by exactly
+ *   one of the last five.
  * - Free every region and handle before mw_finalize (MW_ERR_IN_USE otherwise).
  * - Buffer lifetime: the buffer of a nonblocking operation must stay valid
- *   until its handle is consumed; a get's buffer must also not be touched
- *   until then (it is filled when mw_wait returns MW_OK). Memory passed to
+ *   until its handle is consumed; a get's or a receive's buffer must also
+ *   not be touched until then (it is filled when mw_wait or mw_wait_recv
+ *   returns MW_OK). Memory passed to
  *   mw_region_register must stay valid until mw_region_free.
  * - Remote memory is named (rank, key, offset); keys come from
  *   mw_region_key, mw_region_exchange_keys, or are the same on every rank
@@ -39,6 +42,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/**
+ * Matches a message from any rank (the `source` of a receive or probe).
+ */
+#define MW_ANY_SOURCE 4294967295
+
+/**
+ * Matches a message of any tag (a receive's or probe's `tag`; not a valid
+ * tag to send).
+ */
+#define MW_ANY_TAG 18446744073709551615ull
 
 /**
  * The result of every fallible memwire call. `MW_OK` (0) is success; every
@@ -133,9 +147,9 @@ typedef struct mw_endpoint mw_endpoint;
 
 /**
  * A nonblocking operation in flight. Opaque; returned by the `*_nb`
- * functions and consumed by exactly one of `mw_wait`, `mw_wait_value`,
- * `mw_wait_all` or `mw_handle_free`, each of which sets the caller's
- * variable to NULL.
+ * functions, `mw_isend` and `mw_irecv`, and consumed by exactly one of
+ * `mw_wait`, `mw_wait_value`, `mw_wait_recv`, `mw_wait_all` or
+ * `mw_handle_free`, each of which sets the caller's variable to NULL.
  */
 typedef struct mw_handle mw_handle;
 
@@ -291,6 +305,12 @@ typedef struct mw_stats {
    * receiver's buffer itself, while the receiver copied the rest.
    */
   uint64_t shm_assist_bytes;
+  /**
+   * Bytes of this rank's large messages it copied into a same-host
+   * receiver's staging area (ranks as processes, 2 MiB and more), for the
+   * receiver to copy out.
+   */
+  uint64_t shm_staged_bytes;
 } mw_stats;
 
 /**
@@ -392,6 +412,34 @@ typedef uint32_t mw_atomic_op;
  * Width of an atomic's target word, in bytes: `MW_WIDTH_U32` or `MW_WIDTH_U64`.
  */
 typedef uint32_t mw_width;
+
+/**
+ * The envelope of a received (or probed) message.
+ */
+typedef struct mw_recv_status {
+  /**
+   * The sending rank.
+   */
+  uint32_t source;
+  /**
+   * The message's tag.
+   */
+  uint64_t tag;
+  /**
+   * The message's length in bytes (for a receive, what landed in the buffer).
+   */
+  size_t len;
+} mw_recv_status;
+
+/**
+ * Element type of a reduction: one of `MW_DTYPE_*` (native byte order).
+ */
+typedef uint32_t mw_dtype;
+
+/**
+ * Reduction operation: one of `MW_OP_*`.
+ */
+typedef uint32_t mw_op;
 
 /**
  * No remote access (the owner only uses the memory locally).
@@ -558,6 +606,91 @@ typedef uint32_t mw_width;
  * A get (remote read).
  */
 #define MW_ARRIVAL_GET 9
+
+/**
+ * `int8_t`
+ */
+#define MW_DTYPE_I8 1
+
+/**
+ * `uint8_t`
+ */
+#define MW_DTYPE_U8 2
+
+/**
+ * `int16_t`
+ */
+#define MW_DTYPE_I16 3
+
+/**
+ * `uint16_t`
+ */
+#define MW_DTYPE_U16 4
+
+/**
+ * `int32_t`
+ */
+#define MW_DTYPE_I32 5
+
+/**
+ * `uint32_t`
+ */
+#define MW_DTYPE_U32 6
+
+/**
+ * `int64_t`
+ */
+#define MW_DTYPE_I64 7
+
+/**
+ * `uint64_t`
+ */
+#define MW_DTYPE_U64 8
+
+/**
+ * `float`
+ */
+#define MW_DTYPE_F32 9
+
+/**
+ * `double`
+ */
+#define MW_DTYPE_F64 10
+
+/**
+ * Sum (integers wrap).
+ */
+#define MW_OP_SUM 1
+
+/**
+ * Product (integers wrap).
+ */
+#define MW_OP_PROD 2
+
+/**
+ * Minimum.
+ */
+#define MW_OP_MIN 3
+
+/**
+ * Maximum.
+ */
+#define MW_OP_MAX 4
+
+/**
+ * Bitwise and (integer types only).
+ */
+#define MW_OP_BAND 5
+
+/**
+ * Bitwise or (integer types only).
+ */
+#define MW_OP_BOR 6
+
+/**
+ * Bitwise xor (integer types only).
+ */
+#define MW_OP_BXOR 7
 
 #ifdef __cplusplus
 extern "C" {
@@ -1336,6 +1469,171 @@ enum mw_status mw_handle_free(struct mw_handle **handle);
  * NULL or a live region.
  */
 enum mw_status mw_handle_notify(struct mw_handle *handle, const struct mw_region *region, uint64_t offset);
+
+/**
+ * Sends `len` bytes of `data` to `dest` with `tag` and returns when `data`
+ * may be reused: at once for a message up to the eager limit, once the
+ * receiver has pulled it for a larger one (it is then never copied on the
+ * way: the receiver reads it from `data`). A large message to oneself
+ * needs its receive posted first (`mw_irecv`).
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
+ * or readable for `len` bytes.
+ */
+enum mw_status mw_send(struct mw_endpoint *ep, uint32_t dest, uint64_t tag, const void *data, size_t len);
+
+/**
+ * Receives a message from `source` (or `MW_ANY_SOURCE`) with `tag` (or
+ * `MW_ANY_TAG`) into `buf` of `capacity` bytes, waiting for it; stores its
+ * envelope in `*status` unless `status` is NULL. A message longer than
+ * `capacity` is consumed and fails with `MW_ERR_TRUNCATED`, leaving `buf`
+ * untouched.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `buf` NULL (only if `capacity` is
+ * 0) or writable for `capacity` bytes; `status` NULL or valid for writes.
+ */
+enum mw_status mw_recv(struct mw_endpoint *ep, uint32_t source, uint64_t tag, void *buf, size_t capacity, struct mw_recv_status *status);
+
+/**
+ * Starts a send of `len` bytes of `data` to `dest` with `tag` and stores
+ * its handle in `*handle`. Never waits for the receiver: a message up to
+ * the eager limit goes out now (or waits in the library for the receiver's
+ * credit), a larger one is copied once and announced. `data` must stay
+ * valid until the handle is consumed (`mw_wait`, `mw_wait_all`,
+ * `mw_handle_free`); it may be reused once the handle completes.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
+ * or readable for `len` bytes until the handle is consumed; `handle` NULL
+ * or valid for writes.
+ */
+enum mw_status mw_isend(struct mw_endpoint *ep, uint32_t dest, uint64_t tag, const void *data, size_t len, struct mw_handle **handle);
+
+/**
+ * Posts a receive from `source` (or `MW_ANY_SOURCE`) with `tag` (or
+ * `MW_ANY_TAG`) into `buf` of `capacity` bytes and stores its handle in
+ * `*handle`. `buf` is filled when `mw_wait_recv` (which also gives the
+ * envelope) or `mw_wait` returns `MW_OK`, and must stay valid and untouched
+ * until then; `mw_handle_free` before the message matched cancels the
+ * receive, and `buf` is never written after it returns.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `buf` NULL (only if `capacity` is
+ * 0) or writable for `capacity` bytes until the handle is consumed;
+ * `handle` NULL or valid for writes.
+ */
+enum mw_status mw_irecv(struct mw_endpoint *ep, uint32_t source, uint64_t tag, void *buf, size_t capacity, struct mw_handle **handle);
+
+/**
+ * Waits for a receive from `mw_irecv`, stores the message's envelope in
+ * `*status` unless `status` is NULL, frees the handle and sets `*handle`
+ * to NULL. A handle of another kind is waited for, consumed, and answered
+ * with `MW_ERR_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `handle` must be NULL or point to the caller's variable holding NULL or
+ * a handle from this library; no other thread may use the handle
+ * meanwhile; `status` NULL or valid for writes.
+ */
+enum mw_status mw_wait_recv(struct mw_handle **handle, struct mw_recv_status *status);
+
+/**
+ * Waits until a message from `source` (or `MW_ANY_SOURCE`) with `tag` (or
+ * `MW_ANY_TAG`) has arrived and stores its envelope in `*status`; the
+ * message stays queued for a receive (size a buffer by `status->len`).
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `status` NULL or valid for writes.
+ */
+enum mw_status mw_probe(struct mw_endpoint *ep, uint32_t source, uint64_t tag, struct mw_recv_status *status);
+
+/**
+ * Makes progress once and sets `*found` to whether a message from `source`
+ * (or `MW_ANY_SOURCE`) with `tag` (or `MW_ANY_TAG`) has arrived; if so,
+ * stores its envelope in `*status` (unless NULL). The message stays queued.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `found` NULL or valid for writes;
+ * `status` NULL or valid for writes.
+ */
+enum mw_status mw_iprobe(struct mw_endpoint *ep, uint32_t source, uint64_t tag, bool *found, struct mw_recv_status *status);
+
+/**
+ * Collective: `len` bytes of `buf` at `root` land in `buf` of every rank.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `buf` NULL (only if `len` is 0) or
+ * valid for reads and writes of `len` bytes.
+ */
+enum mw_status mw_bcast(struct mw_endpoint *ep, uint32_t root, void *buf, size_t len);
+
+/**
+ * Collective: every rank's `len` bytes at `send` land, in rank order, in
+ * `recv` (job size × `len` bytes) of every rank. `send` may point into
+ * `recv` (in place).
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `send` readable for `len` bytes and
+ * `recv` writable for size × `len` bytes (NULL only for 0 bytes).
+ */
+enum mw_status mw_allgather(struct mw_endpoint *ep, const void *send, size_t len, void *recv);
+
+/**
+ * Collective: block j (`block` bytes) of every rank's `send` (job size ×
+ * `block` bytes) lands in block i of rank j's `recv`, where i is the
+ * sender's rank. `send` and `recv` may be the same buffer.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `send` readable and `recv`
+ * writable for size × `block` bytes (NULL only for 0 bytes).
+ */
+enum mw_status mw_alltoall(struct mw_endpoint *ep, const void *send, void *recv, size_t block);
+
+/**
+ * Collective: `recv` of every rank (`count` elements of `dtype`) gets the
+ * element-wise `op` over every rank's `send`, bit-identical on every rank.
+ * `send` and `recv` may be the same buffer.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `send` readable and `recv`
+ * writable for `count` elements (NULL only for 0).
+ */
+enum mw_status mw_allreduce(struct mw_endpoint *ep, mw_dtype dtype, mw_op op, const void *send, void *recv, size_t count);
+
+/**
+ * Collective: `recv` at `root` (`count` elements of `dtype`) gets the
+ * element-wise `op` over every rank's `send`; `recv` is not used elsewhere
+ * (it may be NULL there). `send` and `recv` may be the same buffer.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `send` readable for `count`
+ * elements; at `root`, `recv` writable for `count` elements (NULL only for 0).
+ */
+enum mw_status mw_reduce(struct mw_endpoint *ep, uint32_t root, mw_dtype dtype, mw_op op, const void *send, void *recv, size_t count);
+
+/**
+ * Collective: every rank's `len` bytes at `send` land, in rank order, in
+ * `recv` at `root` (job size × `len` bytes); `recv` is not used elsewhere
+ * (it may be NULL there). At `root`, `send` may point into `recv`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `send` readable for `len` bytes; at
+ * `root`, `recv` writable for size × `len` bytes (NULL only for 0 bytes).
+ */
+enum mw_status mw_gather(struct mw_endpoint *ep, uint32_t root, const void *send, size_t len, void *recv);
+
+/**
+ * Collective: block j (`len` bytes) of `send` at `root` (job size × `len`
+ * bytes; not used elsewhere, it may be NULL there) lands in `recv` of
+ * rank j. At `root`, `recv` may point into `send`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; at `root`, `send` readable for
+ * size × `len` bytes; `recv` writable for `len` bytes (NULL only for 0 bytes).
+ */
+enum mw_status mw_scatter(struct mw_endpoint *ep, uint32_t root, const void *send, void *recv, size_t len);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -668,12 +668,188 @@ static void test_flush_and_stats(void) {
             ASSERT(st.bytes_sent >= (1u << 20));
             ASSERT(st.messages_delivered > 0);
             ASSERT_U64(st.shm_ring_sent + st.shm_direct_ops, 0);
+            ASSERT_U64(st.shm_assist_bytes + st.shm_staged_bytes, 0);
         } else {
             ASSERT(st.shm_ring_sent > 0 && st.shm_ring_received > 0);
             ASSERT(st.shm_direct_ops > 0);
         }
     }
     EXPECT(MW_ERR_NULL_POINTER, mw_stats_get(ep, NULL));
+}
+
+/* Tagged messages around the ring of ranks (with one rank, to itself). */
+static void test_messages(void) {
+    enum { SMALL = 100, BIG = (3 << 20) + 5 };
+    uint8_t small[SMALL], got[SMALL + 8];
+    mw_recv_status st;
+
+    /* Blocking, small: eager, so every rank may send before it receives. */
+    fill(small, SMALL, me + 40);
+    OK(mw_send(ep, right, 11, small, SMALL));
+    memset(got, 0xee, sizeof got);
+    OK(mw_recv(ep, left, 11, got, sizeof got, &st));
+    check_pattern(got, SMALL, left + 40, "recv");
+    ASSERT(got[SMALL] == 0xee);
+    ASSERT(st.source == left && st.tag == 11 && st.len == SMALL);
+
+    /* Large (rendezvous; between processes, 2 MiB and more go through the
+     * receiver's staging area): the receive is posted first, as a blocking
+     * large send waits for its receiver. */
+    uint8_t *big = malloc(BIG), *into = malloc(BIG + 3);
+    if (!big || !into) FAIL("malloc");
+    fill(big, BIG, me + 50);
+    memset(into, 0xee, BIG + 3);
+    mw_handle *rh = NULL, *sh = NULL;
+    OK(mw_irecv(ep, left, 12, into, BIG + 3, &rh));
+    OK(mw_send(ep, right, 12, big, BIG));
+    OK(mw_wait_recv(&rh, &st));
+    ASSERT(rh == NULL);
+    ASSERT(st.source == left && st.tag == 12 && st.len == BIG);
+    check_pattern(into, BIG, left + 50, "large recv");
+    ASSERT(into[BIG] == 0xee && into[BIG + 2] == 0xee);
+
+    /* Nonblocking both ways, completed together by mw_wait_all. */
+    mw_handle *hs[2] = {NULL, NULL};
+    memset(into, 0, BIG);
+    OK(mw_irecv(ep, left, 13, into, BIG, &hs[0]));
+    OK(mw_isend(ep, right, 13, big, BIG, &hs[1]));
+    OK(mw_wait_all(hs, 2));
+    ASSERT(hs[0] == NULL && hs[1] == NULL);
+    check_pattern(into, BIG, left + 50, "irecv by wait_all");
+
+    /* Probe, then receive from anyone with any tag. */
+    OK(mw_isend(ep, right, 14, small, 40, &sh));
+    OK(mw_probe(ep, MW_ANY_SOURCE, 14, &st));
+    ASSERT(st.source == left && st.tag == 14 && st.len == 40);
+    OK(mw_recv(ep, MW_ANY_SOURCE, MW_ANY_TAG, got, sizeof got, NULL));
+    check_pattern(got, 40, left + 40, "recv from any source");
+    OK(mw_wait(&sh));
+    bool found = true;
+    OK(mw_iprobe(ep, MW_ANY_SOURCE, 14, &found, NULL));
+    ASSERT(!found);
+    OK(mw_send(ep, right, 15, small, 8));
+    found = false;
+    while (!found) OK_UNCOUNTED(mw_iprobe(ep, left, 15, &found, &st));
+    ASSERT(st.len == 8);
+    OK(mw_irecv(ep, left, 15, got, sizeof got, &rh));
+    OK(mw_wait(&rh)); /* mw_wait completes a receive too, without its envelope */
+    check_pattern(got, 8, left + 40, "irecv by mw_wait");
+
+    /* A message longer than the buffer is consumed and reported, the buffer untouched. */
+    OK(mw_send(ep, right, 16, small, 16));
+    memset(got, 0xee, sizeof got);
+    EXPECT(MW_ERR_TRUNCATED, mw_recv(ep, left, 16, got, 8, NULL));
+    ASSERT(got[0] == 0xee && got[7] == 0xee);
+
+    /* A receive freed before its message arrived is cancelled: the message
+     * goes to the next matching receive. */
+    OK(mw_irecv(ep, left, 17, got, sizeof got, &rh));
+    OK(mw_handle_free(&rh));
+    ASSERT(rh == NULL);
+    OK(mw_barrier(ep));
+    OK(mw_send(ep, right, 17, small, 24));
+    OK(mw_recv(ep, left, 17, got, sizeof got, &st));
+    ASSERT(st.len == 24);
+
+    /* Handles of the wrong kind are consumed and refused. */
+    OK(mw_isend(ep, right, 18, small, 8, &sh));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_wait_recv(&sh, &st));
+    ASSERT(sh == NULL);
+    OK(mw_irecv(ep, left, 18, got, sizeof got, &rh));
+    uint64_t value;
+    mw_region *flags;
+    OK(mw_region_alloc(ep, 8, MW_ACCESS_NONE, &flags));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_handle_notify(rh, flags, 0));
+    OK(mw_region_free(&flags));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_wait_value(&rh, &value));
+    ASSERT(rh == NULL);
+
+    /* Bad arguments. */
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_send(ep, right, MW_ANY_TAG, small, 8));
+    EXPECT(MW_ERR_BAD_RANK, mw_send(ep, n, 1, small, 8));
+    EXPECT(MW_ERR_BAD_RANK, mw_recv(ep, n, 1, got, 8, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_send(ep, right, 1, NULL, 8));
+    EXPECT(MW_ERR_NULL_POINTER, mw_recv(NULL, left, 1, got, 8, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_isend(ep, right, 1, small, 8, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_irecv(ep, left, 1, got, 8, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_probe(ep, left, 1, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_iprobe(ep, left, 1, NULL, NULL));
+    rh = NULL;
+    EXPECT(MW_ERR_NULL_POINTER, mw_wait_recv(&rh, NULL));
+    free(big);
+    free(into);
+    OK(mw_barrier(ep));
+}
+
+/* Collectives over the whole job, checked against what each rank computes. */
+static void test_collectives(void) {
+    enum { LEN = 24, BIG = 100 * 1024 };
+    uint8_t *buf = malloc(BIG), *all = malloc((size_t)n * BIG);
+    if (!buf || !all) FAIL("malloc");
+
+    for (uint32_t root = 0; root < n; root += (n > 1 ? n - 1 : 1)) {
+        size_t sizes[2] = {LEN, BIG};
+        for (int k = 0; k < 2; k++) {
+            if (me == root) fill(buf, sizes[k], root + 60);
+            else memset(buf, 0, sizes[k]);
+            OK(mw_bcast(ep, root, buf, sizes[k]));
+            check_pattern(buf, sizes[k], root + 60, "bcast");
+        }
+    }
+
+    /* allgather, then in place (the send block inside the receive buffer). */
+    fill(buf, LEN, me + 70);
+    OK(mw_allgather(ep, buf, LEN, all));
+    for (uint32_t r = 0; r < n; r++) check_pattern(all + (size_t)r * LEN, LEN, r + 70, "allgather");
+    memset(all, 0, (size_t)n * LEN);
+    fill(all + (size_t)me * LEN, LEN, me + 71);
+    OK(mw_allgather(ep, all + (size_t)me * LEN, LEN, all));
+    for (uint32_t r = 0; r < n; r++) check_pattern(all + (size_t)r * LEN, LEN, r + 71, "allgather in place");
+
+    /* alltoall in place: block j for rank j is pattern me * 8 + j. */
+    for (uint32_t j = 0; j < n; j++) fill(all + (size_t)j * LEN, LEN, me * 8 + j);
+    OK(mw_alltoall(ep, all, all, LEN));
+    for (uint32_t r = 0; r < n; r++) check_pattern(all + (size_t)r * LEN, LEN, r * 8 + me, "alltoall");
+
+    /* allreduce: sums, a max of doubles, an xor; the last in place. */
+    int64_t mine64[3] = {me, -(int64_t)me, 1}, sum64[3];
+    OK(mw_allreduce(ep, MW_DTYPE_I64, MW_OP_SUM, mine64, sum64, 3));
+    int64_t ranks_sum = (int64_t)n * (n - 1) / 2;
+    ASSERT(sum64[0] == ranks_sum && sum64[1] == -ranks_sum && sum64[2] == (int64_t)n);
+    double d = 0.5 + me, dmax;
+    OK(mw_allreduce(ep, MW_DTYPE_F64, MW_OP_MAX, &d, &dmax, 1));
+    ASSERT(dmax == 0.5 + (n - 1));
+    uint32_t x = 1u << (me % 32), want_x = 0;
+    for (uint32_t r = 0; r < n; r++) want_x ^= 1u << (r % 32);
+    OK(mw_allreduce(ep, MW_DTYPE_U32, MW_OP_BXOR, &x, &x, 1));
+    ASSERT(x == want_x);
+
+    /* reduce to the last rank (NULL receive buffer elsewhere). */
+    int32_t v = 100 - (int32_t)me, vmin = 0;
+    OK(mw_reduce(ep, n - 1, MW_DTYPE_I32, MW_OP_MIN, &v, me == n - 1 ? &vmin : NULL, 1));
+    if (me == n - 1) ASSERT(vmin == 100 - (int32_t)(n - 1));
+
+    /* gather to 0 and scatter from 0 (NULL buffers away from the root). */
+    fill(buf, LEN, me + 80);
+    OK(mw_gather(ep, 0, buf, LEN, me == 0 ? all : NULL));
+    if (me == 0)
+        for (uint32_t r = 0; r < n; r++) check_pattern(all + (size_t)r * LEN, LEN, r + 80, "gather");
+    if (me == 0)
+        for (uint32_t r = 0; r < n; r++) fill(all + (size_t)r * LEN, LEN, r + 90);
+    memset(buf, 0, LEN);
+    OK(mw_scatter(ep, 0, me == 0 ? all : NULL, buf, LEN));
+    check_pattern(buf, LEN, me + 90, "scatter");
+
+    /* Bad arguments, refused alike on every rank before any traffic. */
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_allreduce(ep, 99, MW_OP_SUM, &d, &dmax, 1));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_allreduce(ep, MW_DTYPE_F64, 99, &d, &dmax, 1));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_allreduce(ep, MW_DTYPE_F64, MW_OP_BAND, &d, &dmax, 1));
+    EXPECT(MW_ERR_NULL_POINTER, mw_bcast(ep, 0, NULL, 8));
+    EXPECT(MW_ERR_NULL_POINTER, mw_allgather(ep, buf, LEN, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_alltoall(NULL, all, all, LEN));
+    free(buf);
+    free(all);
+    OK(mw_barrier(ep));
 }
 
 int main(void) {
@@ -689,6 +865,8 @@ int main(void) {
     test_arrival_log();
     test_handles();
     test_flush_and_stats();
+    test_messages();
+    test_collectives();
 
     mw_region *s_copy = S;
     (void)s_copy;

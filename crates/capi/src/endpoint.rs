@@ -11,8 +11,9 @@
 //! returns an `mw_status`.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
-use mw_core::Endpoint;
+use mw_core::{Endpoint, Team};
 
 use crate::ffi;
 use crate::mw_stats;
@@ -25,6 +26,9 @@ pub struct mw_endpoint {
     pub(crate) ep: Endpoint,
     /// Regions and handles that borrow `ep`.
     live: AtomicUsize,
+    /// The job's team for the collectives (`coll`), formed by the first one;
+    /// it borrows `ep` and is dropped before it (`mw_finalize`).
+    pub(crate) world: Mutex<Option<Team<'static>>>,
 }
 
 /// Whether an endpoint created through C exists in this process.
@@ -73,7 +77,7 @@ pub unsafe extern "C" fn mw_init(ep: *mut *mut mw_endpoint) -> mw_status {
         }
         match Endpoint::init() {
             Ok(endpoint) => {
-                out.set(ffi::give(mw_endpoint { ep: endpoint, live: AtomicUsize::new(0) }));
+                out.set(ffi::give(mw_endpoint { ep: endpoint, live: AtomicUsize::new(0), world: Mutex::new(None) }));
                 Ok(())
             }
             Err(error) => {
@@ -104,6 +108,9 @@ pub unsafe extern "C" fn mw_finalize(ep: *mut *mut mw_endpoint) -> mw_status {
                 _ => Err(Failure::in_use("regions or handles of this endpoint still exist; free them first")),
             })
         }?;
+        // The team borrows the endpoint in its box: dropped there, before
+        // the endpoint moves out to finalize.
+        drop(endpoint.world.lock().map(|mut world| world.take()));
         let result = endpoint.ep.finalize();
         ENDPOINT_EXISTS.store(false, Ordering::Release);
         result.map_err(Failure::from)
@@ -258,6 +265,7 @@ pub unsafe extern "C" fn mw_stats_get(ep: *mut mw_endpoint, stats: *mut mw_stats
             shm_ring_sent: core.shm_ring_sent,
             shm_ring_received: core.shm_ring_received,
             shm_assist_bytes: core.shm_assist_bytes,
+            shm_staged_bytes: core.shm_staged_bytes,
         });
         Ok(())
     })

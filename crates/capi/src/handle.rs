@@ -2,13 +2,13 @@
 //! the handle), wait for a fetched value, wait for many, release without
 //! waiting, and a completion flag written at the initiator.
 //!
-//! Owns: `mw_handle`, which keeps a `Handle<'static>` borrowing the endpoint
-//! (counted, see `endpoint`) and the caller's buffer (the caller's promise
-//! to keep it valid until the handle is consumed). Must not: hand a handle
-//! back to C after consuming it: every consuming call nulls the caller's
-//! variable.
+//! Owns: `mw_handle`, which keeps a `Handle<'static>` (or, for `mw_irecv`,
+//! a `RecvHandle<'static>`) borrowing the endpoint (counted, see
+//! `endpoint`) and the caller's buffer (the caller's promise to keep it
+//! valid until the handle is consumed). Must not: hand a handle back to C
+//! after consuming it: every consuming call nulls the caller's variable.
 
-use mw_core::Handle;
+use mw_core::{Handle, RecvHandle, RecvStatus};
 
 use crate::endpoint::mw_endpoint;
 use crate::ffi;
@@ -16,33 +16,58 @@ use crate::region;
 use crate::status::{guard, mw_status, Failure};
 
 /// A nonblocking operation in flight. Opaque; returned by the `*_nb`
-/// functions and consumed by exactly one of `mw_wait`, `mw_wait_value`,
-/// `mw_wait_all` or `mw_handle_free`, each of which sets the caller's
-/// variable to NULL.
+/// functions, `mw_isend` and `mw_irecv`, and consumed by exactly one of
+/// `mw_wait`, `mw_wait_value`, `mw_wait_recv`, `mw_wait_all` or
+/// `mw_handle_free`, each of which sets the caller's variable to NULL.
 #[derive(Debug)]
 pub struct mw_handle {
     /// Always `Some` until consumed; taken before the endpoint stops
     /// counting the handle.
-    handle: Option<Handle<'static>>,
+    op: Option<InFlight>,
     owner: &'static mw_endpoint,
 }
 
+/// What a handle waits for.
+#[derive(Debug)]
+enum InFlight {
+    /// A one-sided operation or a send.
+    Op(Handle<'static>),
+    /// A receive (`mw_irecv`): completes with the message's envelope.
+    Recv(RecvHandle<'static>),
+}
+
+impl InFlight {
+    fn test(&mut self) -> bool {
+        match self {
+            InFlight::Op(h) => h.test(),
+            InFlight::Recv(h) => h.test(),
+        }
+    }
+
+    fn wait(self) -> mw_core::Result<()> {
+        match self {
+            InFlight::Op(h) => h.wait(),
+            InFlight::Recv(h) => h.wait().map(drop),
+        }
+    }
+}
+
 impl mw_handle {
-    fn get(&mut self) -> &mut Handle<'static> {
-        self.handle.as_mut().expect("a handle is present until it is consumed")
+    fn get(&mut self) -> &mut InFlight {
+        self.op.as_mut().expect("a handle is present until it is consumed")
     }
 
     /// Runs `f` on the operation, keeping the handle counted (so the
     /// endpoint cannot be finalized under it) until `f` returns.
-    fn consume<R>(&mut self, f: impl FnOnce(Handle<'static>) -> R) -> R {
-        let handle = self.handle.take().expect("a handle is present until it is consumed");
-        f(handle)
+    fn consume<R>(&mut self, f: impl FnOnce(InFlight) -> R) -> R {
+        let op = self.op.take().expect("a handle is present until it is consumed");
+        f(op)
     }
 }
 
 impl Drop for mw_handle {
     fn drop(&mut self) {
-        drop(self.handle.take());
+        drop(self.op.take());
         self.owner.release();
     }
 }
@@ -50,7 +75,26 @@ impl Drop for mw_handle {
 /// Hands a new handle to C through `out`.
 pub(crate) fn give(owner: &'static mw_endpoint, handle: Handle<'static>, out: ffi::Out<'_, *mut mw_handle>) {
     owner.retain();
-    out.set(ffi::give(mw_handle { handle: Some(handle), owner }));
+    out.set(ffi::give(mw_handle { op: Some(InFlight::Op(handle)), owner }));
+}
+
+/// Hands a new receive handle to C through `out`.
+pub(crate) fn give_recv(owner: &'static mw_endpoint, handle: RecvHandle<'static>, out: ffi::Out<'_, *mut mw_handle>) {
+    owner.retain();
+    out.set(ffi::give(mw_handle { op: Some(InFlight::Recv(handle)), owner }));
+}
+
+/// Waits for a receive handle (`mw_wait_recv`): the message's envelope, or
+/// `MW_ERR_INVALID_ARGUMENT` for a handle of another kind (waited all the
+/// same: the handle is consumed whatever the result).
+pub(crate) fn wait_recv(h: &mut mw_handle) -> Result<RecvStatus, Failure> {
+    h.consume(|op| match op {
+        InFlight::Recv(recv) => Ok(recv.wait()?),
+        other => {
+            other.wait()?;
+            Err(Failure::invalid("not a receive handle (use mw_wait)"))
+        }
+    })
 }
 
 /// Makes progress once and sets `*done` to whether the operation has
@@ -83,7 +127,7 @@ pub unsafe extern "C" fn mw_wait(handle: *mut *mut mw_handle) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract.
         let mut h = unsafe { ffi::take(handle, "handle") }?.ok_or_else(|| Failure::null("*handle"))?;
-        Ok(h.consume(Handle::wait)?)
+        Ok(h.consume(InFlight::wait)?)
     })
 }
 
@@ -101,7 +145,13 @@ pub unsafe extern "C" fn mw_wait_value(handle: *mut *mut mw_handle, value: *mut 
         let out = unsafe { ffi::out(value, "value") }?;
         // SAFETY: forwarded contract.
         let mut h = unsafe { ffi::take(handle, "handle") }?.ok_or_else(|| Failure::null("*handle"))?;
-        out.set(h.consume(Handle::wait_value)?);
+        out.set(h.consume(|op| match op {
+            InFlight::Op(op) => Ok(op.wait_value()?),
+            InFlight::Recv(recv) => {
+                recv.wait()?;
+                Err(Failure::invalid("a receive fetches no word (use mw_wait_recv)"))
+            }
+        })?);
         Ok(())
     })
 }
@@ -126,11 +176,28 @@ pub unsafe extern "C" fn mw_wait_all(handles: *mut *mut mw_handle, count: usize)
                 boxes.push(h);
             }
         }
-        let ops = boxes.iter_mut().filter_map(|h| h.handle.take());
-        let result = mw_core::wait_all(ops.collect::<Vec<_>>());
+        let mut first_error = None;
+        if boxes.iter().all(|h| matches!(h.op, Some(InFlight::Op(_)))) {
+            let ops = boxes.iter_mut().filter_map(|h| match h.op.take() {
+                Some(InFlight::Op(op)) => Some(op),
+                _ => None,
+            });
+            first_error = mw_core::wait_all(ops.collect::<Vec<_>>()).err();
+        } else {
+            // Receives among them: each in turn (every wait makes progress
+            // for all), the first error in array order kept.
+            for h in &mut boxes {
+                if let Some(op) = h.op.take() {
+                    let result = op.wait();
+                    if first_error.is_none() {
+                        first_error = result.err();
+                    }
+                }
+            }
+        }
         // The boxes stay counted until every operation has been waited on.
         drop(boxes);
-        Ok(result?)
+        first_error.map_or(Ok(()), |e| Err(e.into()))
     })
 }
 
@@ -168,6 +235,9 @@ pub unsafe extern "C" fn mw_handle_notify(
     guard(|| {
         // SAFETY: forwarded contract.
         let (h, r) = unsafe { (ffi::obj_mut(handle, "handle")?, region::region(region)?) };
-        Ok(h.get().notify(r.get(), offset)?)
+        match h.get() {
+            InFlight::Op(op) => Ok(op.notify(r.get(), offset)?),
+            InFlight::Recv(_) => Err(Failure::invalid("a receive handle has no completion flag")),
+        }
     })
 }

@@ -41,12 +41,18 @@ mod atomic;
 
 mod handle;
 
+mod msg;
+
+mod coll;
+
 mod ffi;
 
 use std::ffi::c_void;
 
+pub use coll::{mw_dtype, mw_op};
 pub use endpoint::mw_endpoint;
 pub use handle::mw_handle;
+pub use msg::{mw_recv_status, MW_ANY_SOURCE, MW_ANY_TAG};
 pub use region::mw_region;
 pub use status::mw_status;
 
@@ -257,4 +263,8 @@ pub struct mw_stats {
     /// Bytes of this rank's large messages it copied into a same-host
     /// receiver's buffer itself, while the receiver copied the rest.
     pub shm_assist_bytes: u64,
+    /// Bytes of this rank's large messages it copied into a same-host
+    /// receiver's staging area (ranks as processes, 2 MiB and more), for the
+    /// receiver to copy out.
+    pub shm_staged_bytes: u64,
 }

@@ -1,0 +1,327 @@
+//! Collectives over the whole job as C sees them: broadcast, allgather,
+//! alltoall, allreduce, reduce, gather and scatter, with the algorithm the
+//! library picks (`MW_COLL_*` forces one).
+//!
+//! Owns: the job's team for C (formed by the first collective call, which
+//! is collective anyway; dropped by `mw_finalize` before the endpoint), the
+//! `MW_DTYPE_*`/`MW_OP_*` tables, and in-place calls: a receive buffer that
+//! overlaps the send buffer (MPI's `MPI_IN_PLACE` use) gets a copy of the
+//! send data first, as Rust may not borrow the same bytes both ways. Must
+//! not: implement an algorithm (core's `Team` does).
+
+use std::ffi::c_void;
+
+use mw_core::{DType, ReduceOp, Team};
+
+use crate::endpoint::{endpoint, mw_endpoint};
+use crate::ffi;
+use crate::status::{guard, mw_status, Failure};
+
+/// Element type of a reduction: one of `MW_DTYPE_*` (native byte order).
+pub type mw_dtype = u32;
+/// `int8_t`
+pub const MW_DTYPE_I8: mw_dtype = 1;
+/// `uint8_t`
+pub const MW_DTYPE_U8: mw_dtype = 2;
+/// `int16_t`
+pub const MW_DTYPE_I16: mw_dtype = 3;
+/// `uint16_t`
+pub const MW_DTYPE_U16: mw_dtype = 4;
+/// `int32_t`
+pub const MW_DTYPE_I32: mw_dtype = 5;
+/// `uint32_t`
+pub const MW_DTYPE_U32: mw_dtype = 6;
+/// `int64_t`
+pub const MW_DTYPE_I64: mw_dtype = 7;
+/// `uint64_t`
+pub const MW_DTYPE_U64: mw_dtype = 8;
+/// `float`
+pub const MW_DTYPE_F32: mw_dtype = 9;
+/// `double`
+pub const MW_DTYPE_F64: mw_dtype = 10;
+
+/// Reduction operation: one of `MW_OP_*`.
+pub type mw_op = u32;
+/// Sum (integers wrap).
+pub const MW_OP_SUM: mw_op = 1;
+/// Product (integers wrap).
+pub const MW_OP_PROD: mw_op = 2;
+/// Minimum.
+pub const MW_OP_MIN: mw_op = 3;
+/// Maximum.
+pub const MW_OP_MAX: mw_op = 4;
+/// Bitwise and (integer types only).
+pub const MW_OP_BAND: mw_op = 5;
+/// Bitwise or (integer types only).
+pub const MW_OP_BOR: mw_op = 6;
+/// Bitwise xor (integer types only).
+pub const MW_OP_BXOR: mw_op = 7;
+
+fn dtype(value: mw_dtype) -> Result<DType, Failure> {
+    Ok(match value {
+        MW_DTYPE_I8 => DType::I8,
+        MW_DTYPE_U8 => DType::U8,
+        MW_DTYPE_I16 => DType::I16,
+        MW_DTYPE_U16 => DType::U16,
+        MW_DTYPE_I32 => DType::I32,
+        MW_DTYPE_U32 => DType::U32,
+        MW_DTYPE_I64 => DType::I64,
+        MW_DTYPE_U64 => DType::U64,
+        MW_DTYPE_F32 => DType::F32,
+        MW_DTYPE_F64 => DType::F64,
+        _ => return Err(Failure::invalid("unknown MW_DTYPE_* value")),
+    })
+}
+
+fn reduce_op(value: mw_op) -> Result<ReduceOp, Failure> {
+    Ok(match value {
+        MW_OP_SUM => ReduceOp::Sum,
+        MW_OP_PROD => ReduceOp::Prod,
+        MW_OP_MIN => ReduceOp::Min,
+        MW_OP_MAX => ReduceOp::Max,
+        MW_OP_BAND => ReduceOp::BitAnd,
+        MW_OP_BOR => ReduceOp::BitOr,
+        MW_OP_BXOR => ReduceOp::BitXor,
+        _ => return Err(Failure::invalid("unknown MW_OP_* value")),
+    })
+}
+
+/// Bytes of `count` elements of `dtype`.
+fn elements(dtype: DType, count: usize) -> Result<usize, Failure> {
+    count.checked_mul(dtype.size()).ok_or(Failure::invalid("element count overflows"))
+}
+
+/// `n` blocks of `block` bytes.
+fn blocks(n: u32, block: usize) -> Result<usize, Failure> {
+    block.checked_mul(n as usize).ok_or(Failure::invalid("buffer size overflows"))
+}
+
+/// Runs `f` on the job's team, forming it on first use.
+fn with_world<R>(
+    owner: &'static mw_endpoint,
+    f: impl FnOnce(&mut Team<'static>) -> mw_core::Result<R>,
+) -> Result<R, Failure> {
+    let mut world = owner.world.lock().map_err(|_| Failure::invalid("a collective panicked earlier"))?;
+    if world.is_none() {
+        *world = Some(owner.ep.team_world()?);
+    }
+    Ok(f(world.as_mut().expect("formed above"))?)
+}
+
+/// Runs `f` on the `send_len` bytes at `send` and the `recv_len` bytes at
+/// `recv`. When the two overlap (an in-place call, as with MPI's
+/// `MPI_IN_PLACE`), `f` reads a copy of the send bytes taken first: Rust
+/// may not borrow the same bytes for reading and writing at once.
+///
+/// # Safety
+/// `send` must be NULL (only if `send_len` is 0) or readable for
+/// `send_len` bytes, and `recv` NULL (only if `recv_len` is 0) or writable
+/// for `recv_len` bytes, for the whole call.
+unsafe fn with_buffers<R>(
+    send: *const c_void,
+    send_len: usize,
+    recv: *mut c_void,
+    recv_len: usize,
+    f: impl FnOnce(&[u8], &mut [u8]) -> Result<R, Failure>,
+) -> Result<R, Failure> {
+    let (s, r) = (send as usize, recv as usize);
+    let overlap = !send.is_null()
+        && send_len > 0
+        && recv_len > 0
+        && s < r.saturating_add(recv_len)
+        && r < s.saturating_add(send_len);
+    // SAFETY: forwarded contract; read before the receive buffer is borrowed.
+    let copy = overlap.then(|| unsafe { std::slice::from_raw_parts(send.cast::<u8>(), send_len) }.to_vec());
+    let send = match &copy {
+        Some(copy) => &copy[..],
+        // SAFETY: forwarded contract; it does not overlap `recv`.
+        None => unsafe { ffi::bytes(send, send_len, "send") }?,
+    };
+    // SAFETY: forwarded contract; the only borrow of these bytes.
+    let recv = unsafe { ffi::bytes_mut(recv, recv_len, "recv") }?;
+    f(send, recv)
+}
+
+/// Collective: `len` bytes of `buf` at `root` land in `buf` of every rank.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `buf` NULL (only if `len` is 0) or
+/// valid for reads and writes of `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_bcast(ep: *mut mw_endpoint, root: u32, buf: *mut c_void, len: usize) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, buf) = unsafe { (endpoint(ep)?, ffi::bytes_mut(buf, len, "buf")?) };
+        with_world(owner, |team| team.broadcast(root, buf))
+    })
+}
+
+/// Collective: every rank's `len` bytes at `send` land, in rank order, in
+/// `recv` (job size × `len` bytes) of every rank. `send` may point into
+/// `recv` (in place).
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `send` readable for `len` bytes and
+/// `recv` writable for size × `len` bytes (NULL only for 0 bytes).
+#[no_mangle]
+pub unsafe extern "C" fn mw_allgather(
+    ep: *mut mw_endpoint,
+    send: *const c_void,
+    len: usize,
+    recv: *mut c_void,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let owner = unsafe { endpoint(ep) }?;
+        let recv_len = blocks(owner.ep.size(), len)?;
+        // SAFETY: forwarded contract.
+        unsafe {
+            with_buffers(send, len, recv, recv_len, |send, recv| with_world(owner, |team| team.allgather(send, recv)))
+        }
+    })
+}
+
+/// Collective: block j (`block` bytes) of every rank's `send` (job size ×
+/// `block` bytes) lands in block i of rank j's `recv`, where i is the
+/// sender's rank. `send` and `recv` may be the same buffer.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `send` readable and `recv`
+/// writable for size × `block` bytes (NULL only for 0 bytes).
+#[no_mangle]
+pub unsafe extern "C" fn mw_alltoall(
+    ep: *mut mw_endpoint,
+    send: *const c_void,
+    recv: *mut c_void,
+    block: usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let owner = unsafe { endpoint(ep) }?;
+        let len = blocks(owner.ep.size(), block)?;
+        // SAFETY: forwarded contract.
+        unsafe { with_buffers(send, len, recv, len, |send, recv| with_world(owner, |team| team.alltoall(send, recv))) }
+    })
+}
+
+/// Collective: `recv` of every rank (`count` elements of `dtype`) gets the
+/// element-wise `op` over every rank's `send`, bit-identical on every rank.
+/// `send` and `recv` may be the same buffer.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `send` readable and `recv`
+/// writable for `count` elements (NULL only for 0).
+#[no_mangle]
+pub unsafe extern "C" fn mw_allreduce(
+    ep: *mut mw_endpoint,
+    dtype: mw_dtype,
+    op: mw_op,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let owner = unsafe { endpoint(ep) }?;
+        let (dtype, op) = (self::dtype(dtype)?, reduce_op(op)?);
+        let len = elements(dtype, count)?;
+        // SAFETY: forwarded contract.
+        unsafe {
+            with_buffers(send, len, recv, len, |send, recv| {
+                with_world(owner, |team| team.allreduce(dtype, op, send, recv))
+            })
+        }
+    })
+}
+
+/// Collective: `recv` at `root` (`count` elements of `dtype`) gets the
+/// element-wise `op` over every rank's `send`; `recv` is not used elsewhere
+/// (it may be NULL there). `send` and `recv` may be the same buffer.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `send` readable for `count`
+/// elements; at `root`, `recv` writable for `count` elements (NULL only for 0).
+#[no_mangle]
+pub unsafe extern "C" fn mw_reduce(
+    ep: *mut mw_endpoint,
+    root: u32,
+    dtype: mw_dtype,
+    op: mw_op,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let owner = unsafe { endpoint(ep) }?;
+        let (dtype, op) = (self::dtype(dtype)?, reduce_op(op)?);
+        let len = elements(dtype, count)?;
+        let recv_len = if owner.ep.rank() == root { len } else { 0 };
+        // SAFETY: forwarded contract.
+        unsafe {
+            with_buffers(send, len, recv, recv_len, |send, recv| {
+                // Away from the root, a buffer of the right length that
+                // nothing reads (the reduction checks lengths everywhere).
+                let mut ignored = vec![0u8; if recv.is_empty() { len } else { 0 }];
+                let recv = if recv.is_empty() { &mut ignored[..] } else { recv };
+                with_world(owner, |team| team.reduce(root, dtype, op, send, recv))
+            })
+        }
+    })
+}
+
+/// Collective: every rank's `len` bytes at `send` land, in rank order, in
+/// `recv` at `root` (job size × `len` bytes); `recv` is not used elsewhere
+/// (it may be NULL there). At `root`, `send` may point into `recv`.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `send` readable for `len` bytes; at
+/// `root`, `recv` writable for size × `len` bytes (NULL only for 0 bytes).
+#[no_mangle]
+pub unsafe extern "C" fn mw_gather(
+    ep: *mut mw_endpoint,
+    root: u32,
+    send: *const c_void,
+    len: usize,
+    recv: *mut c_void,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let owner = unsafe { endpoint(ep) }?;
+        let recv_len = if owner.ep.rank() == root { blocks(owner.ep.size(), len)? } else { 0 };
+        // SAFETY: forwarded contract.
+        unsafe {
+            with_buffers(send, len, recv, recv_len, |send, recv| {
+                with_world(owner, |team| team.gather(root, send, recv))
+            })
+        }
+    })
+}
+
+/// Collective: block j (`len` bytes) of `send` at `root` (job size × `len`
+/// bytes; not used elsewhere, it may be NULL there) lands in `recv` of
+/// rank j. At `root`, `recv` may point into `send`.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; at `root`, `send` readable for
+/// size × `len` bytes; `recv` writable for `len` bytes (NULL only for 0 bytes).
+#[no_mangle]
+pub unsafe extern "C" fn mw_scatter(
+    ep: *mut mw_endpoint,
+    root: u32,
+    send: *const c_void,
+    recv: *mut c_void,
+    len: usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let owner = unsafe { endpoint(ep) }?;
+        let send_len = if owner.ep.rank() == root { blocks(owner.ep.size(), len)? } else { 0 };
+        // SAFETY: forwarded contract.
+        unsafe {
+            with_buffers(send, send_len, recv, len, |send, recv| {
+                with_world(owner, |team| team.scatter(root, send, recv))
+            })
+        }
+    })
+}

@@ -1,0 +1,232 @@
+//! Tagged messages as C sees them: blocking and nonblocking send and
+//! receive, probe, with wildcard source and tag (`MW_ANY_SOURCE`,
+//! `MW_ANY_TAG`), matched in order between a pair of ranks.
+//!
+//! Owns: turning C buffers into the slices the endpoint borrows, and the
+//! `mw_recv_status` envelope. Must not: keep a caller buffer past the call,
+//! except inside a handle (the documented buffer-lifetime rule), or match
+//! messages itself (core does).
+
+use std::ffi::c_void;
+
+use mw_core::RecvStatus;
+
+use crate::endpoint::{endpoint, mw_endpoint};
+use crate::ffi;
+use crate::handle::{self, mw_handle};
+use crate::status::{guard, mw_status, Failure};
+
+/// Matches a message from any rank (the `source` of a receive or probe).
+pub const MW_ANY_SOURCE: u32 = 0xffff_ffff;
+/// Matches a message of any tag (a receive's or probe's `tag`; not a valid
+/// tag to send).
+pub const MW_ANY_TAG: u64 = 0xffff_ffff_ffff_ffff;
+// Literals for cbindgen; they must be core's values.
+const _: () = assert!(MW_ANY_SOURCE == mw_core::ANY_SOURCE && MW_ANY_TAG == mw_core::ANY_TAG);
+
+/// The envelope of a received (or probed) message.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct mw_recv_status {
+    /// The sending rank.
+    pub source: u32,
+    /// The message's tag.
+    pub tag: u64,
+    /// The message's length in bytes (for a receive, what landed in the buffer).
+    pub len: usize,
+}
+
+impl From<RecvStatus> for mw_recv_status {
+    fn from(s: RecvStatus) -> mw_recv_status {
+        mw_recv_status { source: s.source, tag: s.tag, len: s.len }
+    }
+}
+
+/// Sends `len` bytes of `data` to `dest` with `tag` and returns when `data`
+/// may be reused: at once for a message up to the eager limit, once the
+/// receiver has pulled it for a larger one (it is then never copied on the
+/// way: the receiver reads it from `data`). A large message to oneself
+/// needs its receive posted first (`mw_irecv`).
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
+/// or readable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_send(
+    ep: *mut mw_endpoint,
+    dest: u32,
+    tag: u64,
+    data: *const c_void,
+    len: usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, data) = unsafe { (endpoint(ep)?, ffi::bytes(data, len, "data")?) };
+        Ok(owner.ep.send(dest, tag, data)?)
+    })
+}
+
+/// Receives a message from `source` (or `MW_ANY_SOURCE`) with `tag` (or
+/// `MW_ANY_TAG`) into `buf` of `capacity` bytes, waiting for it; stores its
+/// envelope in `*status` unless `status` is NULL. A message longer than
+/// `capacity` is consumed and fails with `MW_ERR_TRUNCATED`, leaving `buf`
+/// untouched.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `buf` NULL (only if `capacity` is
+/// 0) or writable for `capacity` bytes; `status` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_recv(
+    ep: *mut mw_endpoint,
+    source: u32,
+    tag: u64,
+    buf: *mut c_void,
+    capacity: usize,
+    status: *mut mw_recv_status,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, buf, status) =
+            unsafe { (endpoint(ep)?, ffi::bytes_mut(buf, capacity, "buf")?, ffi::out_opt(status, "status")?) };
+        let got = owner.ep.recv(source, tag, buf)?;
+        if let Some(out) = status {
+            out.set(got.into());
+        }
+        Ok(())
+    })
+}
+
+/// Starts a send of `len` bytes of `data` to `dest` with `tag` and stores
+/// its handle in `*handle`. Never waits for the receiver: a message up to
+/// the eager limit goes out now (or waits in the library for the receiver's
+/// credit), a larger one is copied once and announced. `data` must stay
+/// valid until the handle is consumed (`mw_wait`, `mw_wait_all`,
+/// `mw_handle_free`); it may be reused once the handle completes.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
+/// or readable for `len` bytes until the handle is consumed; `handle` NULL
+/// or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_isend(
+    ep: *mut mw_endpoint,
+    dest: u32,
+    tag: u64,
+    data: *const c_void,
+    len: usize,
+    handle: *mut *mut mw_handle,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract: `data` outlives the handle, which is the
+        // only holder of the 'static slice and is consumed before `data` may go.
+        let (owner, out, data) =
+            unsafe { (endpoint(ep)?, ffi::out(handle, "handle")?, ffi::bytes::<'static>(data, len, "data")?) };
+        let h = owner.ep.isend(dest, tag, data)?;
+        handle::give(owner, h, out);
+        Ok(())
+    })
+}
+
+/// Posts a receive from `source` (or `MW_ANY_SOURCE`) with `tag` (or
+/// `MW_ANY_TAG`) into `buf` of `capacity` bytes and stores its handle in
+/// `*handle`. `buf` is filled when `mw_wait_recv` (which also gives the
+/// envelope) or `mw_wait` returns `MW_OK`, and must stay valid and untouched
+/// until then; `mw_handle_free` before the message matched cancels the
+/// receive, and `buf` is never written after it returns.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `buf` NULL (only if `capacity` is
+/// 0) or writable for `capacity` bytes until the handle is consumed;
+/// `handle` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_irecv(
+    ep: *mut mw_endpoint,
+    source: u32,
+    tag: u64,
+    buf: *mut c_void,
+    capacity: usize,
+    handle: *mut *mut mw_handle,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract: `buf` outlives the handle, which is the
+        // only holder of the 'static slice and is consumed before `buf` may go.
+        let (owner, out, buf) =
+            unsafe { (endpoint(ep)?, ffi::out(handle, "handle")?, ffi::bytes_mut::<'static>(buf, capacity, "buf")?) };
+        let h = owner.ep.irecv(source, tag, buf)?;
+        handle::give_recv(owner, h, out);
+        Ok(())
+    })
+}
+
+/// Waits for a receive from `mw_irecv`, stores the message's envelope in
+/// `*status` unless `status` is NULL, frees the handle and sets `*handle`
+/// to NULL. A handle of another kind is waited for, consumed, and answered
+/// with `MW_ERR_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `handle` must be NULL or point to the caller's variable holding NULL or
+/// a handle from this library; no other thread may use the handle
+/// meanwhile; `status` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_wait_recv(handle: *mut *mut mw_handle, status: *mut mw_recv_status) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract; `status` is checked before the handle is taken.
+        let status = unsafe { ffi::out_opt(status, "status") }?;
+        // SAFETY: forwarded contract.
+        let mut h = unsafe { ffi::take(handle, "handle") }?.ok_or_else(|| Failure::null("*handle"))?;
+        let got = handle::wait_recv(&mut h)?;
+        if let Some(out) = status {
+            out.set(got.into());
+        }
+        Ok(())
+    })
+}
+
+/// Waits until a message from `source` (or `MW_ANY_SOURCE`) with `tag` (or
+/// `MW_ANY_TAG`) has arrived and stores its envelope in `*status`; the
+/// message stays queued for a receive (size a buffer by `status->len`).
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `status` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_probe(
+    ep: *mut mw_endpoint,
+    source: u32,
+    tag: u64,
+    status: *mut mw_recv_status,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, out) = unsafe { (endpoint(ep)?, ffi::out(status, "status")?) };
+        out.set(owner.ep.probe(source, tag)?.into());
+        Ok(())
+    })
+}
+
+/// Makes progress once and sets `*found` to whether a message from `source`
+/// (or `MW_ANY_SOURCE`) with `tag` (or `MW_ANY_TAG`) has arrived; if so,
+/// stores its envelope in `*status` (unless NULL). The message stays queued.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `found` NULL or valid for writes;
+/// `status` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_iprobe(
+    ep: *mut mw_endpoint,
+    source: u32,
+    tag: u64,
+    found: *mut bool,
+    status: *mut mw_recv_status,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, found, status) =
+            unsafe { (endpoint(ep)?, ffi::out(found, "found")?, ffi::out_opt(status, "status")?) };
+        let got = owner.ep.iprobe(source, tag)?;
+        if let (Some(got), Some(out)) = (got, status) {
+            out.set(got.into());
+        }
+        found.set(got.is_some());
+        Ok(())
+    })
+}
