@@ -1,9 +1,9 @@
 /*
  * memwire.h: the C API of memwire, protected and reliable remote memory
  * access (put, get, atomics, put-with-signal, strided, vectored and masked
- * puts, address registers, arrival logs), tagged messages and collectives,
- * over UDP between hosts and shared memory within one, for programs started
- * by `mwrun -n N prog`.
+ * puts, address registers, arrival logs), tagged messages, active messages,
+ * remote FIFOs and collectives, over UDP between hosts and shared memory
+ * within one, for programs started by `mwrun -n N prog`.
  *
  * Link: `gcc prog.c $(pkg-config --cflags --libs memwire)`.
  *
@@ -20,7 +20,11 @@
  *   mw_wait_value, mw_wait_recv, mw_wait_all, mw_handle_free. Every handle
  *   from a *_nb function, mw_isend or mw_irecv must be consumed by exactly
  *   one of the last five.
- * - Free every region and handle before mw_finalize (MW_ERR_IN_USE otherwise).
+ * - Free every region, FIFO and handle before mw_finalize (MW_ERR_IN_USE
+ *   otherwise).
+ * - Active-message handlers and FIFO watermark callbacks run inside the
+ *   progress engine with the endpoint locked: there, only the mw_am_*
+ *   context functions work; every other call fails with MW_ERR_IN_USE.
  * - Buffer lifetime: the buffer of a nonblocking operation must stay valid
  *   until its handle is consumed; a get's or a receive's buffer must also
  *   not be touched until then (it is filled when mw_wait or mw_wait_recv
@@ -53,6 +57,11 @@
  * tag to send).
  */
 #define MW_ANY_TAG 18446744073709551615ull
+
+/**
+ * Most u64 arguments a request or reply carries.
+ */
+#define MW_AM_MAX_ARGS 8
 
 /**
  * The result of every fallible memwire call. `MW_OK` (0) is success; every
@@ -140,10 +149,23 @@ typedef enum mw_status {
 } mw_status;
 
 /**
+ * What a handler may do while it runs: reply (`mw_am_reply`), queue
+ * one-way active messages (`mw_am_send`), ask who sent the request
+ * (`mw_am_source`). Opaque; valid only during the handler call.
+ */
+typedef struct mw_am_context mw_am_context;
+
+/**
  * This process's memwire endpoint: its place in the job. Opaque; created by
  * `mw_init`, destroyed by `mw_finalize`.
  */
 typedef struct mw_endpoint mw_endpoint;
+
+/**
+ * A FIFO this rank owns. Opaque; created by `mw_fifo_create`, destroyed by
+ * `mw_fifo_free`.
+ */
+typedef struct mw_fifo mw_fifo;
 
 /**
  * A nonblocking operation in flight. Opaque; returned by the `*_nb`
@@ -430,6 +452,79 @@ typedef struct mw_recv_status {
    */
   size_t len;
 } mw_recv_status;
+
+/**
+ * An active message as its handler sees it; valid only during the call.
+ */
+typedef struct mw_am_message {
+  /**
+   * The initiating rank.
+   */
+  uint32_t source;
+  /**
+   * The handler id it was sent to.
+   */
+  uint16_t handler;
+  /**
+   * Its u64 arguments (`nargs` of them, at most `MW_AM_MAX_ARGS`).
+   */
+  const uint64_t *args;
+  /**
+   * How many arguments.
+   */
+  size_t nargs;
+  /**
+   * Its payload (any size: a large one was pulled before the handler ran).
+   */
+  const void *payload;
+  /**
+   * Payload bytes.
+   */
+  size_t len;
+} mw_am_message;
+
+/**
+ * A handler: runs in the progress engine, on whichever thread makes
+ * progress, with `user` as registered. It must return promptly and may use
+ * only `ctx` (every other memwire call fails there with `MW_ERR_IN_USE`).
+ */
+typedef void (*mw_am_handler)(struct mw_am_context *ctx, const struct mw_am_message *msg, void *user);
+
+/**
+ * A request's reply, filled by `mw_am_request`: the caller sets `payload`
+ * and `capacity` (the buffer the reply's payload goes into; NULL and 0 if
+ * none is expected); the call sets `args`, `nargs` and `len`.
+ */
+typedef struct mw_am_reply_data {
+  /**
+   * The reply's arguments.
+   */
+  uint64_t args[MW_AM_MAX_ARGS];
+  /**
+   * How many of `args` the handler sent.
+   */
+  size_t nargs;
+  /**
+   * Where the reply's payload goes (caller's buffer).
+   */
+  void *payload;
+  /**
+   * Bytes `payload` holds.
+   */
+  size_t capacity;
+  /**
+   * The reply payload's length.
+   */
+  size_t len;
+} mw_am_reply_data;
+
+/**
+ * A watermark callback: `entries` waiting when a push filled the FIFO to
+ * ¾ or more. Runs in the progress engine like a handler: it must return
+ * promptly and call no memwire function (they fail with `MW_ERR_IN_USE`
+ * there); set a flag instead.
+ */
+typedef void (*mw_fifo_watermark)(size_t entries, void *user);
 
 /**
  * Element type of a reduction: one of `MW_DTYPE_*` (native byte order).
@@ -727,7 +822,7 @@ enum mw_status mw_init(struct mw_endpoint **ep);
 /**
  * Leaves the job: completes this rank's operations, waits for every rank
  * to get here (collective), prints counters if `MW_STATS=1`, frees the
- * endpoint and sets `*ep` to NULL. Every region and handle of the
+ * endpoint and sets `*ep` to NULL. Every region, FIFO and handle of the
  * endpoint must be freed first: otherwise it returns `MW_ERR_IN_USE` and
  * changes nothing. Any other error (e.g. a peer died) is reported after
  * the endpoint has been freed all the same.
@@ -1559,6 +1654,167 @@ enum mw_status mw_probe(struct mw_endpoint *ep, uint32_t source, uint64_t tag, s
  * `status` NULL or valid for writes.
  */
 enum mw_status mw_iprobe(struct mw_endpoint *ep, uint32_t source, uint64_t tag, bool *found, struct mw_recv_status *status);
+
+/**
+ * Registers `handler` under `id` (below 0xFF00, which memwire keeps for
+ * itself), called with `user` for every active message sent to it. An id
+ * already taken is `MW_ERR_INVALID_ARGUMENT`. The handler may run on any
+ * thread of the process that makes progress.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `handler` a function that may be
+ * called until `mw_unregister_handler(id)` or `mw_finalize`, with `user`.
+ */
+enum mw_status mw_register_handler(struct mw_endpoint *ep, uint16_t id, mw_am_handler handler, void *user);
+
+/**
+ * Removes the handler under `id` and sets `*removed` (unless NULL) to
+ * whether there was one. Later requests to it fail at their initiator
+ * with `MW_ERR_NO_HANDLER`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `removed` NULL or valid for writes.
+ */
+enum mw_status mw_unregister_handler(struct mw_endpoint *ep, uint16_t id, bool *removed);
+
+/**
+ * Runs handler `id` at `rank` with `nargs` arguments and `len` bytes of
+ * `payload`, waits for its reply and stores it in `*reply` (its payload in
+ * `reply->payload`, which holds `reply->capacity` bytes). A reply payload
+ * longer than that is `MW_ERR_TRUNCATED` (its length still in
+ * `reply->len`, nothing written to the buffer); no handler under `id` at
+ * `rank` is `MW_ERR_NO_HANDLER`. `reply` may be NULL when no reply
+ * payload is expected and the reply's arguments are not wanted.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `args` NULL (only if `nargs` is 0)
+ * or readable for `nargs` values; `payload` NULL (only if `len` is 0) or
+ * readable for `len` bytes; `reply` NULL or valid for reads and writes,
+ * its `payload` writable for `capacity` bytes.
+ */
+enum mw_status mw_am_request(struct mw_endpoint *ep, uint32_t rank, uint16_t id, const uint64_t *args, size_t nargs, const void *payload, size_t len, struct mw_am_reply_data *reply);
+
+/**
+ * From inside a handler: answers the request with `nargs` arguments and
+ * `len` bytes of `payload` (copied before this returns). At most once per
+ * request; a request sent without wanting a reply ignores it.
+ *
+ * # Safety
+ * `ctx` must be NULL or the running handler's context; `args` NULL (only if
+ * `nargs` is 0) or readable for `nargs` values; `payload` NULL (only if
+ * `len` is 0) or readable for `len` bytes.
+ */
+enum mw_status mw_am_reply(struct mw_am_context *ctx, const uint64_t *args, size_t nargs, const void *payload, size_t len);
+
+/**
+ * From inside a handler: queues a one-way active message to handler `id`
+ * at `rank` (sent when the handler returns; no reply; an error at the
+ * target is only counted there).
+ *
+ * # Safety
+ * As for `mw_am_reply`.
+ */
+enum mw_status mw_am_send(struct mw_am_context *ctx, uint32_t rank, uint16_t id, const uint64_t *args, size_t nargs, const void *payload, size_t len);
+
+/**
+ * From inside a handler: stores the requesting rank in `*source` and
+ * whether it waits for a reply in `*wants_reply` (either may be NULL).
+ *
+ * # Safety
+ * `ctx` must be NULL or the running handler's context; the outputs NULL or
+ * valid for writes.
+ */
+enum mw_status mw_am_source(struct mw_am_context *ctx, uint32_t *source, bool *wants_reply);
+
+/**
+ * Creates a FIFO of `slots` entries of at most `slot_size` bytes (all
+ * allocated now; `slot_size` at most the chunk size, 256 KiB by default)
+ * and stores it in `*fifo`. Others push to it with this rank and its key.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `fifo` NULL or valid for writes.
+ */
+enum mw_status mw_fifo_create(struct mw_endpoint *ep, size_t slot_size, size_t slots, struct mw_fifo **fifo);
+
+/**
+ * Destroys the FIFO (entries still in it are dropped; later pushes to it
+ * fail with `MW_ERR_BAD_KEY`) and sets `*fifo` to NULL. A NULL `*fifo` is
+ * a no-op.
+ *
+ * # Safety
+ * `fifo` must be NULL or point to the caller's variable holding NULL or a
+ * FIFO from `mw_fifo_create`, used by no other thread.
+ */
+enum mw_status mw_fifo_free(struct mw_fifo **fifo);
+
+/**
+ * Stores the FIFO's key (what other ranks push to, with this rank) in `*key`.
+ *
+ * # Safety
+ * `fifo` must be NULL or a live FIFO; `key` NULL or valid for writes.
+ */
+enum mw_status mw_fifo_key(const struct mw_fifo *fifo, uint64_t *key);
+
+/**
+ * Stores the number of entries waiting in `*entries`.
+ *
+ * # Safety
+ * `fifo` must be NULL or a live FIFO; `entries` NULL or valid for writes.
+ */
+enum mw_status mw_fifo_len(const struct mw_fifo *fifo, size_t *entries);
+
+/**
+ * Appends `len` bytes of `data` to FIFO `key` of `rank`, waiting while it
+ * is full. An entry longer than its slots is `MW_ERR_TRUNCATED` (nothing
+ * appended), an unknown key `MW_ERR_BAD_KEY`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
+ * or readable for `len` bytes.
+ */
+enum mw_status mw_fifo_push(struct mw_endpoint *ep, uint32_t rank, uint64_t key, const void *data, size_t len);
+
+/**
+ * `mw_fifo_push` without waiting: a full FIFO is `MW_ERR_WOULD_BLOCK` and
+ * nothing was appended.
+ *
+ * # Safety
+ * As for `mw_fifo_push`.
+ */
+enum mw_status mw_fifo_try_push(struct mw_endpoint *ep, uint32_t rank, uint64_t key, const void *data, size_t len);
+
+/**
+ * Waits for an entry, takes it into `buf` (`capacity` bytes) and stores
+ * its length in `*len`. An entry longer than `capacity` stays queued:
+ * `MW_ERR_TRUNCATED`.
+ *
+ * # Safety
+ * `fifo` must be NULL or a live FIFO; `buf` NULL (only if `capacity` is 0)
+ * or writable for `capacity` bytes; `len` NULL or valid for writes.
+ */
+enum mw_status mw_fifo_pop(const struct mw_fifo *fifo, void *buf, size_t capacity, size_t *len);
+
+/**
+ * Takes the oldest entry into `buf` if there is one: sets `*found`, and
+ * its length in `*len`. Makes progress once. An entry longer than
+ * `capacity` stays queued: `MW_ERR_TRUNCATED`.
+ *
+ * # Safety
+ * As for `mw_fifo_pop`; `found` NULL or valid for writes.
+ */
+enum mw_status mw_fifo_try_pop(const struct mw_fifo *fifo, void *buf, size_t capacity, bool *found, size_t *len);
+
+/**
+ * Calls `callback(entries, user)` whenever a push fills the FIFO to ¾ or
+ * more from below (Cenju-4's quarter-buffer interrupt; re-armed once pops
+ * take it below ¾). Replaces an earlier callback; NULL removes it. It runs
+ * in the progress engine, on whichever thread makes progress.
+ *
+ * # Safety
+ * `fifo` must be NULL or a live FIFO; `callback` NULL or a function that
+ * may be called with `user` from any thread until the FIFO is freed.
+ */
+enum mw_status mw_fifo_set_watermark(const struct mw_fifo *fifo, mw_fifo_watermark callback, void *user);
 
 /**
  * Collective: `len` bytes of `buf` at `root` land in `buf` of every rank.

@@ -852,6 +852,184 @@ static void test_collectives(void) {
     OK(mw_barrier(ep));
 }
 
+/* What the handlers saw, checked by the test after they ran (one thread:
+ * the handlers run on the thread that makes progress, this one). */
+static unsigned handled, oneway_count, bad_payloads;
+static mw_status inside_call = MW_OK;
+
+/* Handler 1: replies {args[0] + 1, nargs} and the payload with each byte
+ * plus one; also sends a one-way message to handler 2 at its right. */
+static void on_request(mw_am_context *ctx, const mw_am_message *msg, void *user) {
+    uint32_t source = 0;
+    bool wants = false;
+    handled++;
+    if (user != &handled) bad_payloads++;
+    if (mw_am_source(ctx, &source, &wants) != MW_OK || source != msg->source || msg->handler != 1) bad_payloads++;
+    uint32_t r;
+    inside_call = mw_rank(ep, &r); /* must be refused: the endpoint is locked here */
+    uint8_t *back = malloc(msg->len + 1);
+    if (!back) return;
+    const uint8_t *in = msg->payload;
+    for (size_t i = 0; i < msg->len; i++) back[i] = (uint8_t)(in[i] + 1);
+    uint64_t args[2] = {msg->nargs ? msg->args[0] + 1 : 0, msg->nargs};
+    if (wants && mw_am_reply(ctx, args, 2, back, msg->len) != MW_OK) bad_payloads++;
+    if (mw_am_reply(ctx, args, 2, NULL, 0) != (wants ? MW_ERR_INVALID_ARGUMENT : MW_OK)) bad_payloads++;
+    free(back);
+    uint64_t one = 1;
+    if (mw_am_send(ctx, right, 2, &one, 1, NULL, 0) != MW_OK) bad_payloads++;
+}
+
+/* Handler 2: counts one-way messages. */
+static void on_oneway(mw_am_context *ctx, const mw_am_message *msg, void *user) {
+    (void)ctx;
+    (void)user;
+    if (msg->nargs == 1 && msg->args[0] == 1 && msg->len == 0) oneway_count++;
+}
+
+static void test_active_messages(void) {
+    enum { BIG = 300 * 1024 };
+    OK(mw_register_handler(ep, 1, on_request, &handled));
+    OK(mw_register_handler(ep, 2, on_oneway, NULL));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_register_handler(ep, 1, on_request, NULL));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_register_handler(ep, 0xff00, on_request, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_register_handler(ep, 3, NULL, NULL));
+    OK(mw_barrier(ep)); /* every rank's handlers are in */
+
+    uint8_t small[64], back[64];
+    fill(small, sizeof small, me + 100);
+    uint64_t args[3] = {41, 5, 6};
+    mw_am_reply_data reply;
+    memset(&reply, 0, sizeof reply);
+    reply.payload = back;
+    reply.capacity = sizeof back;
+    OK(mw_am_request(ep, right, 1, args, 3, small, sizeof small, &reply));
+    ASSERT(reply.nargs == 2 && reply.args[0] == 42 && reply.args[1] == 3);
+    ASSERT(reply.len == sizeof small);
+    for (size_t i = 0; i < sizeof small; i++)
+        if (back[i] != (uint8_t)(pat(me + 100, i) + 1)) FAIL("am reply byte %zu", i);
+
+    /* A large payload each way (pulled by the target; the reply by us). */
+    uint8_t *big = malloc(BIG), *bigback = malloc(BIG);
+    if (!big || !bigback) FAIL("malloc");
+    fill(big, BIG, me + 110);
+    reply.payload = bigback;
+    reply.capacity = BIG;
+    OK(mw_am_request(ep, right, 1, args, 1, big, BIG, &reply));
+    ASSERT(reply.len == BIG && reply.nargs == 2 && reply.args[1] == 1);
+    for (size_t i = 0; i < BIG; i++)
+        if (bigback[i] != (uint8_t)(pat(me + 110, i) + 1)) FAIL("large am reply byte %zu", i);
+
+    /* A reply longer than the buffer (or with no buffer) is refused, its length told. */
+    reply.payload = back;
+    reply.capacity = 8;
+    EXPECT(MW_ERR_TRUNCATED, mw_am_request(ep, right, 1, args, 1, small, 16, &reply));
+    ASSERT(reply.len == 16);
+    EXPECT(MW_ERR_TRUNCATED, mw_am_request(ep, right, 1, args, 1, small, 16, NULL));
+    OK(mw_am_request(ep, right, 1, NULL, 0, NULL, 0, NULL)); /* empty reply: fine without a buffer */
+
+    EXPECT(MW_ERR_NO_HANDLER, mw_am_request(ep, right, 7, NULL, 0, NULL, 0, NULL));
+    EXPECT(MW_ERR_BAD_RANK, mw_am_request(ep, n, 1, NULL, 0, NULL, 0, NULL));
+    uint64_t nine[9] = {0};
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_am_request(ep, right, 1, nine, 9, NULL, 0, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_am_reply(NULL, NULL, 0, NULL, 0));
+    EXPECT(MW_ERR_NULL_POINTER, mw_am_send(NULL, 0, 2, NULL, 0, NULL, 0));
+    EXPECT(MW_ERR_NULL_POINTER, mw_am_source(NULL, NULL, NULL));
+
+    /* Every rank's handler 1 ran 5 times (one per request above that got
+     * there) and sent one one-way message each time to its right. */
+    OK(mw_barrier(ep));
+    while (oneway_count < 5) OK_UNCOUNTED(mw_progress(ep));
+    OK(mw_barrier(ep));
+    ASSERT(handled == 5);
+    ASSERT_U64(oneway_count, 5);
+    ASSERT_U64(bad_payloads, 0);
+    EXPECT(MW_ERR_IN_USE, inside_call);
+
+    bool removed = false;
+    OK(mw_unregister_handler(ep, 1, &removed));
+    ASSERT(removed);
+    OK(mw_unregister_handler(ep, 1, &removed));
+    ASSERT(!removed);
+    OK(mw_unregister_handler(ep, 2, NULL));
+    OK(mw_barrier(ep));
+    EXPECT(MW_ERR_NO_HANDLER, mw_am_request(ep, right, 1, NULL, 0, NULL, 0, NULL));
+    free(big);
+    free(bigback);
+    OK(mw_barrier(ep));
+}
+
+static unsigned marks;
+static mw_status mark_call = MW_OK;
+
+static void on_watermark(size_t entries, void *user) {
+    if (user == &marks && entries >= 3) marks++;
+    mark_call = mw_barrier(ep); /* refused: the endpoint is locked here */
+}
+
+static void test_fifos(void) {
+    enum { SLOT = 64, SLOTS = 4 };
+    mw_fifo *fifo = NULL;
+    OK(mw_fifo_create(ep, SLOT, SLOTS, &fifo));
+    OK(mw_fifo_set_watermark(fifo, on_watermark, &marks));
+    uint64_t key, *keys = malloc(sizeof(uint64_t) * n);
+    if (!keys) FAIL("malloc");
+    OK(mw_fifo_key(fifo, &key));
+    OK(mw_allgather(ep, &key, sizeof key, keys));
+    OK(mw_barrier(ep));
+
+    /* Fill the right neighbour's FIFO: 4 entries fit, the 5th is pushed back. */
+    uint8_t entry[SLOT + 1], got[SLOT];
+    for (int i = 0; i < SLOTS; i++) {
+        fill(entry, SLOT, me + 120 + (uint32_t)i);
+        OK(mw_fifo_try_push(ep, right, keys[right], entry, (size_t)(SLOT - i)));
+    }
+    EXPECT(MW_ERR_WOULD_BLOCK, mw_fifo_try_push(ep, right, keys[right], entry, 8));
+    OK(mw_barrier(ep));
+    size_t len = 0, entries = 0;
+    OK(mw_fifo_len(fifo, &entries));
+    ASSERT(entries == SLOTS);
+    EXPECT(MW_ERR_TRUNCATED, mw_fifo_pop(fifo, got, 8, &len)); /* stays queued */
+    for (int i = 0; i < SLOTS; i++) {
+        OK(mw_fifo_pop(fifo, got, sizeof got, &len));
+        ASSERT(len == (size_t)(SLOT - i));
+        check_pattern(got, len, left + 120 + (uint32_t)i, "fifo entry");
+    }
+    bool found = true;
+    OK(mw_fifo_try_pop(fifo, got, sizeof got, &found, &len));
+    ASSERT(!found && len == 0);
+    OK(mw_barrier(ep));
+    ASSERT(marks == 1);
+    EXPECT(MW_ERR_IN_USE, mark_call);
+
+    /* A blocking push waits for the owner's pops (rank 0 to rank 1). */
+    if (n > 1 && me == 0) {
+        for (uint32_t i = 0; i < 3 * SLOTS; i++) {
+            fill(entry, SLOT, 130 + i);
+            OK_UNCOUNTED(mw_fifo_push(ep, 1, keys[1], entry, SLOT));
+        }
+    } else if (n > 1 && me == 1) {
+        for (uint32_t i = 0; i < 3 * SLOTS; i++) {
+            OK_UNCOUNTED(mw_fifo_pop(fifo, got, sizeof got, &len));
+            check_pattern(got, SLOT, 130 + i, "fifo entry after backpressure");
+        }
+    }
+    OK(mw_barrier(ep));
+
+    EXPECT(MW_ERR_TRUNCATED, mw_fifo_try_push(ep, right, keys[right], entry, SLOT + 1));
+    EXPECT(MW_ERR_BAD_KEY, mw_fifo_try_push(ep, right, keys[right] ^ 1, entry, 8));
+    EXPECT(MW_ERR_NULL_POINTER, mw_fifo_create(ep, SLOT, SLOTS, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_fifo_len(NULL, &entries));
+    OK(mw_fifo_set_watermark(fifo, NULL, NULL));
+    OK(mw_barrier(ep));
+    OK(mw_fifo_free(&fifo));
+    ASSERT(fifo == NULL);
+    OK(mw_fifo_free(&fifo)); /* a second free through the same variable is a no-op */
+    OK(mw_barrier(ep));
+    EXPECT(MW_ERR_BAD_KEY, mw_fifo_try_push(ep, right, keys[right], entry, 8));
+    free(keys);
+    OK(mw_barrier(ep));
+}
+
 int main(void) {
     test_status_and_null_arguments();
     test_endpoint();
@@ -867,6 +1045,8 @@ int main(void) {
     test_flush_and_stats();
     test_messages();
     test_collectives();
+    test_active_messages();
+    test_fifos();
 
     mw_region *s_copy = S;
     (void)s_copy;

@@ -46,6 +46,19 @@ pub(crate) unsafe fn obj_mut<'a, T>(ptr: *mut T, what: &'static str) -> Result<&
     Ok(unsafe { &mut *ptr })
 }
 
+/// An optional in-out C struct (NULL means "not wanted").
+///
+/// # Safety
+/// If `ptr` is non-NULL it must be valid for reads and writes of a `T`,
+/// used by no other thread or reference for `'a`.
+pub(crate) unsafe fn obj_mut_opt<'a, T>(ptr: *mut T, what: &'static str) -> Result<Option<&'a mut T>, Failure> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { obj_mut(ptr, what) }.map(Some)
+}
+
 /// `len` bytes at `ptr` (NULL is accepted when `len` is 0).
 ///
 /// # Safety

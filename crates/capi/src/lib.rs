@@ -43,14 +43,20 @@ mod handle;
 
 mod msg;
 
+mod am;
+
+mod fifo;
+
 mod coll;
 
 mod ffi;
 
 use std::ffi::c_void;
 
+pub use am::{mw_am_context, mw_am_handler, mw_am_message, mw_am_reply_data, MW_AM_MAX_ARGS};
 pub use coll::{mw_dtype, mw_op};
 pub use endpoint::mw_endpoint;
+pub use fifo::{mw_fifo, mw_fifo_watermark};
 pub use handle::mw_handle;
 pub use msg::{mw_recv_status, MW_ANY_SOURCE, MW_ANY_TAG};
 pub use region::mw_region;

@@ -6,7 +6,7 @@
 //! let a panic cross the FFI boundary.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -158,10 +158,45 @@ fn set_last_error(message: &str) {
     });
 }
 
+thread_local! {
+    /// This thread runs a C callback (an active-message handler, a FIFO
+    /// watermark) inside the progress engine, with the endpoint locked.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` as a C callback from the progress engine: meanwhile every
+/// exported function but the handler context's refuses (see [`guard`]).
+pub(crate) fn as_callback<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            IN_CALLBACK.with(|flag| flag.set(self.0));
+        }
+    }
+    let _reset = Reset(IN_CALLBACK.with(|flag| flag.replace(true)));
+    f()
+}
+
 /// Runs an exported function's body: a failure becomes its status (and the
 /// thread's last-error text), a panic becomes `MW_ERR_INTERNAL`. Nothing
-/// unwinds into C.
+/// unwinds into C. Called from inside a C callback (which runs with the
+/// endpoint locked, so any call that takes the endpoint would wait for
+/// itself forever) it refuses with `MW_ERR_IN_USE`.
 pub(crate) fn guard(body: impl FnOnce() -> Outcome) -> mw_status {
+    if IN_CALLBACK.with(Cell::get) {
+        return guard_callback(|| {
+            Err(Failure::in_use(
+                "called from inside an active-message handler or FIFO watermark callback: \
+                 only the mw_am_* context functions may be used there",
+            ))
+        });
+    }
+    guard_callback(body)
+}
+
+/// [`guard`] without the callback check: for the functions a handler may
+/// call (`mw_am_reply`, `mw_am_send`, ...), which use only its context.
+pub(crate) fn guard_callback(body: impl FnOnce() -> Outcome) -> mw_status {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => MW_OK,
         Ok(Err(failure)) => {
