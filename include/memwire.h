@@ -2,7 +2,7 @@
  * memwire.h: the C API of memwire, protected and reliable remote memory
  * access (put, get, atomics, put-with-signal, strided, vectored and masked
  * puts, address registers, arrival logs), tagged messages, active messages,
- * remote FIFOs and collectives, over UDP between hosts and shared memory
+ * remote FIFOs, teams and collectives, over UDP between hosts and shared memory
  * within one, for programs started by `mwrun -n N prog`.
  *
  * Link: `gcc prog.c $(pkg-config --cflags --libs memwire)`.
@@ -20,8 +20,8 @@
  *   mw_wait_value, mw_wait_recv, mw_wait_all, mw_handle_free. Every handle
  *   from a *_nb function, mw_isend or mw_irecv must be consumed by exactly
  *   one of the last five.
- * - Free every region, FIFO and handle before mw_finalize (MW_ERR_IN_USE
- *   otherwise).
+ * - Free every region, FIFO, team and handle before mw_finalize
+ *   (MW_ERR_IN_USE otherwise).
  * - Active-message handlers and FIFO watermark callbacks run inside the
  *   progress engine with the endpoint locked: there, only the mw_am_*
  *   context functions work; every other call fails with MW_ERR_IN_USE.
@@ -62,6 +62,11 @@
  * Most u64 arguments a request or reply carries.
  */
 #define MW_AM_MAX_ARGS 8
+
+/**
+ * `color` of a rank that joins no team in `mw_team_split` (it gets NULL).
+ */
+#define MW_TEAM_NONE 4294967295
 
 /**
  * The result of every fallible memwire call. `MW_OK` (0) is success; every
@@ -182,6 +187,13 @@ typedef struct mw_handle mw_handle;
  * `mw_region_free`.
  */
 typedef struct mw_region mw_region;
+
+/**
+ * A team of ranks. Opaque; created by `mw_team_split` or
+ * `mw_team_from_ranks`, destroyed by `mw_team_free`. Used by one thread at
+ * a time, and by every member in the same order of collectives.
+ */
+typedef struct mw_team mw_team;
 
 /**
  * Counters of one endpoint (`mw_stats_get`): operations, the reliable
@@ -822,7 +834,7 @@ enum mw_status mw_init(struct mw_endpoint **ep);
 /**
  * Leaves the job: completes this rank's operations, waits for every rank
  * to get here (collective), prints counters if `MW_STATS=1`, frees the
- * endpoint and sets `*ep` to NULL. Every region, FIFO and handle of the
+ * endpoint and sets `*ep` to NULL. Every region, FIFO, team and handle of the
  * endpoint must be freed first: otherwise it returns `MW_ERR_IN_USE` and
  * changes nothing. Any other error (e.g. a peer died) is reported after
  * the endpoint has been freed all the same.
@@ -1817,79 +1829,157 @@ enum mw_status mw_fifo_try_pop(const struct mw_fifo *fifo, void *buf, size_t cap
 enum mw_status mw_fifo_set_watermark(const struct mw_fifo *fifo, mw_fifo_watermark callback, void *user);
 
 /**
- * Collective: `len` bytes of `buf` at `root` land in `buf` of every rank.
+ * Collective over `parent` (NULL: the whole job), as `MPI_Comm_split`:
+ * members passing the same `color` form a new team, ordered by `key`
+ * (ties by rank in `parent`), stored in `*team`; `MW_TEAM_NONE` joins none
+ * and gets NULL.
  *
  * # Safety
- * `ep` must be NULL or a live endpoint; `buf` NULL (only if `len` is 0) or
- * valid for reads and writes of `len` bytes.
+ * `ep` must be NULL or a live endpoint; `parent` NULL or a live team of
+ * it; `team` NULL or valid for writes.
  */
-enum mw_status mw_bcast(struct mw_endpoint *ep, uint32_t root, void *buf, size_t len);
+enum mw_status mw_team_split(struct mw_endpoint *ep, struct mw_team *parent, uint32_t color, uint32_t key, struct mw_team **team);
 
 /**
- * Collective: every rank's `len` bytes at `send` land, in rank order, in
- * `recv` (job size × `len` bytes) of every rank. `send` may point into
- * `recv` (in place).
+ * Collective over `parent` (NULL: the whole job): the `count` members
+ * listed in `ranks` (ranks in `parent`, in the order that becomes the new
+ * team's) form a new team, stored in `*team`; everyone passes the same
+ * list, and ranks not in it get NULL. A rank outside `parent`, or listed
+ * twice, is `MW_ERR_INVALID_ARGUMENT`.
  *
  * # Safety
- * `ep` must be NULL or a live endpoint; `send` readable for `len` bytes and
- * `recv` writable for size × `len` bytes (NULL only for 0 bytes).
+ * `ep` must be NULL or a live endpoint; `parent` NULL or a live team of
+ * it; `ranks` NULL (only if `count` is 0) or readable for `count` values;
+ * `team` NULL or valid for writes.
  */
-enum mw_status mw_allgather(struct mw_endpoint *ep, const void *send, size_t len, void *recv);
+enum mw_status mw_team_from_ranks(struct mw_endpoint *ep, struct mw_team *parent, const uint32_t *ranks, size_t count, struct mw_team **team);
 
 /**
- * Collective: block j (`block` bytes) of every rank's `send` (job size ×
- * `block` bytes) lands in block i of rank j's `recv`, where i is the
- * sender's rank. `send` and `recv` may be the same buffer.
+ * Destroys the team and sets `*team` to NULL (not collective: each member
+ * frees its own, after its last collective on it). A NULL `*team` is a
+ * no-op.
  *
  * # Safety
- * `ep` must be NULL or a live endpoint; `send` readable and `recv`
- * writable for size × `block` bytes (NULL only for 0 bytes).
+ * `team` must be NULL or point to the caller's variable holding NULL or a
+ * team from this library, used by no other thread.
  */
-enum mw_status mw_alltoall(struct mw_endpoint *ep, const void *send, void *recv, size_t block);
+enum mw_status mw_team_free(struct mw_team **team);
 
 /**
- * Collective: `recv` of every rank (`count` elements of `dtype`) gets the
- * element-wise `op` over every rank's `send`, bit-identical on every rank.
- * `send` and `recv` may be the same buffer.
+ * Stores this rank's rank in `team` in `*rank` and the team's size in
+ * `*size` (either may be NULL).
  *
  * # Safety
- * `ep` must be NULL or a live endpoint; `send` readable and `recv`
- * writable for `count` elements (NULL only for 0).
+ * `team` must be NULL or a live team used by no other thread; the outputs
+ * NULL or valid for writes.
  */
-enum mw_status mw_allreduce(struct mw_endpoint *ep, mw_dtype dtype, mw_op op, const void *send, void *recv, size_t count);
+enum mw_status mw_team_rank(struct mw_team *team, uint32_t *rank, uint32_t *size);
 
 /**
- * Collective: `recv` at `root` (`count` elements of `dtype`) gets the
- * element-wise `op` over every rank's `send`; `recv` is not used elsewhere
- * (it may be NULL there). `send` and `recv` may be the same buffer.
+ * Stores the job rank of `team`'s member `rank` in `*world` (what
+ * messages and remote memory operations name it by).
  *
  * # Safety
- * `ep` must be NULL or a live endpoint; `send` readable for `count`
- * elements; at `root`, `recv` writable for `count` elements (NULL only for 0).
+ * `team` must be NULL or a live team used by no other thread; `world` NULL
+ * or valid for writes.
  */
-enum mw_status mw_reduce(struct mw_endpoint *ep, uint32_t root, mw_dtype dtype, mw_op op, const void *send, void *recv, size_t count);
+enum mw_status mw_team_world_rank(struct mw_team *team, uint32_t rank, uint32_t *world);
 
 /**
- * Collective: every rank's `len` bytes at `send` land, in rank order, in
- * `recv` at `root` (job size × `len` bytes); `recv` is not used elsewhere
- * (it may be NULL there). At `root`, `send` may point into `recv`.
+ * Collective over `team` (NULL: the whole job): returns once every member
+ * has called it.
  *
  * # Safety
- * `ep` must be NULL or a live endpoint; `send` readable for `len` bytes; at
- * `root`, `recv` writable for size × `len` bytes (NULL only for 0 bytes).
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it.
  */
-enum mw_status mw_gather(struct mw_endpoint *ep, uint32_t root, const void *send, size_t len, void *recv);
+enum mw_status mw_team_barrier(struct mw_endpoint *ep, struct mw_team *team);
 
 /**
- * Collective: block j (`len` bytes) of `send` at `root` (job size × `len`
- * bytes; not used elsewhere, it may be NULL there) lands in `recv` of
- * rank j. At `root`, `recv` may point into `send`.
+ * Collective over `team` (NULL: the whole job): `len` bytes of `buf` at
+ * team rank `root` land in `buf` of every member.
  *
  * # Safety
- * `ep` must be NULL or a live endpoint; at `root`, `send` readable for
- * size × `len` bytes; `recv` writable for `len` bytes (NULL only for 0 bytes).
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * `buf` NULL (only if `len` is 0) or valid for reads and writes of `len`
+ * bytes.
  */
-enum mw_status mw_scatter(struct mw_endpoint *ep, uint32_t root, const void *send, void *recv, size_t len);
+enum mw_status mw_bcast(struct mw_endpoint *ep, struct mw_team *team, uint32_t root, void *buf, size_t len);
+
+/**
+ * Collective over `team` (NULL: the whole job): every member's `len` bytes
+ * at `send` land, in team rank order, in `recv` (team size × `len` bytes)
+ * of every member. `send` may point into `recv` (in place).
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * `send` readable for `len` bytes and `recv` writable for size × `len`
+ * bytes (NULL only for 0 bytes).
+ */
+enum mw_status mw_allgather(struct mw_endpoint *ep, struct mw_team *team, const void *send, size_t len, void *recv);
+
+/**
+ * Collective over `team` (NULL: the whole job): block j (`block` bytes) of
+ * every member's `send` (team size × `block` bytes) lands in block i of
+ * team rank j's `recv`, where i is the sender's team rank. `send` and
+ * `recv` may be the same buffer.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * `send` readable and `recv` writable for size × `block` bytes (NULL only
+ * for 0 bytes).
+ */
+enum mw_status mw_alltoall(struct mw_endpoint *ep, struct mw_team *team, const void *send, void *recv, size_t block);
+
+/**
+ * Collective over `team` (NULL: the whole job): `recv` of every member
+ * (`count` elements of `dtype`) gets the element-wise `op` over every
+ * member's `send`, bit-identical everywhere. `send` and `recv` may be the
+ * same buffer.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * `send` readable and `recv` writable for `count` elements (NULL only for 0).
+ */
+enum mw_status mw_allreduce(struct mw_endpoint *ep, struct mw_team *team, mw_dtype dtype, mw_op op, const void *send, void *recv, size_t count);
+
+/**
+ * Collective over `team` (NULL: the whole job): `recv` at team rank
+ * `root` (`count` elements of `dtype`) gets the element-wise `op` over
+ * every member's `send`; `recv` is not used elsewhere (it may be NULL
+ * there). `send` and `recv` may be the same buffer.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * `send` readable for `count` elements; at `root`, `recv` writable for
+ * `count` elements (NULL only for 0).
+ */
+enum mw_status mw_reduce(struct mw_endpoint *ep, struct mw_team *team, uint32_t root, mw_dtype dtype, mw_op op, const void *send, void *recv, size_t count);
+
+/**
+ * Collective over `team` (NULL: the whole job): every member's `len`
+ * bytes at `send` land, in team rank order, in `recv` at team rank `root`
+ * (team size × `len` bytes); `recv` is not used elsewhere (it may be NULL
+ * there). At `root`, `send` may point into `recv`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * `send` readable for `len` bytes; at `root`, `recv` writable for size ×
+ * `len` bytes (NULL only for 0 bytes).
+ */
+enum mw_status mw_gather(struct mw_endpoint *ep, struct mw_team *team, uint32_t root, const void *send, size_t len, void *recv);
+
+/**
+ * Collective over `team` (NULL: the whole job): block j (`len` bytes) of
+ * `send` at team rank `root` (team size × `len` bytes; not used elsewhere,
+ * it may be NULL there) lands in `recv` of team rank j. At `root`, `recv`
+ * may point into `send`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * at `root`, `send` readable for size × `len` bytes; `recv` writable for
+ * `len` bytes (NULL only for 0 bytes).
+ */
+enum mw_status mw_scatter(struct mw_endpoint *ep, struct mw_team *team, uint32_t root, const void *send, void *recv, size_t len);
 
 #ifdef __cplusplus
 }  // extern "C"

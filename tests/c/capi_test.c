@@ -792,61 +792,61 @@ static void test_collectives(void) {
         for (int k = 0; k < 2; k++) {
             if (me == root) fill(buf, sizes[k], root + 60);
             else memset(buf, 0, sizes[k]);
-            OK(mw_bcast(ep, root, buf, sizes[k]));
+            OK(mw_bcast(ep, NULL, root, buf, sizes[k]));
             check_pattern(buf, sizes[k], root + 60, "bcast");
         }
     }
 
     /* allgather, then in place (the send block inside the receive buffer). */
     fill(buf, LEN, me + 70);
-    OK(mw_allgather(ep, buf, LEN, all));
+    OK(mw_allgather(ep, NULL, buf, LEN, all));
     for (uint32_t r = 0; r < n; r++) check_pattern(all + (size_t)r * LEN, LEN, r + 70, "allgather");
     memset(all, 0, (size_t)n * LEN);
     fill(all + (size_t)me * LEN, LEN, me + 71);
-    OK(mw_allgather(ep, all + (size_t)me * LEN, LEN, all));
+    OK(mw_allgather(ep, NULL, all + (size_t)me * LEN, LEN, all));
     for (uint32_t r = 0; r < n; r++) check_pattern(all + (size_t)r * LEN, LEN, r + 71, "allgather in place");
 
     /* alltoall in place: block j for rank j is pattern me * 8 + j. */
     for (uint32_t j = 0; j < n; j++) fill(all + (size_t)j * LEN, LEN, me * 8 + j);
-    OK(mw_alltoall(ep, all, all, LEN));
+    OK(mw_alltoall(ep, NULL, all, all, LEN));
     for (uint32_t r = 0; r < n; r++) check_pattern(all + (size_t)r * LEN, LEN, r * 8 + me, "alltoall");
 
     /* allreduce: sums, a max of doubles, an xor; the last in place. */
     int64_t mine64[3] = {me, -(int64_t)me, 1}, sum64[3];
-    OK(mw_allreduce(ep, MW_DTYPE_I64, MW_OP_SUM, mine64, sum64, 3));
+    OK(mw_allreduce(ep, NULL, MW_DTYPE_I64, MW_OP_SUM, mine64, sum64, 3));
     int64_t ranks_sum = (int64_t)n * (n - 1) / 2;
     ASSERT(sum64[0] == ranks_sum && sum64[1] == -ranks_sum && sum64[2] == (int64_t)n);
     double d = 0.5 + me, dmax;
-    OK(mw_allreduce(ep, MW_DTYPE_F64, MW_OP_MAX, &d, &dmax, 1));
+    OK(mw_allreduce(ep, NULL, MW_DTYPE_F64, MW_OP_MAX, &d, &dmax, 1));
     ASSERT(dmax == 0.5 + (n - 1));
     uint32_t x = 1u << (me % 32), want_x = 0;
     for (uint32_t r = 0; r < n; r++) want_x ^= 1u << (r % 32);
-    OK(mw_allreduce(ep, MW_DTYPE_U32, MW_OP_BXOR, &x, &x, 1));
+    OK(mw_allreduce(ep, NULL, MW_DTYPE_U32, MW_OP_BXOR, &x, &x, 1));
     ASSERT(x == want_x);
 
     /* reduce to the last rank (NULL receive buffer elsewhere). */
     int32_t v = 100 - (int32_t)me, vmin = 0;
-    OK(mw_reduce(ep, n - 1, MW_DTYPE_I32, MW_OP_MIN, &v, me == n - 1 ? &vmin : NULL, 1));
+    OK(mw_reduce(ep, NULL, n - 1, MW_DTYPE_I32, MW_OP_MIN, &v, me == n - 1 ? &vmin : NULL, 1));
     if (me == n - 1) ASSERT(vmin == 100 - (int32_t)(n - 1));
 
     /* gather to 0 and scatter from 0 (NULL buffers away from the root). */
     fill(buf, LEN, me + 80);
-    OK(mw_gather(ep, 0, buf, LEN, me == 0 ? all : NULL));
+    OK(mw_gather(ep, NULL, 0, buf, LEN, me == 0 ? all : NULL));
     if (me == 0)
         for (uint32_t r = 0; r < n; r++) check_pattern(all + (size_t)r * LEN, LEN, r + 80, "gather");
     if (me == 0)
         for (uint32_t r = 0; r < n; r++) fill(all + (size_t)r * LEN, LEN, r + 90);
     memset(buf, 0, LEN);
-    OK(mw_scatter(ep, 0, me == 0 ? all : NULL, buf, LEN));
+    OK(mw_scatter(ep, NULL, 0, me == 0 ? all : NULL, buf, LEN));
     check_pattern(buf, LEN, me + 90, "scatter");
 
     /* Bad arguments, refused alike on every rank before any traffic. */
-    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_allreduce(ep, 99, MW_OP_SUM, &d, &dmax, 1));
-    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_allreduce(ep, MW_DTYPE_F64, 99, &d, &dmax, 1));
-    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_allreduce(ep, MW_DTYPE_F64, MW_OP_BAND, &d, &dmax, 1));
-    EXPECT(MW_ERR_NULL_POINTER, mw_bcast(ep, 0, NULL, 8));
-    EXPECT(MW_ERR_NULL_POINTER, mw_allgather(ep, buf, LEN, NULL));
-    EXPECT(MW_ERR_NULL_POINTER, mw_alltoall(NULL, all, all, LEN));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_allreduce(ep, NULL, 99, MW_OP_SUM, &d, &dmax, 1));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_allreduce(ep, NULL, MW_DTYPE_F64, 99, &d, &dmax, 1));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_allreduce(ep, NULL, MW_DTYPE_F64, MW_OP_BAND, &d, &dmax, 1));
+    EXPECT(MW_ERR_NULL_POINTER, mw_bcast(ep, NULL, 0, NULL, 8));
+    EXPECT(MW_ERR_NULL_POINTER, mw_allgather(ep, NULL, buf, LEN, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_alltoall(NULL, NULL, all, all, LEN));
     free(buf);
     free(all);
     OK(mw_barrier(ep));
@@ -974,7 +974,7 @@ static void test_fifos(void) {
     uint64_t key, *keys = malloc(sizeof(uint64_t) * n);
     if (!keys) FAIL("malloc");
     OK(mw_fifo_key(fifo, &key));
-    OK(mw_allgather(ep, &key, sizeof key, keys));
+    OK(mw_allgather(ep, NULL, &key, sizeof key, keys));
     OK(mw_barrier(ep));
 
     /* Fill the right neighbour's FIFO: 4 entries fit, the 5th is pushed back. */
@@ -1030,6 +1030,73 @@ static void test_fifos(void) {
     OK(mw_barrier(ep));
 }
 
+/* Teams: split by parity, a subset by rank list, collectives on them. */
+static void test_teams(void) {
+    mw_team *parity = NULL, *pair = NULL, *none = NULL;
+    /* Odd ranks in reverse order (key), even ranks in rank order. */
+    OK(mw_team_split(ep, NULL, me % 2, me % 2 ? n - me : me, &parity));
+    ASSERT(parity != NULL);
+    uint32_t trank = 99, tsize = 0, world = 99;
+    OK(mw_team_rank(parity, &trank, &tsize));
+    uint32_t same = (n + 1 - me % 2) / 2; /* ranks of my parity */
+    ASSERT(tsize == same);
+    uint32_t want_rank = me % 2 ? (same - 1 - me / 2) : me / 2;
+    ASSERT(trank == want_rank);
+    OK(mw_team_world_rank(parity, trank, &world));
+    ASSERT(world == me);
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_team_world_rank(parity, tsize, &world));
+
+    /* Sum of the members' job ranks, and a broadcast from the team's rank 0. */
+    uint64_t mine = me, sum = 0, want = 0;
+    for (uint32_t r = me % 2; r < n; r += 2) want += r;
+    OK(mw_allreduce(ep, parity, MW_DTYPE_U64, MW_OP_SUM, &mine, &sum, 1));
+    ASSERT_U64(sum, want);
+    uint32_t first = 0;
+    OK(mw_team_world_rank(parity, 0, &first));
+    uint64_t word = me == first ? 0xfeed0000u + me : 0;
+    OK(mw_bcast(ep, parity, 0, &word, sizeof word));
+    ASSERT_U64(word, 0xfeed0000u + first);
+    OK(mw_team_barrier(ep, parity));
+    OK(mw_team_barrier(ep, NULL));
+
+    /* A subset: the last rank and rank 0, in that order; the rest get NULL. */
+    uint32_t list[2] = {n - 1, 0};
+    OK(mw_team_from_ranks(ep, NULL, list, n > 1 ? 2 : 1, &pair));
+    if (me == 0 || me == n - 1) {
+        ASSERT(pair != NULL);
+        OK(mw_team_rank(pair, &trank, NULL));
+        ASSERT(trank == (me == n - 1 ? 0u : 1u));
+        uint32_t both[2] = {0, 0}, mine32 = me;
+        OK(mw_allgather(ep, pair, &mine32, sizeof mine32, both));
+        if (n > 1) ASSERT(both[0] == n - 1 && both[1] == 0);
+        OK(mw_team_free(&pair));
+    } else {
+        ASSERT(pair == NULL);
+    }
+    /* A split inside a team; MW_TEAM_NONE joins none. */
+    OK(mw_team_rank(parity, &trank, NULL));
+    OK(mw_team_split(ep, parity, trank == 0 ? 0 : MW_TEAM_NONE, 0, &none));
+    if (trank == 0) {
+        ASSERT(none != NULL);
+        OK(mw_team_rank(none, NULL, &tsize));
+        ASSERT(tsize == 1);
+        OK(mw_team_free(&none));
+    } else {
+        ASSERT(none == NULL);
+    }
+
+    uint32_t twice[2] = {0, 0}, outside[1] = {n};
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_team_from_ranks(ep, NULL, twice, 2, &pair));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_team_from_ranks(ep, NULL, outside, 1, &pair));
+    EXPECT(MW_ERR_NULL_POINTER, mw_team_split(ep, NULL, 0, 0, NULL));
+    EXPECT(MW_ERR_NULL_POINTER, mw_team_rank(NULL, &trank, NULL));
+    EXPECT(MW_ERR_IN_USE, mw_finalize(&ep)); /* a team is still alive */
+    OK(mw_team_free(&parity));
+    ASSERT(parity == NULL);
+    OK(mw_team_free(&parity));
+    OK(mw_barrier(ep));
+}
+
 int main(void) {
     test_status_and_null_arguments();
     test_endpoint();
@@ -1045,6 +1112,7 @@ int main(void) {
     test_flush_and_stats();
     test_messages();
     test_collectives();
+    test_teams();
     test_active_messages();
     test_fifos();
 

@@ -1,10 +1,10 @@
-//! Collectives over the whole job as C sees them: broadcast, allgather,
-//! alltoall, allreduce, reduce, gather and scatter, with the algorithm the
-//! library picks (`MW_COLL_*` forces one).
+//! Collectives as C sees them: barrier, broadcast, allgather, alltoall,
+//! allreduce, reduce, gather and scatter on a team (NULL: the whole job),
+//! with the algorithm the library picks (`MW_COLL_*` forces one).
 //!
-//! Owns: the job's team for C (formed by the first collective call, which
-//! is collective anyway; dropped by `mw_finalize` before the endpoint), the
-//! `MW_DTYPE_*`/`MW_OP_*` tables, and in-place calls: a receive buffer that
+//! Owns: the job's team for C (formed by the first collective call on it,
+//! which is collective anyway; dropped by `mw_finalize` before the
+//! endpoint), the `MW_DTYPE_*`/`MW_OP_*` tables, and in-place calls: a receive buffer that
 //! overlaps the send buffer (MPI's `MPI_IN_PLACE` use) gets a copy of the
 //! send data first, as Rust may not borrow the same bytes both ways. Must
 //! not: implement an algorithm (core's `Team` does).
@@ -16,6 +16,7 @@ use mw_core::{DType, ReduceOp, Team};
 use crate::endpoint::{endpoint, mw_endpoint};
 use crate::ffi;
 use crate::status::{guard, mw_status, Failure};
+use crate::team::{self, mw_team};
 
 /// Element type of a reduction: one of `MW_DTYPE_*` (native byte order).
 pub type mw_dtype = u32;
@@ -96,16 +97,25 @@ fn blocks(n: u32, block: usize) -> Result<usize, Failure> {
     block.checked_mul(n as usize).ok_or(Failure::invalid("buffer size overflows"))
 }
 
-/// Runs `f` on the job's team, forming it on first use.
-fn with_world<R>(
+/// Runs `f` on `team`, or on the job's team when `team` is NULL (formed on
+/// first use).
+///
+/// # Safety
+/// `team` must be NULL or a live team of `owner`, used by no other thread.
+unsafe fn with_team<R>(
     owner: &'static mw_endpoint,
-    f: impl FnOnce(&mut Team<'static>) -> mw_core::Result<R>,
+    team: *mut mw_team,
+    f: impl FnOnce(&mut Team<'static>) -> Result<R, Failure>,
 ) -> Result<R, Failure> {
+    if !team.is_null() {
+        // SAFETY: forwarded contract.
+        return f(unsafe { team::team_of(owner, team) }?);
+    }
     let mut world = owner.world.lock().map_err(|_| Failure::invalid("a collective panicked earlier"))?;
     if world.is_none() {
         *world = Some(owner.ep.team_world()?);
     }
-    Ok(f(world.as_mut().expect("formed above"))?)
+    f(world.as_mut().expect("formed above"))
 }
 
 /// Runs `f` on the `send_len` bytes at `send` and the `recv_len` bytes at
@@ -142,30 +152,56 @@ unsafe fn with_buffers<R>(
     f(send, recv)
 }
 
-/// Collective: `len` bytes of `buf` at `root` land in `buf` of every rank.
+/// Collective over `team` (NULL: the whole job): returns once every member
+/// has called it.
 ///
 /// # Safety
-/// `ep` must be NULL or a live endpoint; `buf` NULL (only if `len` is 0) or
-/// valid for reads and writes of `len` bytes.
+/// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it.
 #[no_mangle]
-pub unsafe extern "C" fn mw_bcast(ep: *mut mw_endpoint, root: u32, buf: *mut c_void, len: usize) -> mw_status {
+pub unsafe extern "C" fn mw_team_barrier(ep: *mut mw_endpoint, team: *mut mw_team) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract.
-        let (owner, buf) = unsafe { (endpoint(ep)?, ffi::bytes_mut(buf, len, "buf")?) };
-        with_world(owner, |team| team.broadcast(root, buf))
+        let owner = unsafe { endpoint(ep) }?;
+        // SAFETY: forwarded contract.
+        unsafe { with_team(owner, team, |t| Ok(t.barrier()?)) }
     })
 }
 
-/// Collective: every rank's `len` bytes at `send` land, in rank order, in
-/// `recv` (job size × `len` bytes) of every rank. `send` may point into
-/// `recv` (in place).
+/// Collective over `team` (NULL: the whole job): `len` bytes of `buf` at
+/// team rank `root` land in `buf` of every member.
 ///
 /// # Safety
-/// `ep` must be NULL or a live endpoint; `send` readable for `len` bytes and
-/// `recv` writable for size × `len` bytes (NULL only for 0 bytes).
+/// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+/// `buf` NULL (only if `len` is 0) or valid for reads and writes of `len`
+/// bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_bcast(
+    ep: *mut mw_endpoint,
+    team: *mut mw_team,
+    root: u32,
+    buf: *mut c_void,
+    len: usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, buf) = unsafe { (endpoint(ep)?, ffi::bytes_mut(buf, len, "buf")?) };
+        // SAFETY: forwarded contract.
+        unsafe { with_team(owner, team, |t| Ok(t.broadcast(root, buf)?)) }
+    })
+}
+
+/// Collective over `team` (NULL: the whole job): every member's `len` bytes
+/// at `send` land, in team rank order, in `recv` (team size × `len` bytes)
+/// of every member. `send` may point into `recv` (in place).
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+/// `send` readable for `len` bytes and `recv` writable for size × `len`
+/// bytes (NULL only for 0 bytes).
 #[no_mangle]
 pub unsafe extern "C" fn mw_allgather(
     ep: *mut mw_endpoint,
+    team: *mut mw_team,
     send: *const c_void,
     len: usize,
     recv: *mut c_void,
@@ -173,24 +209,29 @@ pub unsafe extern "C" fn mw_allgather(
     guard(|| {
         // SAFETY: forwarded contract.
         let owner = unsafe { endpoint(ep) }?;
-        let recv_len = blocks(owner.ep.size(), len)?;
-        // SAFETY: forwarded contract.
+        // SAFETY: forwarded contract (for the team and both buffers).
         unsafe {
-            with_buffers(send, len, recv, recv_len, |send, recv| with_world(owner, |team| team.allgather(send, recv)))
+            with_team(owner, team, |t| {
+                let recv_len = blocks(t.size(), len)?;
+                with_buffers(send, len, recv, recv_len, |send, recv| Ok(t.allgather(send, recv)?))
+            })
         }
     })
 }
 
-/// Collective: block j (`block` bytes) of every rank's `send` (job size ×
-/// `block` bytes) lands in block i of rank j's `recv`, where i is the
-/// sender's rank. `send` and `recv` may be the same buffer.
+/// Collective over `team` (NULL: the whole job): block j (`block` bytes) of
+/// every member's `send` (team size × `block` bytes) lands in block i of
+/// team rank j's `recv`, where i is the sender's team rank. `send` and
+/// `recv` may be the same buffer.
 ///
 /// # Safety
-/// `ep` must be NULL or a live endpoint; `send` readable and `recv`
-/// writable for size × `block` bytes (NULL only for 0 bytes).
+/// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+/// `send` readable and `recv` writable for size × `block` bytes (NULL only
+/// for 0 bytes).
 #[no_mangle]
 pub unsafe extern "C" fn mw_alltoall(
     ep: *mut mw_endpoint,
+    team: *mut mw_team,
     send: *const c_void,
     recv: *mut c_void,
     block: usize,
@@ -198,22 +239,29 @@ pub unsafe extern "C" fn mw_alltoall(
     guard(|| {
         // SAFETY: forwarded contract.
         let owner = unsafe { endpoint(ep) }?;
-        let len = blocks(owner.ep.size(), block)?;
-        // SAFETY: forwarded contract.
-        unsafe { with_buffers(send, len, recv, len, |send, recv| with_world(owner, |team| team.alltoall(send, recv))) }
+        // SAFETY: forwarded contract (for the team and both buffers).
+        unsafe {
+            with_team(owner, team, |t| {
+                let len = blocks(t.size(), block)?;
+                with_buffers(send, len, recv, len, |send, recv| Ok(t.alltoall(send, recv)?))
+            })
+        }
     })
 }
 
-/// Collective: `recv` of every rank (`count` elements of `dtype`) gets the
-/// element-wise `op` over every rank's `send`, bit-identical on every rank.
-/// `send` and `recv` may be the same buffer.
+/// Collective over `team` (NULL: the whole job): `recv` of every member
+/// (`count` elements of `dtype`) gets the element-wise `op` over every
+/// member's `send`, bit-identical everywhere. `send` and `recv` may be the
+/// same buffer.
 ///
 /// # Safety
-/// `ep` must be NULL or a live endpoint; `send` readable and `recv`
-/// writable for `count` elements (NULL only for 0).
+/// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+/// `send` readable and `recv` writable for `count` elements (NULL only for 0).
 #[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature: team, type, operation, buffers, count
 pub unsafe extern "C" fn mw_allreduce(
     ep: *mut mw_endpoint,
+    team: *mut mw_team,
     dtype: mw_dtype,
     op: mw_op,
     send: *const c_void,
@@ -225,25 +273,29 @@ pub unsafe extern "C" fn mw_allreduce(
         let owner = unsafe { endpoint(ep) }?;
         let (dtype, op) = (self::dtype(dtype)?, reduce_op(op)?);
         let len = elements(dtype, count)?;
-        // SAFETY: forwarded contract.
+        // SAFETY: forwarded contract (for the team and both buffers).
         unsafe {
-            with_buffers(send, len, recv, len, |send, recv| {
-                with_world(owner, |team| team.allreduce(dtype, op, send, recv))
+            with_team(owner, team, |t| {
+                with_buffers(send, len, recv, len, |send, recv| Ok(t.allreduce(dtype, op, send, recv)?))
             })
         }
     })
 }
 
-/// Collective: `recv` at `root` (`count` elements of `dtype`) gets the
-/// element-wise `op` over every rank's `send`; `recv` is not used elsewhere
-/// (it may be NULL there). `send` and `recv` may be the same buffer.
+/// Collective over `team` (NULL: the whole job): `recv` at team rank
+/// `root` (`count` elements of `dtype`) gets the element-wise `op` over
+/// every member's `send`; `recv` is not used elsewhere (it may be NULL
+/// there). `send` and `recv` may be the same buffer.
 ///
 /// # Safety
-/// `ep` must be NULL or a live endpoint; `send` readable for `count`
-/// elements; at `root`, `recv` writable for `count` elements (NULL only for 0).
+/// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+/// `send` readable for `count` elements; at `root`, `recv` writable for
+/// `count` elements (NULL only for 0).
 #[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature: team, root, type, operation, buffers, count
 pub unsafe extern "C" fn mw_reduce(
     ep: *mut mw_endpoint,
+    team: *mut mw_team,
     root: u32,
     dtype: mw_dtype,
     op: mw_op,
@@ -256,30 +308,35 @@ pub unsafe extern "C" fn mw_reduce(
         let owner = unsafe { endpoint(ep) }?;
         let (dtype, op) = (self::dtype(dtype)?, reduce_op(op)?);
         let len = elements(dtype, count)?;
-        let recv_len = if owner.ep.rank() == root { len } else { 0 };
-        // SAFETY: forwarded contract.
+        // SAFETY: forwarded contract (for the team and both buffers).
         unsafe {
-            with_buffers(send, len, recv, recv_len, |send, recv| {
-                // Away from the root, a buffer of the right length that
-                // nothing reads (the reduction checks lengths everywhere).
-                let mut ignored = vec![0u8; if recv.is_empty() { len } else { 0 }];
-                let recv = if recv.is_empty() { &mut ignored[..] } else { recv };
-                with_world(owner, |team| team.reduce(root, dtype, op, send, recv))
+            with_team(owner, team, |t| {
+                let recv_len = if t.rank() == root { len } else { 0 };
+                with_buffers(send, len, recv, recv_len, |send, recv| {
+                    // Away from the root, a buffer of the right length that
+                    // nothing reads (the reduction checks lengths everywhere).
+                    let mut ignored = vec![0u8; if recv.is_empty() { len } else { 0 }];
+                    let recv = if recv.is_empty() { &mut ignored[..] } else { recv };
+                    Ok(t.reduce(root, dtype, op, send, recv)?)
+                })
             })
         }
     })
 }
 
-/// Collective: every rank's `len` bytes at `send` land, in rank order, in
-/// `recv` at `root` (job size × `len` bytes); `recv` is not used elsewhere
-/// (it may be NULL there). At `root`, `send` may point into `recv`.
+/// Collective over `team` (NULL: the whole job): every member's `len`
+/// bytes at `send` land, in team rank order, in `recv` at team rank `root`
+/// (team size × `len` bytes); `recv` is not used elsewhere (it may be NULL
+/// there). At `root`, `send` may point into `recv`.
 ///
 /// # Safety
-/// `ep` must be NULL or a live endpoint; `send` readable for `len` bytes; at
-/// `root`, `recv` writable for size × `len` bytes (NULL only for 0 bytes).
+/// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+/// `send` readable for `len` bytes; at `root`, `recv` writable for size ×
+/// `len` bytes (NULL only for 0 bytes).
 #[no_mangle]
 pub unsafe extern "C" fn mw_gather(
     ep: *mut mw_endpoint,
+    team: *mut mw_team,
     root: u32,
     send: *const c_void,
     len: usize,
@@ -288,26 +345,29 @@ pub unsafe extern "C" fn mw_gather(
     guard(|| {
         // SAFETY: forwarded contract.
         let owner = unsafe { endpoint(ep) }?;
-        let recv_len = if owner.ep.rank() == root { blocks(owner.ep.size(), len)? } else { 0 };
-        // SAFETY: forwarded contract.
+        // SAFETY: forwarded contract (for the team and both buffers).
         unsafe {
-            with_buffers(send, len, recv, recv_len, |send, recv| {
-                with_world(owner, |team| team.gather(root, send, recv))
+            with_team(owner, team, |t| {
+                let recv_len = if t.rank() == root { blocks(t.size(), len)? } else { 0 };
+                with_buffers(send, len, recv, recv_len, |send, recv| Ok(t.gather(root, send, recv)?))
             })
         }
     })
 }
 
-/// Collective: block j (`len` bytes) of `send` at `root` (job size × `len`
-/// bytes; not used elsewhere, it may be NULL there) lands in `recv` of
-/// rank j. At `root`, `recv` may point into `send`.
+/// Collective over `team` (NULL: the whole job): block j (`len` bytes) of
+/// `send` at team rank `root` (team size × `len` bytes; not used elsewhere,
+/// it may be NULL there) lands in `recv` of team rank j. At `root`, `recv`
+/// may point into `send`.
 ///
 /// # Safety
-/// `ep` must be NULL or a live endpoint; at `root`, `send` readable for
-/// size × `len` bytes; `recv` writable for `len` bytes (NULL only for 0 bytes).
+/// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+/// at `root`, `send` readable for size × `len` bytes; `recv` writable for
+/// `len` bytes (NULL only for 0 bytes).
 #[no_mangle]
 pub unsafe extern "C" fn mw_scatter(
     ep: *mut mw_endpoint,
+    team: *mut mw_team,
     root: u32,
     send: *const c_void,
     recv: *mut c_void,
@@ -316,11 +376,11 @@ pub unsafe extern "C" fn mw_scatter(
     guard(|| {
         // SAFETY: forwarded contract.
         let owner = unsafe { endpoint(ep) }?;
-        let send_len = if owner.ep.rank() == root { blocks(owner.ep.size(), len)? } else { 0 };
-        // SAFETY: forwarded contract.
+        // SAFETY: forwarded contract (for the team and both buffers).
         unsafe {
-            with_buffers(send, send_len, recv, len, |send, recv| {
-                with_world(owner, |team| team.scatter(root, send, recv))
+            with_team(owner, team, |t| {
+                let send_len = if t.rank() == root { blocks(t.size(), len)? } else { 0 };
+                with_buffers(send, send_len, recv, len, |send, recv| Ok(t.scatter(root, send, recv)?))
             })
         }
     })

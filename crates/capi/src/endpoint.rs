@@ -24,7 +24,7 @@ use crate::status::{guard, mw_status, Failure};
 #[derive(Debug)]
 pub struct mw_endpoint {
     pub(crate) ep: Endpoint,
-    /// Regions, FIFOs and handles that borrow `ep`.
+    /// Regions, FIFOs, teams and handles that borrow `ep`.
     live: AtomicUsize,
     /// The job's team for the collectives (`coll`), formed by the first one;
     /// it borrows `ep` and is dropped before it (`mw_finalize`).
@@ -90,7 +90,7 @@ pub unsafe extern "C" fn mw_init(ep: *mut *mut mw_endpoint) -> mw_status {
 
 /// Leaves the job: completes this rank's operations, waits for every rank
 /// to get here (collective), prints counters if `MW_STATS=1`, frees the
-/// endpoint and sets `*ep` to NULL. Every region, FIFO and handle of the
+/// endpoint and sets `*ep` to NULL. Every region, FIFO, team and handle of the
 /// endpoint must be freed first: otherwise it returns `MW_ERR_IN_USE` and
 /// changes nothing. Any other error (e.g. a peer died) is reported after
 /// the endpoint has been freed all the same.
@@ -105,7 +105,9 @@ pub unsafe extern "C" fn mw_finalize(ep: *mut *mut mw_endpoint) -> mw_status {
         let endpoint = unsafe {
             ffi::take_if(ep, "ep", |e: &mw_endpoint| match e.live.load(Ordering::Acquire) {
                 0 => Ok(()),
-                _ => Err(Failure::in_use("regions, FIFOs or handles of this endpoint still exist; free them first")),
+                _ => Err(Failure::in_use(
+                    "regions, FIFOs, teams or handles of this endpoint still exist; free them first",
+                )),
             })
         }?;
         // The team borrows the endpoint in its box: dropped there, before

@@ -47,6 +47,8 @@ mod am;
 
 mod fifo;
 
+mod team;
+
 mod coll;
 
 mod ffi;
@@ -61,6 +63,7 @@ pub use handle::mw_handle;
 pub use msg::{mw_recv_status, MW_ANY_SOURCE, MW_ANY_TAG};
 pub use region::mw_region;
 pub use status::mw_status;
+pub use team::{mw_team, MW_TEAM_NONE};
 
 /// A region's key: names the region in remote operations, as
 /// `(rank, key, offset)`. Keys are random; 0 is never a valid key.
