@@ -89,7 +89,7 @@ ctest: capi
 	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/memwire.h
 	$(CXX) $(CXXWARN) -fsyntax-only -x c++ include/memwire.h
 	export PKG_CONFIG_PATH=$(PC_DIR); set -e; \
-	for prog in examples/c/hello_rma.c tests/c/capi_test.c; do \
+	for prog in examples/c/hello_rma.c examples/c/ring_messages.c tests/c/capi_test.c; do \
 	    name=$$(basename $$prog .c); \
 	    $(CC) $(CWARN) $$prog $$(pkg-config --cflags --libs memwire) -o $(C_OUT)/$$name; \
 	    $(CC) $(CWARN) $$prog $$(pkg-config --cflags --libs memwire-static) -o $(C_OUT)/$$name-static; \
@@ -98,6 +98,8 @@ ctest: capi
 	done
 	$(MWRUN) -n 4 --timeout 120 $(C_OUT)/hello_rma
 	$(MWRUN) -n 4 --timeout 120 $(C_OUT)/hello_rma-static
+	$(MWRUN) -n 3 --timeout 120 $(C_OUT)/ring_messages
+	MW_TRANSPORT=udp $(MWRUN) -n 3 --timeout 120 $(C_OUT)/ring_messages-static
 	$(MWRUN) -n 4 --timeout 300 $(C_OUT)/capi_test
 	MW_TRANSPORT=udp $(MWRUN) -n 4 --timeout 300 $(C_OUT)/capi_test
 	$(MWRUN) -n 2 --timeout 300 $(C_OUT)/capi_test-static
