@@ -107,15 +107,11 @@ unsafe fn with_team<R>(
     team: *mut mw_team,
     f: impl FnOnce(&mut Team<'static>) -> Result<R, Failure>,
 ) -> Result<R, Failure> {
-    if !team.is_null() {
-        // SAFETY: forwarded contract.
-        return f(unsafe { team::team_of(owner, team) }?);
+    if team.is_null() {
+        return team::with_world(owner, f);
     }
-    let mut world = owner.world.lock().map_err(|_| Failure::invalid("a collective panicked earlier"))?;
-    if world.is_none() {
-        *world = Some(owner.ep.team_world()?);
-    }
-    f(world.as_mut().expect("formed above"))
+    // SAFETY: forwarded contract.
+    f(unsafe { team::team_of(owner, team) }?)
 }
 
 /// Runs `f` on the `send_len` bytes at `send` and the `recv_len` bytes at

@@ -10,7 +10,7 @@
 
 use std::ffi::c_void;
 
-use mw_core::{Fifo, FifoKey};
+use mw_core::{Endpoint, Fifo, FifoKey};
 
 use crate::endpoint::{endpoint, mw_endpoint};
 use crate::ffi;
@@ -126,6 +126,25 @@ pub unsafe extern "C" fn mw_fifo_len(fifo: *const mw_fifo, entries: *mut usize) 
     })
 }
 
+/// The two pushes: `len` bytes of `data` to FIFO `key` of `rank` by `push`.
+///
+/// # Safety
+/// As for `mw_fifo_push`.
+unsafe fn push_by(
+    ep: *mut mw_endpoint,
+    rank: u32,
+    key: u64,
+    data: *const c_void,
+    len: usize,
+    push: fn(&Endpoint, u32, FifoKey, &[u8]) -> mw_core::Result<()>,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, data) = unsafe { (endpoint(ep)?, ffi::bytes(data, len, "data")?) };
+        Ok(push(&owner.ep, rank, FifoKey(key), data)?)
+    })
+}
+
 /// Appends `len` bytes of `data` to FIFO `key` of `rank`, waiting while it
 /// is full. An entry longer than its slots is `MW_ERR_TRUNCATED` (nothing
 /// appended), an unknown key `MW_ERR_BAD_KEY`.
@@ -141,11 +160,8 @@ pub unsafe extern "C" fn mw_fifo_push(
     data: *const c_void,
     len: usize,
 ) -> mw_status {
-    guard(|| {
-        // SAFETY: forwarded contract.
-        let (owner, data) = unsafe { (endpoint(ep)?, ffi::bytes(data, len, "data")?) };
-        Ok(owner.ep.fifo_push(rank, FifoKey(key), data)?)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { push_by(ep, rank, key, data, len, Endpoint::fifo_push) }
 }
 
 /// `mw_fifo_push` without waiting: a full FIFO is `MW_ERR_WOULD_BLOCK` and
@@ -161,11 +177,8 @@ pub unsafe extern "C" fn mw_fifo_try_push(
     data: *const c_void,
     len: usize,
 ) -> mw_status {
-    guard(|| {
-        // SAFETY: forwarded contract.
-        let (owner, data) = unsafe { (endpoint(ep)?, ffi::bytes(data, len, "data")?) };
-        Ok(owner.ep.try_fifo_push(rank, FifoKey(key), data)?)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { push_by(ep, rank, key, data, len, Endpoint::try_fifo_push) }
 }
 
 /// Waits for an entry, takes it into `buf` (`capacity` bytes) and stores

@@ -46,6 +46,19 @@ pub(crate) unsafe fn team_of<'a>(owner: &mw_endpoint, team: *mut mw_team) -> Res
     Ok(t.team.as_mut().expect("a team is present until it is dropped"))
 }
 
+/// Runs `f` on the job's team, formed on first use (collective, like the
+/// call that first needs it).
+pub(crate) fn with_world<R>(
+    owner: &'static mw_endpoint,
+    f: impl FnOnce(&mut Team<'static>) -> Result<R, Failure>,
+) -> Result<R, Failure> {
+    let mut world = owner.world.lock().map_err(|_| Failure::invalid("a collective panicked earlier"))?;
+    if world.is_none() {
+        *world = Some(owner.ep.team_world()?);
+    }
+    f(world.as_mut().expect("formed above"))
+}
+
 /// Runs `f` on `parent` (NULL: the whole job) and hands the team it makes,
 /// if this rank is in it, to C through `out` (NULL otherwise).
 ///
@@ -58,11 +71,7 @@ unsafe fn derive(
     f: impl FnOnce(&mut Team<'static>) -> mw_core::Result<Option<Team<'static>>>,
 ) -> Result<(), Failure> {
     let made = if parent.is_null() {
-        let mut world = owner.world.lock().map_err(|_| Failure::invalid("a collective panicked earlier"))?;
-        if world.is_none() {
-            *world = Some(owner.ep.team_world()?);
-        }
-        f(world.as_mut().expect("formed above"))?
+        with_world(owner, |world| Ok(f(world)?))?
     } else {
         // SAFETY: forwarded contract.
         f(unsafe { team_of(owner, parent) }?)?
