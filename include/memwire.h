@@ -2,8 +2,9 @@
  * memwire.h: the C API of memwire, protected and reliable remote memory
  * access (put, get, atomics, put-with-signal, strided, vectored and masked
  * puts, address registers, arrival logs), tagged messages, active messages,
- * remote FIFOs, teams and collectives, over UDP between hosts and shared memory
- * within one, for programs started by `mwrun -n N prog`.
+ * remote FIFOs, raw datagrams, teams and collectives, over UDP between
+ * hosts and shared memory within one, for programs started by
+ * `mwrun -n N prog`.
  *
  * Link: `gcc prog.c $(pkg-config --cflags --libs memwire)`.
  *
@@ -914,6 +915,17 @@ enum mw_status mw_fence(struct mw_endpoint *ep);
 enum mw_status mw_barrier(struct mw_endpoint *ep);
 
 /**
+ * Collective over the whole job (PM's network preemption): returns when
+ * every operation any rank issued before the call is complete and
+ * acknowledged, and nothing of the job is in flight. After it the whole
+ * job may be stopped (SIGSTOP) and continued without losing anything.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+enum mw_status mw_quiesce(struct mw_endpoint *ep);
+
+/**
  * Stores a snapshot of the endpoint's counters in `*stats`.
  *
  * # Safety
@@ -1666,6 +1678,39 @@ enum mw_status mw_probe(struct mw_endpoint *ep, uint32_t source, uint64_t tag, s
  * `status` NULL or valid for writes.
  */
 enum mw_status mw_iprobe(struct mw_endpoint *ep, uint32_t source, uint64_t tag, bool *found, struct mw_recv_status *status);
+
+/**
+ * Stores the largest raw datagram payload in `*len`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `len` NULL or valid for writes.
+ */
+enum mw_status mw_raw_max_len(struct mw_endpoint *ep, size_t *len);
+
+/**
+ * Sends one **unreliable, unordered** datagram of `len` bytes to `rank`
+ * (PPRAM-Link's raw packets): it may be lost or reordered and nobody is
+ * told. At most `mw_raw_max_len` bytes (`MW_ERR_INVALID_ARGUMENT` above).
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
+ * or readable for `len` bytes.
+ */
+enum mw_status mw_send_raw(struct mw_endpoint *ep, uint32_t rank, const void *data, size_t len);
+
+/**
+ * Takes a received raw datagram into `buf` (`capacity` bytes) if one is
+ * queued: sets `*found`, and its sender and length in `*source` and
+ * `*len` (either may be NULL). Makes progress once. A datagram longer
+ * than `capacity` stays queued: `MW_ERR_TRUNCATED`. Never waits (raw
+ * datagrams may never come; poll, with a timeout of your own).
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `buf` NULL (only if `capacity` is
+ * 0) or writable for `capacity` bytes; `found` NULL or valid for writes;
+ * `source` and `len` NULL or valid for writes.
+ */
+enum mw_status mw_try_recv_raw(struct mw_endpoint *ep, void *buf, size_t capacity, bool *found, uint32_t *source, size_t *len);
 
 /**
  * Registers `handler` under `id` (below 0xFF00, which memwire keeps for

@@ -1097,6 +1097,61 @@ static void test_teams(void) {
     OK(mw_barrier(ep));
 }
 
+/* Waits (polling, up to 10 s) for a raw datagram into buf; returns its length. */
+static size_t wait_raw(uint8_t *buf, size_t capacity, uint32_t *source) {
+    bool found = false;
+    size_t len = 0;
+    for (long i = 0; !found; i++) {
+        mw_status s_ = mw_try_recv_raw(ep, buf, capacity, &found, source, &len);
+        if (s_ != MW_OK) FAIL("mw_try_recv_raw -> %s (%s)", mw_strerror(s_), mw_last_error());
+        if (i > 10 * 1000 * 1000) FAIL("no raw datagram arrived");
+    }
+    checks++;
+    return len;
+}
+
+/* Raw datagrams (unreliable, but loopback and shared memory lose none
+ * here) and quiesce. */
+static void test_raw_and_quiesce(void) {
+    size_t max = 0;
+    OK(mw_raw_max_len(ep, &max));
+    ASSERT(max >= 1024);
+    uint8_t out[64], in[64];
+    fill(out, sizeof out, me + 140);
+    OK(mw_send_raw(ep, right, out, 32));
+    uint32_t source = 99;
+    /* Too small a buffer: refused, the datagram stays queued. */
+    bool found = false;
+    mw_status small = MW_OK;
+    for (long i = 0; !found && small == MW_OK; i++) {
+        small = mw_try_recv_raw(ep, in, 8, &found, NULL, NULL);
+        if (i > 10 * 1000 * 1000) FAIL("no raw datagram arrived");
+    }
+    EXPECT(MW_ERR_TRUNCATED, small);
+    size_t len = wait_raw(in, sizeof in, &source);
+    ASSERT(len == 32 && source == left);
+    check_pattern(in, 32, left + 140, "raw datagram");
+    OK(mw_try_recv_raw(ep, in, sizeof in, &found, NULL, NULL));
+    ASSERT(!found);
+    uint8_t *big = calloc(1, max + 1);
+    if (!big) FAIL("calloc");
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_send_raw(ep, right, big, max + 1));
+    free(big);
+    EXPECT(MW_ERR_BAD_RANK, mw_send_raw(ep, n, out, 8));
+    EXPECT(MW_ERR_NULL_POINTER, mw_try_recv_raw(ep, in, sizeof in, NULL, NULL, NULL));
+
+    /* Quiesce with puts in flight: afterwards they are all in place. */
+    mw_handle *h;
+    OK(mw_put_nb(ep, right, skey, OFF_FLUSH, out, sizeof out, &h));
+    OK(mw_handle_free(&h));
+    OK(mw_quiesce(ep));
+    uint8_t area[64];
+    read_local(S, OFF_FLUSH, area, sizeof area);
+    check_pattern(area, sizeof area, left + 140, "put before quiesce");
+    EXPECT(MW_ERR_NULL_POINTER, mw_quiesce(NULL));
+    OK(mw_barrier(ep));
+}
+
 int main(void) {
     test_status_and_null_arguments();
     test_endpoint();
@@ -1115,6 +1170,7 @@ int main(void) {
     test_teams();
     test_active_messages();
     test_fifos();
+    test_raw_and_quiesce();
 
     mw_region *s_copy = S;
     (void)s_copy;

@@ -221,6 +221,21 @@ pub unsafe extern "C" fn mw_barrier(ep: *mut mw_endpoint) -> mw_status {
     })
 }
 
+/// Collective over the whole job (PM's network preemption): returns when
+/// every operation any rank issued before the call is complete and
+/// acknowledged, and nothing of the job is in flight. After it the whole
+/// job may be stopped (SIGSTOP) and continued without losing anything.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint.
+#[no_mangle]
+pub unsafe extern "C" fn mw_quiesce(ep: *mut mw_endpoint) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { endpoint(ep) }?.ep.quiesce()?)
+    })
+}
+
 /// Stores a snapshot of the endpoint's counters in `*stats`.
 ///
 /// # Safety

@@ -1,6 +1,7 @@
 //! Tagged messages as C sees them: blocking and nonblocking send and
 //! receive, probe, with wildcard source and tag (`MW_ANY_SOURCE`,
-//! `MW_ANY_TAG`), matched in order between a pair of ranks.
+//! `MW_ANY_TAG`), matched in order between a pair of ranks; and raw,
+//! unreliable datagrams.
 //!
 //! Owns: turning C buffers into the slices the endpoint borrows, and the
 //! `mw_recv_status` envelope. Must not: keep a caller buffer past the call,
@@ -225,6 +226,80 @@ pub unsafe extern "C" fn mw_iprobe(
         let got = owner.ep.iprobe(source, tag)?;
         if let (Some(got), Some(out)) = (got, status) {
             out.set(got.into());
+        }
+        found.set(got.is_some());
+        Ok(())
+    })
+}
+
+/// Stores the largest raw datagram payload in `*len`.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `len` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_raw_max_len(ep: *mut mw_endpoint, len: *mut usize) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, out) = unsafe { (endpoint(ep)?, ffi::out(len, "len")?) };
+        out.set(owner.ep.raw_max_len());
+        Ok(())
+    })
+}
+
+/// Sends one **unreliable, unordered** datagram of `len` bytes to `rank`
+/// (PPRAM-Link's raw packets): it may be lost or reordered and nobody is
+/// told. At most `mw_raw_max_len` bytes (`MW_ERR_INVALID_ARGUMENT` above).
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
+/// or readable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_send_raw(ep: *mut mw_endpoint, rank: u32, data: *const c_void, len: usize) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, data) = unsafe { (endpoint(ep)?, ffi::bytes(data, len, "data")?) };
+        Ok(owner.ep.send_raw(rank, data)?)
+    })
+}
+
+/// Takes a received raw datagram into `buf` (`capacity` bytes) if one is
+/// queued: sets `*found`, and its sender and length in `*source` and
+/// `*len` (either may be NULL). Makes progress once. A datagram longer
+/// than `capacity` stays queued: `MW_ERR_TRUNCATED`. Never waits (raw
+/// datagrams may never come; poll, with a timeout of your own).
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `buf` NULL (only if `capacity` is
+/// 0) or writable for `capacity` bytes; `found` NULL or valid for writes;
+/// `source` and `len` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_try_recv_raw(
+    ep: *mut mw_endpoint,
+    buf: *mut c_void,
+    capacity: usize,
+    found: *mut bool,
+    source: *mut u32,
+    len: *mut usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, buf, found, source, len) = unsafe {
+            (
+                endpoint(ep)?,
+                ffi::bytes_mut(buf, capacity, "buf")?,
+                ffi::out(found, "found")?,
+                ffi::out_opt(source, "source")?,
+                ffi::out_opt(len, "len")?,
+            )
+        };
+        let got = owner.ep.try_recv_raw(buf)?;
+        if let Some((from, n)) = got {
+            if let Some(source) = source {
+                source.set(from);
+            }
+            if let Some(len) = len {
+                len.set(n);
+            }
         }
         found.set(got.is_some());
         Ok(())
