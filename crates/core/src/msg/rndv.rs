@@ -376,14 +376,10 @@ impl State {
                 .then(|| link.window(offer.stage_key))
                 .flatten();
             if let Some(window) = stage_window {
-                let mut slow = false;
-                if let Some(staged) = stage_chunks(link, &slot, &offer, mem, &window, &mut slow) {
+                if let Some(staged) = stage_chunks(link, &slot, &offer, mem, &window, &mut staging_slow) {
                     worked |= staged > 0;
                     stats.shm_assist_bytes += staged;
                     stats.shm_staged_bytes += staged;
-                }
-                if slow {
-                    staging_slow = true;
                 }
                 // What is left (after a slow chunk) goes the kernel's way below.
             }
@@ -529,9 +525,10 @@ const STAGING_PAUSE: std::time::Duration = std::time::Duration::from_millis(100)
 /// staging area `window` (see `mw_transport::shm::stage`); returns the
 /// bytes staged, or `None` (nothing claimed) when the window is not one
 /// (not a shared mapping of a staging area's size): the caller then
-/// writes with the kernel's copy. Stops early, setting `slow`, after two
-/// chunks in a row copied slower than [`STAGING_MIN_RATE`] (the caller
-/// copies the rest with the kernel). Gives up on a receiver that died.
+/// writes with the kernel's copy. Stops early, setting `slow` (never
+/// clearing it), after two chunks in a row copied slower than
+/// [`STAGING_MIN_RATE`] (the caller copies the rest with the kernel).
+/// Gives up on a receiver that died.
 fn stage_chunks(
     link: &crate::shm::Link,
     slot: &mw_transport::shm::AssistSlot<'_>,
@@ -556,13 +553,7 @@ fn stage_chunks(
     let mut staged = 0;
     let mut slow_chunks = 0;
     let mut last_check = std::time::Instant::now();
-    let mut receiver_gone = || {
-        if last_check.elapsed() < std::time::Duration::from_millis(1) {
-            return false;
-        }
-        last_check = std::time::Instant::now();
-        link.dead.load(std::sync::atomic::Ordering::Relaxed) || !crate::shm::engine::process_alive(link.pid)
-    };
+    let mut receiver_gone = || link.gone_since(&mut last_check);
     while let Some(chunk) = slot.take_offered(offer, mw_transport::shm::STAGE_CHUNK) {
         let mut copy_time = std::time::Duration::ZERO;
         let published = with_chunk_source(mem, offer, chunk, |src| {

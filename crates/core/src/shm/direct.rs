@@ -344,11 +344,8 @@ fn copy_assisted<D: CopyDest + ?Sized>(
             continue;
         }
         std::thread::yield_now();
-        if link.far != mw_transport::shm::Far::Local && last_check.elapsed() >= std::time::Duration::from_millis(1) {
-            last_check = std::time::Instant::now();
-            if link.dead.load(Ordering::Relaxed) || !super::engine::process_alive(link.pid) {
-                return None;
-            }
+        if link.far != mw_transport::shm::Far::Local && link.gone_since(&mut last_check) {
+            return None;
         }
     }
 }

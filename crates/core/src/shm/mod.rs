@@ -100,6 +100,18 @@ pub(crate) struct Link {
 }
 
 impl Link {
+    /// Whether the peer is known dead or its process is gone, looked up at
+    /// most once a millisecond (reading `/proc` costs microseconds): for a
+    /// loop that waits on the peer, with `last_check` the time of its last
+    /// look.
+    pub fn gone_since(&self, last_check: &mut std::time::Instant) -> bool {
+        if last_check.elapsed() < Duration::from_millis(1) {
+            return false;
+        }
+        *last_check = std::time::Instant::now();
+        self.dead.load(Ordering::Relaxed) || !engine::process_alive(self.pid)
+    }
+
     /// No operation of ours is queued toward the peer or unconsumed in its
     /// ring, so a direct access now cannot overtake an earlier one. Replies
     /// we owe the peer do not count: nothing is ordered after them.
