@@ -2,8 +2,8 @@
  * memwire.h: the C API of memwire, protected and reliable remote memory
  * access (put, get, atomics, put-with-signal, strided, vectored and masked
  * puts, address registers, arrival logs), tagged messages, active messages,
- * remote FIFOs, raw datagrams, teams and collectives, over UDP between
- * hosts and shared memory within one, for programs started by
+ * remote FIFOs, raw datagrams, teams, collectives and multicast, over UDP
+ * between hosts and shared memory within one, for programs started by
  * `mwrun -n N prog`.
  *
  * Link: `gcc prog.c $(pkg-config --cflags --libs memwire)`.
@@ -21,8 +21,9 @@
  *   mw_wait_value, mw_wait_recv, mw_wait_all, mw_handle_free. Every handle
  *   from a *_nb function, mw_isend or mw_irecv must be consumed by exactly
  *   one of the last five.
- * - Free every region, FIFO, team and handle before mw_finalize
- *   (MW_ERR_IN_USE otherwise).
+ * - Free every multicast group, region, FIFO, team and handle before
+ *   mw_finalize (MW_ERR_IN_USE otherwise; a region also refuses to be freed
+ *   while a group uses it).
  * - Active-message handlers and FIFO watermark callbacks run inside the
  *   progress engine with the endpoint locked: there, only the mw_am_*
  *   context functions work; every other call fails with MW_ERR_IN_USE.
@@ -180,6 +181,12 @@ typedef struct mw_fifo mw_fifo;
  * `mw_handle_free`, each of which sets the caller's variable to NULL.
  */
 typedef struct mw_handle mw_handle;
+
+/**
+ * A multicast group: one region per member of a team. Opaque; created by
+ * `mw_mcast_group_create`, destroyed by `mw_mcast_group_free`.
+ */
+typedef struct mw_mcast_group mw_mcast_group;
 
 /**
  * Memory this rank exposes to remote operations, named remotely by its key.
@@ -981,7 +988,8 @@ enum mw_status mw_region_register(struct mw_endpoint *ep, void *addr, size_t len
  * and sets `*region` to NULL. Later remote operations naming its key fail
  * with `MW_ERR_BAD_KEY`; address registers pointing into it are cleared.
  * A NULL `*region` is a no-op (so freeing twice through the same variable
- * is harmless).
+ * is harmless). A region that a multicast group uses is refused with
+ * `MW_ERR_IN_USE` (free the group first).
  *
  * # Safety
  * `region` must be NULL or point to the caller's variable holding NULL or a
@@ -2025,6 +2033,60 @@ enum mw_status mw_gather(struct mw_endpoint *ep, struct mw_team *team, uint32_t 
  * `len` bytes (NULL only for 0 bytes).
  */
 enum mw_status mw_scatter(struct mw_endpoint *ep, struct mw_team *team, uint32_t root, const void *send, void *recv, size_t len);
+
+/**
+ * Collective over `team` (NULL: the whole job): registers `region` (this
+ * member's destination; it needs `MW_ACCESS_WRITE`) as its part of a new
+ * group, stored in `*group`. The team's first group also decides whether
+ * it uses IP multicast (`MW_MCAST`). The region cannot be freed while the
+ * group exists.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * `region` NULL or a live region of it; `group` NULL or valid for writes.
+ */
+enum mw_status mw_mcast_group_create(struct mw_endpoint *ep, struct mw_team *team, const struct mw_region *region, struct mw_mcast_group **group);
+
+/**
+ * Destroys the group (not collective) and sets `*group` to NULL; a NULL
+ * `*group` is a no-op.
+ *
+ * # Safety
+ * `group` must be NULL or point to the caller's variable holding NULL or a
+ * group from this library, used by no other thread.
+ */
+enum mw_status mw_mcast_group_free(struct mw_mcast_group **group);
+
+/**
+ * Stores the bytes usable at every member (the smallest member region) in `*len`.
+ *
+ * # Safety
+ * `group` must be NULL or a live group; `len` NULL or valid for writes.
+ */
+enum mw_status mw_mcast_group_len(const struct mw_mcast_group *group, size_t *len);
+
+/**
+ * Collective over `team` (NULL: the whole job, which must be the team the
+ * group was made on): the `len` bytes at `offset` of team rank `root`'s
+ * region land at `offset` of every member's region. Returns on each member
+ * once its range holds the data (on the root, once every member's does).
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * `group` NULL or a live group of that team.
+ */
+enum mw_status mw_multicast(struct mw_endpoint *ep, struct mw_team *team, const struct mw_mcast_group *group, uint32_t root, size_t offset, size_t len);
+
+/**
+ * Stores in `*ip` whether `team` (NULL: the whole job) multicasts by IP
+ * multicast (decided when its first group was made; false before). Not
+ * collective.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * `ip` NULL or valid for writes.
+ */
+enum mw_status mw_team_uses_ip_multicast(struct mw_endpoint *ep, struct mw_team *team, bool *ip);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1152,6 +1152,60 @@ static void test_raw_and_quiesce(void) {
     OK(mw_barrier(ep));
 }
 
+/* Multicast: one member's bytes land at the same offset of every member's
+ * region, on the whole job and on a team. */
+static void test_multicast(void) {
+    enum { LEN = 70000 };
+    mw_region *dest;
+    OK(mw_region_alloc(ep, LEN + 64, MW_ACCESS_READ_WRITE, &dest));
+    mw_mcast_group *group = NULL;
+    OK(mw_mcast_group_create(ep, NULL, dest, &group));
+    size_t usable = 0;
+    OK(mw_mcast_group_len(group, &usable));
+    ASSERT(usable == LEN + 64);
+    bool ip = true;
+    OK(mw_team_uses_ip_multicast(ep, NULL, &ip)); /* either way is right; it must answer */
+    uint8_t *data = malloc(LEN), *got = malloc(LEN);
+    if (!data || !got) FAIL("malloc");
+    uint32_t root = n - 1;
+    if (me == root) {
+        fill(data, LEN, 150);
+        OK(mw_region_write(dest, 7, data, LEN));
+    }
+    OK(mw_multicast(ep, NULL, group, root, 7, LEN));
+    OK(mw_region_read(dest, 7, got, LEN));
+    check_pattern(got, LEN, 150, "multicast");
+    EXPECT(MW_ERR_IN_USE, mw_region_free(&dest)); /* the group uses it */
+    ASSERT(dest != NULL);
+
+    /* On a team: each parity's first member multicasts 1000 bytes to its team. */
+    mw_team *parity;
+    mw_mcast_group *tgroup;
+    OK(mw_team_split(ep, NULL, me % 2, me, &parity));
+    OK(mw_mcast_group_create(ep, parity, dest, &tgroup));
+    uint32_t trank;
+    OK(mw_team_rank(parity, &trank, NULL));
+    if (trank == 0) {
+        fill(data, 1000, 160 + me % 2);
+        OK(mw_region_write(dest, 0, data, 1000));
+    }
+    OK(mw_multicast(ep, parity, tgroup, 0, 0, 1000));
+    OK(mw_region_read(dest, 0, got, 1000));
+    check_pattern(got, 1000, 160 + me % 2, "team multicast");
+    EXPECT(MW_ERR_NULL_POINTER, mw_multicast(ep, parity, NULL, 0, 0, 8));
+    OK(mw_mcast_group_free(&tgroup));
+    ASSERT(tgroup == NULL);
+    OK(mw_team_free(&parity));
+
+    OK(mw_mcast_group_free(&group));
+    OK(mw_mcast_group_free(&group)); /* no-op */
+    OK(mw_region_free(&dest));
+    ASSERT(dest == NULL);
+    free(data);
+    free(got);
+    OK(mw_barrier(ep));
+}
+
 int main(void) {
     test_status_and_null_arguments();
     test_endpoint();
@@ -1171,6 +1225,7 @@ int main(void) {
     test_active_messages();
     test_fifos();
     test_raw_and_quiesce();
+    test_multicast();
 
     mw_region *s_copy = S;
     (void)s_copy;

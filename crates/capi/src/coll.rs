@@ -102,7 +102,7 @@ fn blocks(n: u32, block: usize) -> Result<usize, Failure> {
 ///
 /// # Safety
 /// `team` must be NULL or a live team of `owner`, used by no other thread.
-unsafe fn with_team<R>(
+pub(crate) unsafe fn with_team<R>(
     owner: &'static mw_endpoint,
     team: *mut mw_team,
     f: impl FnOnce(&mut Team<'static>) -> Result<R, Failure>,

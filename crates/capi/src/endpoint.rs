@@ -106,7 +106,7 @@ pub unsafe extern "C" fn mw_finalize(ep: *mut *mut mw_endpoint) -> mw_status {
             ffi::take_if(ep, "ep", |e: &mw_endpoint| match e.live.load(Ordering::Acquire) {
                 0 => Ok(()),
                 _ => Err(Failure::in_use(
-                    "regions, FIFOs, teams or handles of this endpoint still exist; free them first",
+                    "regions, FIFOs, teams, multicast groups or handles of this endpoint still exist; free them first",
                 )),
             })
         }?;

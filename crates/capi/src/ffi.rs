@@ -227,6 +227,30 @@ pub(crate) unsafe fn take_if<T>(
     unsafe { take(slot, what) }?.ok_or_else(|| Failure::null(what))
 }
 
+/// [`take`], once `check` accepted the object: a NULL `*slot` is
+/// `Ok(None)` (nothing to check), a refusal leaves `*slot` as it was.
+///
+/// # Safety
+/// As for [`take`].
+pub(crate) unsafe fn take_checked<T>(
+    slot: *mut *mut T,
+    what: &'static str,
+    check: impl FnOnce(&T) -> Result<(), Failure>,
+) -> Result<Option<Box<T>>, Failure> {
+    if !usable(slot) {
+        return Err(Failure::null(what));
+    }
+    // SAFETY: `slot` is non-NULL and aligned (checked) and valid per the contract.
+    let ptr = unsafe { slot.read() };
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: a non-NULL `*slot` is a live object from `give` per the contract.
+    check(unsafe { obj(ptr, what) }?)?;
+    // SAFETY: forwarded contract; the object was just checked to exist.
+    unsafe { take(slot, what) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -51,6 +51,8 @@ mod team;
 
 mod coll;
 
+mod mcast;
+
 mod ffi;
 
 use std::ffi::c_void;
@@ -60,6 +62,7 @@ pub use coll::{mw_dtype, mw_op};
 pub use endpoint::mw_endpoint;
 pub use fifo::{mw_fifo, mw_fifo_watermark};
 pub use handle::mw_handle;
+pub use mcast::mw_mcast_group;
 pub use msg::{mw_recv_status, MW_ANY_SOURCE, MW_ANY_TAG};
 pub use region::mw_region;
 pub use status::mw_status;

@@ -8,6 +8,7 @@
 //! operations (`rma`, `atomic` do).
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mw_core::{Access, ArrivalKind, Cmp, Region, RegionKey};
 
@@ -26,12 +27,15 @@ pub struct mw_region {
     /// deregisters before the endpoint stops counting it.
     region: Option<Region<'static>>,
     owner: &'static mw_endpoint,
+    /// Multicast groups that borrow the region (`mcast`): `mw_region_free`
+    /// refuses while any exists.
+    pub(crate) groups: AtomicUsize,
 }
 
 impl mw_region {
     fn new(owner: &'static mw_endpoint, region: Region<'static>) -> mw_region {
         owner.retain();
-        mw_region { region: Some(region), owner }
+        mw_region { region: Some(region), owner, groups: AtomicUsize::new(0) }
     }
 
     pub(crate) fn get(&self) -> &Region<'static> {
@@ -199,7 +203,8 @@ pub unsafe extern "C" fn mw_region_register(
 /// and sets `*region` to NULL. Later remote operations naming its key fail
 /// with `MW_ERR_BAD_KEY`; address registers pointing into it are cleared.
 /// A NULL `*region` is a no-op (so freeing twice through the same variable
-/// is harmless).
+/// is harmless). A region that a multicast group uses is refused with
+/// `MW_ERR_IN_USE` (free the group first).
 ///
 /// # Safety
 /// `region` must be NULL or point to the caller's variable holding NULL or a
@@ -208,7 +213,12 @@ pub unsafe extern "C" fn mw_region_register(
 pub unsafe extern "C" fn mw_region_free(region: *mut *mut mw_region) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract.
-        drop(unsafe { ffi::take(region, "region") }?);
+        drop(unsafe {
+            ffi::take_checked(region, "region", |r: &mw_region| match r.groups.load(Ordering::Acquire) {
+                0 => Ok(()),
+                _ => Err(Failure::in_use("a multicast group still uses this region; free it first")),
+            })
+        }?);
         Ok(())
     })
 }
