@@ -151,6 +151,13 @@ pub struct Config {
     /// How long `wait_until` busy-polls a word written by same-host peers
     /// before it falls back to the progress loop (and eventually sleeps).
     pub shm_spin: Duration,
+    /// The CPUs the library's own threads (the progress thread, the `Auto`
+    /// watchdog) run on; `None` leaves them the process's affinity. mwrun
+    /// sets it (`MW_BACKGROUND_CPUS`) to every CPU of the job on its host
+    /// when it binds each rank to a share of them: a rank's progress thread
+    /// then runs where a CPU is free instead of taking turns with the
+    /// rank's own thread on its one CPU.
+    pub background_cpus: Option<Vec<u32>>,
 }
 
 impl Default for Config {
@@ -185,6 +192,7 @@ impl Default for Config {
             transport: TransportChoice::Auto,
             shm_copy: ShmCopy::Cma,
             shm_spin: Duration::from_micros(1000),
+            background_cpus: None,
         }
     }
 }
@@ -237,6 +245,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
         "how long wait_until polls a shared-memory word before the progress loop takes over, microseconds (default 1000)",
     ),
     (
+        "MW_BACKGROUND_CPUS",
+        "CPUs the library's own threads may run on, a list like 0-3,6 (mwrun sets it to the job's CPUs on the host when it binds ranks)",
+    ),
+    (
         "MW_FAULT_DROP / MW_FAULT_DUP / MW_FAULT_REORDER / MW_FAULT_SEED",
         "fault injection on the UDP send path (tests); makes UDP the default transport unless MW_TRANSPORT is set",
     ),
@@ -263,6 +275,23 @@ pub const ENV_VARS: &[(&str, &str)] = &[
 
 fn parse_num(name: &'static str, value: &str) -> Result<u64> {
     value.trim().parse::<u64>().map_err(|_| Error::InvalidArgument(name))
+}
+
+/// Parses a CPU list as Linux writes one (`0-3,6`): numbers and inclusive
+/// ranges, comma-separated, at least one CPU.
+fn parse_cpu_list(value: &str) -> Result<Vec<u32>> {
+    const BAD: &str = "MW_BACKGROUND_CPUS must be a CPU list like 0-3,6";
+    let mut cpus = Vec::new();
+    for part in value.trim().split(',') {
+        let (first, last) = part.trim().split_once('-').unwrap_or((part.trim(), part.trim()));
+        let cpu = |c: &str| c.trim().parse::<u32>().map_err(|_| Error::InvalidArgument(BAD));
+        let (first, last) = (cpu(first)?, cpu(last)?);
+        if first > last || last - first > 4096 {
+            return Err(Error::InvalidArgument(BAD));
+        }
+        cpus.extend(first..=last);
+    }
+    Ok(cpus)
 }
 
 /// Parses `FIRST-LAST` (or a single port) into an inclusive range.
@@ -421,6 +450,9 @@ impl Config {
         if let Some(v) = lookup("MW_SHM_SPIN_US") {
             cfg.shm_spin = Duration::from_micros(parse_num("MW_SHM_SPIN_US must be microseconds", &v)?);
         }
+        if let Some(v) = lookup("MW_BACKGROUND_CPUS").filter(|v| !v.trim().is_empty()) {
+            cfg.background_cpus = Some(parse_cpu_list(&v)?);
+        }
         let fault = mw_transport::fault::FaultConfig::from_lookup(&lookup)
             .map_err(|_| Error::InvalidArgument("MW_FAULT_* must be probabilities (0..1 or N%)"))?;
         cfg.fault = fault.is_active().then_some(fault);
@@ -461,6 +493,17 @@ mod tests {
         let map: std::collections::HashMap<String, String> =
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn background_cpus_take_a_linux_cpu_list() {
+        assert_eq!(with(&[]).unwrap().background_cpus, None);
+        assert_eq!(with(&[("MW_BACKGROUND_CPUS", " ")]).unwrap().background_cpus, None);
+        let cfg = with(&[("MW_BACKGROUND_CPUS", "0-2, 5,7-7")]).unwrap();
+        assert_eq!(cfg.background_cpus, Some(vec![0, 1, 2, 5, 7]));
+        for bad in ["3-1", "a", "1,,2", "-1", "0-99999"] {
+            assert!(with(&[("MW_BACKGROUND_CPUS", bad)]).is_err(), "{bad}");
+        }
     }
 
     #[test]

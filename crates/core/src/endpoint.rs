@@ -305,9 +305,11 @@ impl Endpoint {
             let state = shared.lock();
             (state.config.peer_dead_after / 50).clamp(Duration::from_millis(1), Duration::from_millis(10))
         };
+        let cpus = shared.lock().config.background_cpus.clone();
         let handle = std::thread::Builder::new()
             .name("memwire-watchdog".into())
             .spawn(move || {
+                confine_background_thread(cpus.as_deref());
                 let mut seen = shared.app_calls.load(Ordering::Relaxed);
                 while !shared.stop.load(Ordering::Acquire) {
                     std::thread::park_timeout(interval);
@@ -345,9 +347,11 @@ impl Endpoint {
     fn start_progress_thread(&mut self) {
         self.shared.threaded.store(true, Ordering::Release);
         let shared = Arc::clone(&self.shared);
+        let cpus = shared.lock().config.background_cpus.clone();
         let handle = std::thread::Builder::new()
             .name("memwire-progress".into())
             .spawn(move || {
+                confine_background_thread(cpus.as_deref());
                 while !shared.stop.load(Ordering::Acquire) {
                     let deadline = {
                         let mut state = shared.lock();
@@ -847,6 +851,16 @@ impl Endpoint {
     fn print_stats(&self) {
         let (core, proto) = self.stats();
         eprint!("{}", crate::stats::report(self.rank(), &core, &proto));
+    }
+}
+
+/// Moves one of the library's own threads onto `cpus`
+/// ([`Config::background_cpus`](crate::Config::background_cpus)), if set.
+/// A refusal (CPUs this process may not use) leaves the thread where it
+/// is: it still works, only placed as the process is.
+fn confine_background_thread(cpus: Option<&[u32]>) {
+    if let Some(cpus) = cpus {
+        let _ = mw_transport::wait::confine_to(cpus);
     }
 }
 

@@ -447,3 +447,39 @@ fn large_nonblocking_gets_land_whole_and_a_dropped_one_lands_nowhere() {
         });
     }
 }
+
+/// The CPUs (`Cpus_allowed_list`) of every thread of this process whose
+/// name starts with `name` (the kernel keeps 15 bytes of it).
+fn thread_cpus(name: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !name.starts_with(comm.trim()) || comm.trim().is_empty() {
+            continue;
+        }
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        if let Some(list) = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")) {
+            found.push(list.trim().to_owned());
+        }
+    }
+    found
+}
+
+#[test]
+fn the_librarys_threads_run_on_the_background_cpus() {
+    let cpu = *mw_transport::wait::allowed_cpus().unwrap().last().unwrap();
+    for (mode, name) in
+        [(mw_core::ProgressMode::Thread, "memwire-progress"), (mw_core::ProgressMode::Auto, "memwire-watchdog")]
+    {
+        let cfg = Config { progress: mode, background_cpus: Some(vec![cpu]), ..Config::default() };
+        run_job(1, cfg, move |_ep| {
+            // Other tests' threads of the same name keep the process's CPUs;
+            // this endpoint's must be on `cpu` alone.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while !thread_cpus(name).contains(&cpu.to_string()) {
+                assert!(std::time::Instant::now() < deadline, "{name}: {:?}, want {cpu}", thread_cpus(name));
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+    }
+}

@@ -230,6 +230,11 @@ pub fn nudge_to_cpu(cpu: u32) -> io::Result<bool> {
     sys::nudge_to_cpu(cpu)
 }
 
+/// Binds the calling thread to `cpus` (its affinity mask becomes them).
+pub fn confine_to(cpus: &[u32]) -> io::Result<()> {
+    sys::confine_to(cpus)
+}
+
 /// The CPUs the calling thread may run on (its affinity mask).
 pub fn allowed_cpus() -> io::Result<Vec<u32>> {
     sys::allowed_cpus()

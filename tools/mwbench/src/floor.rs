@@ -47,8 +47,40 @@ fn words(seg: &Segment, lines: u64) -> (&AtomicU64, &AtomicU64) {
     (word(seg, 0), word(seg, child_offset))
 }
 
+/// Moves the partner off its parent's CPUs when mwrun bound the parent
+/// (it inherits that binding; two spinning processes on one CPU take turns
+/// by the time slice, and the ping-pong would not end): onto the job's other
+/// CPUs on this host (`MW_BACKGROUND_CPUS`, set by mwrun when it binds),
+/// else all of the job's.
+fn leave_parents_cpus() {
+    let Ok(Some(job)) = mw_core::Config::from_env().map(|c| c.background_cpus) else { return };
+    let inherited = mw_transport::wait::allowed_cpus().unwrap_or_default();
+    let others: Vec<u32> = job.iter().copied().filter(|c| !inherited.contains(c)).collect();
+    let _ = mw_transport::wait::confine_to(if others.is_empty() { &job } else { &others });
+}
+
+/// Spin-loop companion of the partner: every 2^20 calls it checks that
+/// the parent (`pid`) still runs, and ends this process if not, so that a
+/// parent that died mid-measurement leaves no process spinning forever.
+struct ParentWatch {
+    pid: u32,
+    spins: u32,
+}
+
+impl ParentWatch {
+    fn tick(&mut self) {
+        self.spins = self.spins.wrapping_add(1);
+        if self.spins % (1 << 20) == 0 && std::os::unix::process::parent_id() != self.pid {
+            std::process::exit(1);
+        }
+        std::hint::spin_loop();
+    }
+}
+
 /// The child side: waits for odd values, answers with the next even one.
 pub fn shm_floor_child(pid: u32, fd: i32, iters: u64, lines: u64) {
+    leave_parents_cpus();
+    let mut watch = ParentWatch { pid, spins: 0 };
     if lines == RING_MODE {
         let seg = Arc::new(Segment::open_peer(pid, fd, ring_floor_len()).expect("map the parent's rings"));
         let (to_child, to_parent) = floor_rings(&seg);
@@ -56,10 +88,10 @@ pub fn shm_floor_child(pid: u32, fd: i32, iters: u64, lines: u64) {
         let mut payload = [0u8; 8];
         for _ in 0..iters {
             while !inbox.pop(|m| payload.copy_from_slice(m)).expect("intact ring") {
-                std::hint::spin_loop();
+                watch.tick();
             }
             while outbox.push(&[&payload]).is_err() {
-                std::hint::spin_loop();
+                watch.tick();
             }
         }
         return;
@@ -68,7 +100,7 @@ pub fn shm_floor_child(pid: u32, fd: i32, iters: u64, lines: u64) {
     let (parent_waits, child_waits) = words(&seg, lines);
     for i in 0..iters {
         while child_waits.load(Ordering::Acquire) != 2 * i + 1 {
-            std::hint::spin_loop();
+            watch.tick();
         }
         parent_waits.store(2 * i + 2, Ordering::Release);
     }

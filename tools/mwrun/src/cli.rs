@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
+use crate::cpus::CpuBind;
+
 /// Start a memwire job: N ranks of PROG, on this host or spread over several.
 ///
 /// Each rank gets MW_RANK, MW_SIZE, MW_LOCAL_RANK, MW_LOCAL_SIZE, MW_HOST,
@@ -57,6 +59,16 @@ pub struct Cli {
     /// to the one bound). Default: the bound IP, else this host's name.
     #[arg(long, value_name = "HOST[:PORT]")]
     pub bootstrap_addr: Option<String>,
+
+    /// How ranks started on this host are bound to CPUs: `none` (default)
+    /// leaves placement to the scheduler; `share` gives each an equal share
+    /// of the CPUs mwrun may use (whole cores together); `auto` does that
+    /// when every such rank gets a CPU of its own and there are at least
+    /// two, else binds nothing. A bound rank's library threads (its progress
+    /// thread) may use all of those CPUs (MW_BACKGROUND_CPUS). Ranks on
+    /// other hosts are never bound by mwrun.
+    #[arg(long, value_enum, default_value_t = CpuBind::None, value_name = "POLICY")]
+    pub cpu_bind: CpuBind,
 
     /// Set VAR for every rank; a bare VAR passes on mwrun's own value.
     #[arg(short = 'x', long = "env", value_name = "VAR[=VAL]")]
@@ -145,9 +157,12 @@ mod tests {
             "1.5",
             "--grace",
             "0",
+            "--cpu-bind",
+            "none",
             "prog",
         ])
         .unwrap();
+        assert_eq!(cli.cpu_bind, CpuBind::None);
         assert_eq!(cli.map_by, MapBy::RoundRobin);
         assert_eq!(cli.env, ["A=1", "B"]);
         assert!(cli.no_prefix);
@@ -164,5 +179,6 @@ mod tests {
         assert!(parse(&["-n", "2", "--hosts", "a", "--hostfile", "f", "true"]).is_err());
         assert!(parse(&["-n", "2", "--timeout", "soon", "true"]).is_err());
         assert!(parse(&["-n", "2", "--launcher", "ssh", "--launcher-exec", "x", "true"]).is_err());
+        assert!(parse(&["-n", "2", "--cpu-bind", "socket", "true"]).is_err());
     }
 }

@@ -11,6 +11,7 @@
 #![deny(unsafe_code)]
 
 mod cli;
+mod cpus;
 mod hosts;
 mod launch;
 mod output;
@@ -121,8 +122,36 @@ fn run(cli: Cli) -> Result<i32, MwrunError> {
     };
     sys::catch_termination_signals()
         .map_err(|source| MwrunError::Io { context: "cannot install signal handlers", source })?;
-    let job = Job::start(&spec, &placements, &local, !cli.no_prefix, cli.grace)?;
+    let binding = local_binding(cli.cpu_bind, &local, &spec.user_env)?;
+    let job = Job::start(&spec, &placements, &local, &binding, !cli.no_prefix, cli.grace)?;
     Ok(job.supervise(cli.timeout))
+}
+
+/// Each rank's binding under `policy` (`None`: unbound), dealt out over the
+/// ranks started on this host in rank order; ranks elsewhere stay unbound.
+/// A bound rank's library threads get every CPU of the job here
+/// (`MW_BACKGROUND_CPUS`) unless the caller set that variable itself.
+fn local_binding(
+    policy: cpus::CpuBind,
+    local: &[bool],
+    user_env: &[(String, std::ffi::OsString)],
+) -> Result<Vec<Option<cpus::Binding>>, MwrunError> {
+    let mut binding = vec![None; local.len()];
+    if policy == cpus::CpuBind::None {
+        return Ok(binding);
+    }
+    let usable = cpus::usable_in_topology_order()
+        .map_err(|source| MwrunError::Io { context: "cannot read mwrun's CPU affinity", source })?;
+    let local_ranks: Vec<usize> = (0..local.len()).filter(|&rank| local[rank]).collect();
+    let caller_set = std::env::var_os(cpus::BACKGROUND_CPUS).is_some()
+        || user_env.iter().any(|(name, _)| name == cpus::BACKGROUND_CPUS);
+    let background = (!caller_set).then(|| cpus::cpu_list(&usable));
+    if let Some(shares) = cpus::plan(policy, &usable, local_ranks.len()) {
+        for (rank, share) in local_ranks.into_iter().zip(shares) {
+            binding[rank] = Some(cpus::Binding { share: cpus::cpu_set(&share), background: background.clone() });
+        }
+    }
+    Ok(binding)
 }
 
 /// The address ranks dial, less the port until the server is bound.

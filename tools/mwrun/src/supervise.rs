@@ -76,12 +76,14 @@ pub struct Job {
 }
 
 impl Job {
-    /// Starts every rank. If one cannot start, those already started are
-    /// stopped before the error is returned.
+    /// Starts every rank, each bound as `binding` says if it has an entry
+    /// there. If one cannot start, those already started are stopped before
+    /// the error is returned.
     pub fn start(
         spec: &JobSpec,
         placements: &[Placement],
         local: &[bool],
+        binding: &[Option<crate::cpus::Binding>],
         prefix: bool,
         grace: Duration,
     ) -> Result<Job, StartError> {
@@ -89,6 +91,12 @@ impl Job {
         for (rank, placement) in (0u32..).zip(placements) {
             let is_local = local[rank as usize];
             let mut command = spec.rank_command(rank, placement, is_local);
+            if let Some(bound) = &binding[rank as usize] {
+                sys::bind_before_exec(&mut command, bound.share);
+                if let Some(list) = &bound.background {
+                    command.env(crate::cpus::BACKGROUND_CPUS, list);
+                }
+            }
             let program = command.get_program().to_string_lossy().into_owned();
             let started = command.spawn().and_then(|mut child| {
                 let label = if prefix { format!("[{rank}] ") } else { String::new() };

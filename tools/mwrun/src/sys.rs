@@ -1,11 +1,12 @@
-//! The only `unsafe` in mwrun: signalling process groups and catching the
-//! signals that should stop the job. Everything here is a thin wrapper around
-//! one libc call.
+//! The only `unsafe` in mwrun: signalling process groups, catching the
+//! signals that should stop the job, and binding a rank to its CPUs between
+//! fork and exec. Everything here is a thin wrapper around one system call.
 //!
 //! Owns: the signal handler (one atomic store, async-signal-safe), taking the
-//! pending signal, and `kill` on a process group. Must not: do anything in the
-//! handler beyond that store, or hold any policy about which signal to send
-//! when (`supervise` does).
+//! pending signal, `kill` on a process group, and the pre-exec affinity hook.
+//! Must not: do anything in the handler or the hook beyond that one call, or
+//! hold any policy about which signal to send when (`supervise` does) or
+//! which CPUs a rank gets (`cpus` does).
 #![allow(unsafe_code)]
 
 use std::io;
@@ -70,6 +71,23 @@ pub fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
     match io::Error::last_os_error() {
         e if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
         e => Err(e),
+    }
+}
+
+/// Makes the process `command` starts run only on `cpus` from its first
+/// instruction on (set in the child between fork and exec, so that no
+/// thread the program starts early escapes the binding).
+pub fn bind_before_exec(command: &mut std::process::Command, cpus: rustix::thread::CpuSet) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the hook runs in the forked child before exec, where only
+    // async-signal-safe work is allowed: it makes one raw system call
+    // (rustix's sched_setaffinity, no allocation, no lock) on a CPU set
+    // built before the fork and moved into the closure, and converts its
+    // error without allocating (io::Error from an errno).
+    unsafe {
+        command.pre_exec(move || {
+            rustix::thread::sched_setaffinity(None, &cpus).map_err(|e| io::Error::from_raw_os_error(e.raw_os_error()))
+        });
     }
 }
 

@@ -208,3 +208,75 @@ fn a_file_the_kernel_cannot_run_is_not_executable() {
     let out = mwrun(&["-n", "1", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(126), "{}", stderr(&out));
 }
+
+/// A `Cpus_allowed_list` value (`0-3,6`) as CPU numbers.
+fn cpu_list(text: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        cpus.extend(lo.parse::<usize>().unwrap()..=hi.parse::<usize>().unwrap());
+    }
+    cpus
+}
+
+/// The CPUs each rank of `mwrun ARGS -n N` may run on, by rank.
+fn rank_cpus(args: &[&str], n: usize) -> Vec<Vec<usize>> {
+    let n_text = n.to_string();
+    let mut all = vec!["-n", n_text.as_str()];
+    all.extend_from_slice(args);
+    all.extend(["sh", "-c", "grep Cpus_allowed_list /proc/self/status"]);
+    let out = mwrun(&all);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut by_rank = vec![Vec::new(); n];
+    for line in stdout(&out).lines() {
+        let (rank, list) = line.split_once("] Cpus_allowed_list:").unwrap_or_else(|| panic!("{line}"));
+        by_rank[rank.trim_start_matches('[').parse::<usize>().unwrap()] = cpu_list(list);
+    }
+    by_rank
+}
+
+#[test]
+fn ranks_on_this_host_are_bound_only_when_asked_and_when_they_fit() {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let mine = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).map(cpu_list).unwrap();
+    // By default nothing is bound.
+    assert_eq!(rank_cpus(&[], 2), [mine.clone(), mine.clone()]);
+    let pair = rank_cpus(&["--cpu-bind", "auto"], 2);
+    if mine.len() >= 2 {
+        // What mwrun may use, split in two halves (one CPU more in the first
+        // if odd), one each.
+        assert_eq!(pair[0].len() + pair[1].len(), mine.len(), "{pair:?} of {mine:?}");
+        assert!(!pair[1].is_empty() && pair[0].len() - pair[1].len() <= 1, "{pair:?}");
+        assert!(pair[0].iter().all(|cpu| !pair[1].contains(cpu)), "{pair:?}");
+        assert!(pair.concat().iter().all(|cpu| mine.contains(cpu)), "{pair:?} of {mine:?}");
+    } else {
+        assert_eq!(pair, [mine.clone(), mine.clone()], "one CPU: two ranks cannot each have one");
+    }
+    // More ranks than CPUs, or a lone rank: auto binds nothing.
+    let crowd = rank_cpus(&["--cpu-bind", "auto"], mine.len() + 1);
+    assert!(crowd.iter().all(|cpus| *cpus == mine), "{crowd:?}");
+    assert_eq!(rank_cpus(&["--cpu-bind", "auto"], 1), std::slice::from_ref(&mine));
+    // Forced: every rank bound to one of mwrun's CPUs even when crowded.
+    let forced = rank_cpus(&["--cpu-bind", "share"], mine.len() + 1);
+    assert!(forced.iter().all(|cpus| cpus.len() == 1 && mine.contains(&cpus[0])), "{forced:?}");
+}
+
+#[test]
+fn bound_ranks_learn_where_their_library_threads_may_run() {
+    let echo = ["sh", "-c", "echo \"$MW_BACKGROUND_CPUS\""];
+    let run = |extra: &[&str]| {
+        let mut args = vec!["-n", "2", "-q"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&echo);
+        let out = mwrun(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        sorted_lines(&stdout(&out))
+    };
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let mine = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).map(cpu_list).unwrap();
+    let listed: Vec<String> = mine.iter().map(usize::to_string).collect();
+    assert_eq!(run(&["--cpu-bind", "share"]), [listed.join(","), listed.join(",")]);
+    assert_eq!(run(&[]), ["", ""], "unbound: not set");
+    // The caller's own setting wins.
+    assert_eq!(run(&["--cpu-bind", "share", "-x", "MW_BACKGROUND_CPUS=0"]), ["0", "0"]);
+}

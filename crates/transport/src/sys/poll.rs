@@ -90,6 +90,24 @@ pub(crate) fn nudge_to_cpu(cpu: u32) -> io::Result<bool> {
     Ok(true)
 }
 
+/// Lets the calling thread run on `cpus` only (those in range of a
+/// `cpu_set_t`), until it is told otherwise: a binding, unlike
+/// [`nudge_to_cpu`]. The kernel refuses (EINVAL) a set that leaves the
+/// thread no CPU its cpuset allows.
+pub(crate) fn confine_to(cpus: &[u32]) -> io::Result<()> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    for &cpu in cpus.iter().filter(|&&cpu| (cpu as usize) < 8 * size) {
+        // SAFETY: `cpu` is below the set's capacity (filtered above).
+        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    }
+    // SAFETY: `set` is a live cpu_set_t of `size` bytes; pid 0 is the
+    // calling thread.
+    super::check(unsafe { libc::sched_setaffinity(0, size, &set) } as libc::ssize_t)?;
+    Ok(())
+}
+
 /// The CPUs in the calling thread's affinity mask.
 pub(crate) fn allowed_cpus() -> io::Result<Vec<u32>> {
     // SAFETY: an all-zero cpu_set_t is a valid empty set.
