@@ -547,6 +547,12 @@ typedef struct mw_am_reply_data {
 typedef void (*mw_fifo_watermark)(size_t entries, void *user);
 
 /**
+ * A collective whose algorithm `mw_team_set_algorithm` sets: one of
+ * `MW_COLLECTIVE_*`.
+ */
+typedef uint32_t mw_collective;
+
+/**
  * Element type of a reduction: one of `MW_DTYPE_*` (native byte order).
  */
 typedef uint32_t mw_dtype;
@@ -721,6 +727,42 @@ typedef uint32_t mw_op;
  * A get (remote read).
  */
 #define MW_ARRIVAL_GET 9
+
+/**
+ * `mw_team_barrier` (names: a|all_to_all, b|tree, c|counters,
+ * d|multicast, e|dissemination, binomial).
+ */
+#define MW_COLLECTIVE_BARRIER 1
+
+/**
+ * `mw_bcast` (binomial, scatter_allgather, direct).
+ */
+#define MW_COLLECTIVE_BCAST 2
+
+/**
+ * `mw_allgather` (ring, recursive_doubling, bruck, direct).
+ */
+#define MW_COLLECTIVE_ALLGATHER 3
+
+/**
+ * `mw_alltoall` (pairwise, bruck, direct, allgather).
+ */
+#define MW_COLLECTIVE_ALLTOALL 4
+
+/**
+ * `mw_allreduce` (recursive_doubling, reduce_scatter_allgather, ring).
+ */
+#define MW_COLLECTIVE_ALLREDUCE 5
+
+/**
+ * `mw_reduce` (binomial, reduce_scatter_gather).
+ */
+#define MW_COLLECTIVE_REDUCE 6
+
+/**
+ * `mw_multicast` (tree, ip).
+ */
+#define MW_COLLECTIVE_MULTICAST 7
 
 /**
  * `int8_t`
@@ -1937,6 +1979,35 @@ enum mw_status mw_team_rank(struct mw_team *team, uint32_t *rank, uint32_t *size
  * or valid for writes.
  */
 enum mw_status mw_team_world_rank(struct mw_team *team, uint32_t rank, uint32_t *world);
+
+/**
+ * Makes `collective` on `team` (NULL: the whole job) use the algorithm
+ * named `algorithm` when a call does not say otherwise: a name as the
+ * `MW_COLL_*` variables take them (listed at `MW_COLLECTIVE_*`), `"auto"`
+ * or NULL for the library's choice by size and team size. For tests and
+ * benchmarks: every member must set the same before its next call of that
+ * collective, or members would run different steps and wait forever.
+ * Local (nothing is sent). An unknown collective or name is
+ * `MW_ERR_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it,
+ * used by no other thread; `algorithm` NULL or a NUL-terminated string.
+ */
+enum mw_status mw_team_set_algorithm(struct mw_endpoint *ep, struct mw_team *team, mw_collective collective, const char *algorithm);
+
+/**
+ * Writes the name of the algorithm `collective` uses on `team` (NULL: the
+ * whole job) when a call does not say otherwise, NUL-terminated, into
+ * `name` (`capacity` bytes): `"auto"` unless one was forced here or by
+ * `MW_COLL_*`. A name that does not fit is `MW_ERR_TRUNCATED` (32 bytes
+ * always suffice).
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it,
+ * used by no other thread; `name` writable for `capacity` bytes.
+ */
+enum mw_status mw_team_algorithm(struct mw_endpoint *ep, struct mw_team *team, mw_collective collective, char *name, size_t capacity);
 
 /**
  * Collective over `team` (NULL: the whole job): returns once every member

@@ -786,6 +786,11 @@ static void test_collectives(void) {
     enum { LEN = 24, BIG = 100 * 1024 };
     uint8_t *buf = malloc(BIG), *all = malloc((size_t)n * BIG);
     if (!buf || !all) FAIL("malloc");
+    /* Forced before the job's team exists (local): the team forms with it. */
+    char algo[32];
+    OK(mw_team_algorithm(ep, NULL, MW_COLLECTIVE_BCAST, algo, sizeof algo));
+    ASSERT(strcmp(algo, "auto") == 0);
+    OK(mw_team_set_algorithm(ep, NULL, MW_COLLECTIVE_BCAST, "binomial"));
 
     for (uint32_t root = 0; root < n; root += (n > 1 ? n - 1 : 1)) {
         size_t sizes[2] = {LEN, BIG};
@@ -796,6 +801,9 @@ static void test_collectives(void) {
             check_pattern(buf, sizes[k], root + 60, "bcast");
         }
     }
+    OK(mw_team_algorithm(ep, NULL, MW_COLLECTIVE_BCAST, algo, sizeof algo));
+    ASSERT(strcmp(algo, "binomial") == 0);
+    OK(mw_team_set_algorithm(ep, NULL, MW_COLLECTIVE_BCAST, NULL));
 
     /* allgather, then in place (the send block inside the receive buffer). */
     fill(buf, LEN, me + 70);
@@ -1112,6 +1120,102 @@ static size_t wait_raw(uint8_t *buf, size_t capacity, uint32_t *source) {
 
 /* Raw datagrams (unreliable, but loopback and shared memory lose none
  * here) and quiesce. */
+/* One call of each collective on `team` (tn members, this one tme),
+ * checked byte by byte; `salt` varies the data from call to call. */
+static void run_checked(mw_team *team, uint32_t tme, uint32_t tn, uint32_t salt) {
+    enum { LEN = 40, COUNT = 37 };
+    uint8_t *buf = malloc(LEN), *all = malloc((size_t)tn * LEN), *send = malloc((size_t)tn * LEN);
+    if (!buf || !all || !send) FAIL("malloc");
+    OK(mw_team_barrier(ep, team));
+    uint32_t root = tn - 1;
+    if (tme == root) fill(buf, LEN, salt);
+    else memset(buf, 0, LEN);
+    OK(mw_bcast(ep, team, root, buf, LEN));
+    check_pattern(buf, LEN, salt, "forced bcast");
+    fill(buf, LEN, salt + 1 + tme);
+    OK(mw_allgather(ep, team, buf, LEN, all));
+    for (uint32_t r = 0; r < tn; r++) check_pattern(all + (size_t)r * LEN, LEN, salt + 1 + r, "forced allgather");
+    for (uint32_t j = 0; j < tn; j++) fill(send + (size_t)j * LEN, LEN, salt + 100 + tme * 16 + j);
+    OK(mw_alltoall(ep, team, send, all, LEN));
+    for (uint32_t r = 0; r < tn; r++)
+        check_pattern(all + (size_t)r * LEN, LEN, salt + 100 + r * 16 + tme, "forced alltoall");
+    int64_t v[COUNT], sum[COUNT];
+    for (int k = 0; k < COUNT; k++) v[k] = (int64_t)(tme + 1) * k - salt;
+    OK(mw_allreduce(ep, team, MW_DTYPE_I64, MW_OP_SUM, v, sum, COUNT));
+    for (int k = 0; k < COUNT; k++)
+        if (sum[k] != (int64_t)k * tn * (tn + 1) / 2 - (int64_t)tn * salt) FAIL("forced allreduce: element %d", k);
+    checks++;
+    uint32_t w[COUNT], wmax[COUNT];
+    for (int k = 0; k < COUNT; k++) w[k] = tme * 3 + salt + (uint32_t)k;
+    OK(mw_reduce(ep, team, 0, MW_DTYPE_U32, MW_OP_MAX, w, tme == 0 ? wmax : NULL, COUNT));
+    if (tme == 0)
+        for (int k = 0; k < COUNT; k++)
+            if (wmax[k] != (tn - 1) * 3 + salt + (uint32_t)k) FAIL("forced reduce: element %d", k);
+    checks++;
+    free(buf);
+    free(all);
+    free(send);
+}
+
+/* Every algorithm of every collective, forced on the job's team and on a
+ * team of each parity, then back to the library's choice. */
+static void test_forced_algorithms(void) {
+    static const char *const names[][6] = {
+        {"a", "b", "c", "d", "e", "binomial"},
+        {"binomial", "scatter_allgather", "direct", NULL},
+        {"ring", "recursive_doubling", "bruck", "direct", NULL},
+        {"pairwise", "bruck", "direct", "allgather", NULL},
+        {"recursive_doubling", "reduce_scatter_allgather", "ring", NULL},
+        {"binomial", "reduce_scatter_gather", NULL},
+    };
+    static const mw_collective which[] = {MW_COLLECTIVE_BARRIER,   MW_COLLECTIVE_BCAST,
+                                          MW_COLLECTIVE_ALLGATHER, MW_COLLECTIVE_ALLTOALL,
+                                          MW_COLLECTIVE_ALLREDUCE, MW_COLLECTIVE_REDUCE};
+    mw_team *parity = NULL;
+    OK(mw_team_split(ep, NULL, me % 2, me, &parity));
+    uint32_t prank = 0, psize = 0;
+    OK(mw_team_rank(parity, &prank, &psize));
+    for (int round = 0; round < 6; round++) {
+        for (int c = 0; c < 6; c++) {
+            int count = 0;
+            while (count < 6 && names[c][count]) count++;
+            const char *name = names[c][round % count];
+            OK(mw_team_set_algorithm(ep, NULL, which[c], name));
+            OK(mw_team_set_algorithm(ep, parity, which[c], name));
+            char got[32];
+            OK(mw_team_algorithm(ep, parity, which[c], got, sizeof got));
+            if (strcmp(got, name) != 0) FAIL("forced %s, reads %s", name, got);
+            checks++;
+        }
+        run_checked(NULL, me, n, 7 * (uint32_t)round);
+        run_checked(parity, prank, psize, 7 * (uint32_t)round + 3);
+    }
+    char got[32];
+    for (int c = 0; c < 6; c++) {
+        OK(mw_team_set_algorithm(ep, NULL, which[c], "auto"));
+        OK(mw_team_set_algorithm(ep, parity, which[c], NULL));
+        OK(mw_team_algorithm(ep, NULL, which[c], got, sizeof got));
+        ASSERT(strcmp(got, "auto") == 0);
+    }
+    OK(mw_team_set_algorithm(ep, parity, MW_COLLECTIVE_MULTICAST, "tree"));
+    OK(mw_team_algorithm(ep, parity, MW_COLLECTIVE_MULTICAST, got, sizeof got));
+    ASSERT(strcmp(got, "tree") == 0);
+    OK(mw_team_set_algorithm(ep, parity, MW_COLLECTIVE_MULTICAST, "auto"));
+    run_checked(NULL, me, n, 99);
+
+    /* Refused: a name of another collective, an unknown collective, a
+     * buffer too small for the name, no buffer; nothing changes. */
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_team_set_algorithm(ep, NULL, MW_COLLECTIVE_BARRIER, "ring"));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_team_set_algorithm(ep, parity, 99, "auto"));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_team_algorithm(ep, NULL, 0, got, sizeof got));
+    EXPECT(MW_ERR_TRUNCATED, mw_team_algorithm(ep, NULL, MW_COLLECTIVE_ALLTOALL, got, 4));
+    OK(mw_team_algorithm(ep, NULL, MW_COLLECTIVE_ALLTOALL, got, 5));
+    ASSERT(strcmp(got, "auto") == 0);
+    EXPECT(MW_ERR_NULL_POINTER, mw_team_algorithm(ep, NULL, MW_COLLECTIVE_ALLTOALL, NULL, 8));
+    OK(mw_team_barrier(ep, parity));
+    OK(mw_team_free(&parity));
+}
+
 static void test_raw_and_quiesce(void) {
     size_t max = 0;
     OK(mw_raw_max_len(ep, &max));
@@ -1222,6 +1326,7 @@ int main(void) {
     test_messages();
     test_collectives();
     test_teams();
+    test_forced_algorithms();
     test_active_messages();
     test_fifos();
     test_raw_and_quiesce();

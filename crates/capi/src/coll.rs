@@ -1,6 +1,7 @@
 //! Collectives as C sees them: barrier, broadcast, allgather, alltoall,
 //! allreduce, reduce, gather and scatter on a team (NULL: the whole job),
-//! with the algorithm the library picks (`MW_COLL_*` forces one).
+//! with the algorithm the library picks (`MW_COLL_*` forces one for the job,
+//! `mw_team_set_algorithm` for a team).
 //!
 //! Owns: the job's team for C (formed by the first collective call on it,
 //! which is collective anyway; dropped by `mw_finalize` before the

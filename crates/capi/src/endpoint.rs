@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use mw_core::{Endpoint, Team};
+use mw_core::{CollTuning, Endpoint, Team};
 
 use crate::ffi;
 use crate::mw_stats;
@@ -28,7 +28,16 @@ pub struct mw_endpoint {
     live: AtomicUsize,
     /// The job's team for the collectives (`coll`), formed by the first one;
     /// it borrows `ep` and is dropped before it (`mw_finalize`).
-    pub(crate) world: Mutex<Option<Team<'static>>>,
+    pub(crate) world: Mutex<World>,
+}
+
+/// The job's team as C uses it (a NULL team), and the algorithms set for it
+/// before it was formed (`mw_team_set_algorithm` is local, forming the team
+/// is collective: the setting waits for the first collective).
+#[derive(Debug, Default)]
+pub(crate) struct World {
+    pub(crate) team: Option<Team<'static>>,
+    pub(crate) tuning: Option<CollTuning>,
 }
 
 /// Whether an endpoint created through C exists in this process.
@@ -77,7 +86,11 @@ pub unsafe extern "C" fn mw_init(ep: *mut *mut mw_endpoint) -> mw_status {
         }
         match Endpoint::init() {
             Ok(endpoint) => {
-                out.set(ffi::give(mw_endpoint { ep: endpoint, live: AtomicUsize::new(0), world: Mutex::new(None) }));
+                out.set(ffi::give(mw_endpoint {
+                    ep: endpoint,
+                    live: AtomicUsize::new(0),
+                    world: Mutex::new(World::default()),
+                }));
                 Ok(())
             }
             Err(error) => {
@@ -112,7 +125,7 @@ pub unsafe extern "C" fn mw_finalize(ep: *mut *mut mw_endpoint) -> mw_status {
         }?;
         // The team borrows the endpoint in its box: dropped there, before
         // the endpoint moves out to finalize.
-        drop(endpoint.world.lock().map(|mut world| world.take()));
+        drop(endpoint.world.lock().map(|mut world| world.team.take()));
         let result = endpoint.ep.finalize();
         ENDPOINT_EXISTS.store(false, Ordering::Release);
         result.map_err(Failure::from)

@@ -145,7 +145,7 @@ pub unsafe extern "C" fn mw_team_uses_ip_multicast(
         if team.is_null() {
             // Not collective: a job team not formed yet has made no group.
             let world = owner.world.lock().map_err(|_| Failure::invalid("a collective panicked earlier"))?;
-            out.set(world.as_ref().is_some_and(|t| t.uses_ip_multicast()));
+            out.set(world.team.as_ref().is_some_and(|t| t.uses_ip_multicast()));
             return Ok(());
         }
         // SAFETY: forwarded contract.

@@ -230,6 +230,12 @@ pub struct Team<'ep> {
 }
 
 impl Endpoint {
+    /// The algorithms a new team starts with (`Config::coll`, from the
+    /// `MW_COLL_*` variables); [`Team::set_tuning`] changes one team's.
+    pub fn coll_tuning(&self) -> CollTuning {
+        self.lock().config.coll
+    }
+
     /// Collective over the whole job: the team of every rank, in rank order.
     pub fn team_world(&self) -> Result<Team<'_>> {
         let n = self.size() as usize;
@@ -309,7 +315,7 @@ impl<'ep> Team<'ep> {
         records: &[MemberRecord],
     ) -> Result<Self> {
         let p = ranks.len();
-        let tuning = ep.lock().config.coll;
+        let tuning = ep.coll_tuning();
         // Every member computes the same: all said they share memory with all.
         let shm = p > 1 && records.iter().all(|r| r.shm);
         let mut team = Team {
