@@ -3,12 +3,13 @@
 //! Binding is opt-in. On a machine with many cores or several memory nodes
 //! it keeps a rank next to the memory it touched first and away from its
 //! neighbours' caches, which is why Open MPI binds by default; on the 2-CPU
-//! VM this was written on it did not help (2 ranks as processes, five
-//! alternating pairs of jobs: 64 KiB alltoall medians 7.42-10.87 µs bound,
-//! 7.43-10.35 unbound; p99 975-2646 µs bound, 10-447 unbound), and a bound
-//! rank's child processes inherit its one CPU (a helper that spins beside
-//! its parent then runs by the time slice). So mwrun leaves placement to
-//! the scheduler unless asked.
+//! VM this was written on it changed nothing on a quiet machine (2 ranks
+//! as processes, five alternating pairs of jobs: 64 KiB alltoall medians
+//! 7.43-10.36 µs bound, 7.42-11.56 unbound), hurt when another process
+//! wanted a CPU meanwhile (p99 975-2646 µs bound, 10-447 unbound: a bound
+//! rank cannot move away), and a bound rank's child processes inherit its
+//! one CPU (a helper that spins beside its parent then runs by the time
+//! slice). So mwrun leaves placement to the scheduler unless asked.
 //!
 //! Owns: reading the CPUs mwrun itself may use (its affinity, which honours
 //! `taskset`, cpusets and cgroups), putting them in topology order, dealing
