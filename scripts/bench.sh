@@ -64,6 +64,20 @@ alternate() {
     done
     return $status
 }
+
+# `repeat N CMD...`: runs CMD N times, its output one stream, for a group
+# whose every run already interleaves memwire's points with MPI's (the
+# threads `coll` group): the host's speed drifts over minutes (every
+# library's 2-rank 64 KiB collectives 2-3x slower in some stretches), and
+# one run would put each point in whichever stretch it fell.
+repeat() {
+    local jobs=$1 status=0 j
+    shift
+    for ((j = 1; j <= jobs; j++)); do
+        "$@" || status=$?
+    done
+    return $status
+}
 COLL_PROCS="--bench barrier,bcast,allgather,alltoall,allreduce --transport shm --method auto --iters 300 --step-timeout 120"
 
 # name | command (mwbench's arguments; MWRUN= prefixes a run under mwrun)
@@ -73,8 +87,8 @@ runs=(
     "procs-udp|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport udp --sizes 8,1M"
     "procs-shm|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport shm --sizes 8,1M,16M"
     "nton|$MWBENCH --bench nton --ranks 4"
-    "coll|$MWBENCH --bench barrier,bcast,allgather,alltoall,allreduce --ranks 2,4 --method auto --iters 300 --step-timeout 120"
-    "coll-procs2|alternate 3 $MWRUN -n 2 -q --timeout 600 $MWBENCH $COLL_PROCS --ranks 2 --no-mpi @@ $MWBENCH $COLL_PROCS --ranks 2 --op mpich,openmpi"
+    "coll|repeat 3 $MWBENCH --bench barrier,bcast,allgather,alltoall,allreduce --ranks 2,4 --method auto --iters 300 --step-timeout 120"
+    "coll-procs2|alternate 7 $MWRUN -n 2 -q --timeout 600 $MWBENCH $COLL_PROCS --ranks 2 --no-mpi @@ $MWBENCH $COLL_PROCS --ranks 2 --op mpich,openmpi"
     "coll-procs4|alternate 3 $MWRUN -n 4 -q --timeout 600 $MWBENCH $COLL_PROCS --ranks 4 --no-mpi @@ $MWBENCH $COLL_PROCS --ranks 4 --op mpich,openmpi"
     "coll-barrier|$MWBENCH --bench barrier --ranks 4 --method a,b,c,d,e --iters 300 --no-mpi"
     "loss|$MWBENCH --bench loss,overlap"
