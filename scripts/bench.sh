@@ -66,10 +66,11 @@ alternate() {
 }
 
 # `repeat N CMD...`: runs CMD N times, its output one stream, for a group
-# whose every run already interleaves memwire's points with MPI's (the
-# threads `coll` group): the host's speed drifts over minutes (every
-# library's 2-rank 64 KiB collectives 2-3x slower in some stretches), and
-# one run would put each point in whichever stretch it fell.
+# whose every run already measures memwire next to its baselines (raw UDP,
+# memcpy, the shared-memory floors, MPI): the host's speed drifts over
+# minutes (every library's 2-rank 64 KiB collectives 2-3x slower in some
+# stretches; raw UDP's ping-pong 3.9 or 4.1 us), and one run would put each
+# point in whichever stretch it fell. The report takes each point's median.
 repeat() {
     local jobs=$1 status=0 j
     shift
@@ -82,10 +83,10 @@ COLL_PROCS="--bench barrier,bcast,allgather,alltoall,allreduce --transport shm -
 
 # name | command (mwbench's arguments; MWRUN= prefixes a run under mwrun)
 runs=(
-    "pt2pt|$MWBENCH --bench pingpong,bandwidth,bibw,rate,overhead --step-timeout 30"
+    "pt2pt|repeat 3 $MWBENCH --bench pingpong,bandwidth,bibw,rate,overhead --step-timeout 30"
     "auth|$MWBENCH --bench pingpong --transport udp --sizes 8 --op put_signal_auth"
-    "procs-udp|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport udp --sizes 8,1M"
-    "procs-shm|$MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport shm --sizes 8,1M,16M"
+    "procs-udp|repeat 3 $MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport udp --sizes 8,1M"
+    "procs-shm|repeat 3 $MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport shm --sizes 8,1M,16M"
     "nton|$MWBENCH --bench nton --ranks 4"
     "coll|repeat 3 $MWBENCH --bench barrier,bcast,allgather,alltoall,allreduce --ranks 2,4 --method auto --iters 300 --step-timeout 120"
     "coll-procs2|alternate 7 $MWRUN -n 2 -q --timeout 600 $MWBENCH $COLL_PROCS --ranks 2 --no-mpi @@ $MWBENCH $COLL_PROCS --ranks 2 --op mpich,openmpi"

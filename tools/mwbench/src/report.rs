@@ -244,21 +244,20 @@ fn transports_of<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<String> {
 }
 
 fn launch_note(rows: &[&Row]) -> String {
-    let mut note = String::new();
-    let processes = rows.iter().any(|r| r.launch.as_deref() == Some("processes"));
-    if processes {
-        note.push_str(" — ranks as processes under mwrun");
-    }
-    match jobs_of(rows) {
-        Some(jobs) if processes => {
-            let _ = write!(note, "; each cell the median of {jobs} jobs, memwire's and each MPI's alternating");
-        }
-        Some(runs) => {
-            let _ = write!(note, "; each cell the median of {runs} runs of the group");
-        }
-        None => {}
+    let mut note = launch_of(rows).to_owned();
+    if let Some(jobs) = jobs_of(rows) {
+        let _ = write!(note, "; each cell the median of {jobs} runs");
     }
     note
+}
+
+/// How the ranks of `rows` ran, as a heading or target label says it.
+fn launch_of(rows: &[&Row]) -> &'static str {
+    if rows.iter().any(|r| r.launch.as_deref() == Some("processes")) {
+        " — ranks as processes under mwrun"
+    } else {
+        ""
+    }
 }
 
 fn pt2pt_sections(run: &Run, out: &mut String) {
@@ -490,7 +489,7 @@ fn target_sections(runs: &[Run], out: &mut String) {
             let _ = writeln!(
                 out,
                 "| {what}{} | `{}` | {} | {} | {shown} | {} |",
-                launch_note(&[row]),
+                launch_of(&[row]),
                 run.name,
                 fmt_value(row),
                 fmt_value(b),
@@ -757,12 +756,13 @@ mod tests {
         assert_eq!(merged[0].extra["job_values"], serde_json::json!([5.0, 3.0, 4.0]));
         assert!(merged[1].extra.get("jobs").is_none(), "a row measured once is not marked");
         let refs: Vec<&Row> = merged.iter().collect();
-        // Ranks as threads: whole runs of the group were repeated.
-        assert_eq!(launch_note(&refs), "; each cell the median of 3 runs of the group");
+        assert_eq!(launch_note(&refs), "; each cell the median of 3 runs");
         assert_eq!(launch_note(&refs[1..2]), "");
-        let as_processes: Vec<Row> = merged.iter().map(|r| Row { launch: Some("processes".into()), ..r.clone() }).collect();
+        let as_processes: Vec<Row> =
+            merged.iter().map(|r| Row { launch: Some("processes".into()), ..r.clone() }).collect();
         let refs: Vec<&Row> = as_processes.iter().collect();
-        assert!(launch_note(&refs).contains("median of 3 jobs, memwire's and each MPI's alternating"));
+        assert_eq!(launch_note(&refs), " — ranks as processes under mwrun; each cell the median of 3 runs");
+        assert_eq!(launch_of(&refs), " — ranks as processes under mwrun", "target labels leave the runs out");
     }
 
     #[test]
