@@ -79,7 +79,10 @@ repeat() {
     done
     return $status
 }
-COLL_PROCS="--bench barrier,bcast,allgather,alltoall,allreduce --transport shm --method auto --iters 300 --step-timeout 120"
+# memwire's collective points take 2000 calls (a 2-rank 8-byte point of 300
+# lasted ~50 us, so one scheduling hiccup could move its median); the MPI
+# runs keep 300, which oversubscribed MPICH (~8 ms a call) needs minutes for.
+COLL_PROCS="--bench barrier,bcast,allgather,alltoall,allreduce --transport shm --method auto --step-timeout 120"
 
 # name | command (mwbench's arguments; MWRUN= prefixes a run under mwrun)
 runs=(
@@ -88,10 +91,10 @@ runs=(
     "procs-udp|repeat 3 $MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport udp --sizes 8,1M"
     "procs-shm|repeat 3 $MWRUN -n 2 -q --timeout 600 $MWBENCH --bench pingpong,bandwidth --transport shm --sizes 8,1M,16M"
     "nton|$MWBENCH --bench nton --ranks 4"
-    "coll|repeat 3 $MWBENCH --bench barrier,bcast,allgather,alltoall,allreduce --ranks 2,4 --method auto --iters 300 --step-timeout 120"
-    "coll-procs2|alternate 7 $MWRUN -n 2 -q --timeout 600 $MWBENCH $COLL_PROCS --ranks 2 --no-mpi @@ $MWBENCH $COLL_PROCS --ranks 2 --op mpich,openmpi"
-    "coll-procs4|alternate 3 $MWRUN -n 4 -q --timeout 600 $MWBENCH $COLL_PROCS --ranks 4 --no-mpi @@ $MWBENCH $COLL_PROCS --ranks 4 --op mpich,openmpi"
-    "coll-barrier|$MWBENCH --bench barrier --ranks 4 --method a,b,c,d,e --iters 300 --no-mpi"
+    "coll|repeat 3 $MWBENCH --bench barrier,bcast,allgather,alltoall,allreduce --ranks 2,4 --method auto --iters 2000 --mpi-iters 300 --step-timeout 120"
+    "coll-procs2|alternate 7 $MWRUN -n 2 -q --timeout 600 $MWBENCH $COLL_PROCS --ranks 2 --iters 2000 --no-mpi @@ $MWBENCH $COLL_PROCS --ranks 2 --iters 300 --op mpich,openmpi"
+    "coll-procs4|alternate 3 $MWRUN -n 4 -q --timeout 600 $MWBENCH $COLL_PROCS --ranks 4 --iters 2000 --no-mpi @@ $MWBENCH $COLL_PROCS --ranks 4 --iters 300 --op mpich,openmpi"
+    "coll-barrier|$MWBENCH --bench barrier --ranks 4 --method a,b,c,d,e --iters 2000 --no-mpi"
     "loss|$MWBENCH --bench loss,overlap"
 )
 

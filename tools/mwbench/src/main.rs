@@ -100,6 +100,13 @@ struct Args {
     /// collective calls) for every point, instead of the size-scaled defaults.
     #[arg(long)]
     iters: Option<usize>,
+    /// Iterations of the MPI baselines' collective and nton runs (default:
+    /// `--iters`, else the group's default). memwire's points may then take
+    /// many more samples than an oversubscribed MPICH, at ~8 ms a call,
+    /// can afford: a 2-rank 8-byte point of 300 calls lasts ~50 µs, short
+    /// enough for one scheduling hiccup to move its median.
+    #[arg(long)]
+    mpi_iters: Option<usize>,
     /// Comma-separated job sizes for nton (default 4) and collectives (default 2,4).
     #[arg(long, value_delimiter = ',')]
     ranks: Vec<u32>,
@@ -204,6 +211,7 @@ fn main() {
         transports,
         sizes: args.sizes,
         iters: args.iters,
+        mpi_iters: args.mpi_iters,
         ranks: args.ranks,
         methods: args.method,
         window: args.window,

@@ -95,6 +95,8 @@ pub struct Options {
     pub transports: Vec<&'static str>,
     pub sizes: Vec<usize>,
     pub iters: Option<usize>,
+    /// Iterations of MPI collective/nton launches (`None`: as memwire's).
+    pub mpi_iters: Option<usize>,
     pub ranks: Vec<u32>,
     pub methods: Vec<String>,
     /// `--window`; `None`: [`Options::window_for`]'s default.
@@ -438,7 +440,15 @@ fn nton_steps(o: &Options, transport: &'static str, steps: &mut Vec<Step>) -> Re
             }
         }
         for label in o.mpi_labels("nton", transport) {
-            steps.push(Step::Mpi(coll_launch(label, transport, n, "alltoall", &sizes, iters, true)));
+            steps.push(Step::Mpi(coll_launch(
+                label,
+                transport,
+                n,
+                "alltoall",
+                &sizes,
+                o.mpi_iters.unwrap_or(iters),
+                true,
+            )));
         }
     }
     Ok(())
@@ -487,7 +497,15 @@ fn coll_steps(
                 continue;
             }
             for label in o.mpi_labels("barrier", transport) {
-                steps.push(Step::Mpi(coll_launch(label, transport, n, bench, &sizes, iters, false)));
+                steps.push(Step::Mpi(coll_launch(
+                    label,
+                    transport,
+                    n,
+                    bench,
+                    &sizes,
+                    o.mpi_iters.unwrap_or(iters),
+                    false,
+                )));
             }
         }
     }
@@ -556,6 +574,7 @@ mod tests {
             transports: vec!["udp", "shm"],
             sizes: Vec::new(),
             iters: None,
+            mpi_iters: None,
             ranks: Vec::new(),
             methods: Vec::new(),
             window: None,
@@ -650,6 +669,25 @@ mod tests {
         let steps = build(&o).unwrap();
         let args = steps.iter().find_map(|s| if let Step::Mpi(l) = s { Some(l.args.clone()) } else { None }).unwrap();
         assert_eq!(args[1], "pingpong:8:77,pingpong:1024:77");
+    }
+
+    #[test]
+    fn mpi_collectives_take_their_own_iteration_count() {
+        let o = Options { benches: vec!["allgather".into()], iters: Some(2000), mpi_iters: Some(300), ..options() };
+        let steps = build(&o).unwrap();
+        let counts: Vec<usize> =
+            steps.iter().filter_map(|s| if let Step::Point(p) = s { Some(p.count) } else { None }).collect();
+        assert!(!counts.is_empty() && counts.iter().all(|&c| c == 2000), "{counts:?}");
+        let mpi: Vec<Vec<String>> =
+            steps.iter().filter_map(|s| if let Step::Mpi(l) = s { Some(l.args.clone()) } else { None }).collect();
+        assert!(!mpi.is_empty());
+        for args in &mpi {
+            assert_eq!(args[args.iter().position(|a| a == "--iters").unwrap() + 1], "300", "{args:?}");
+        }
+        // Without it, MPI runs as many as memwire.
+        let steps = build(&Options { mpi_iters: None, ..o }).unwrap();
+        let args = steps.iter().find_map(|s| if let Step::Mpi(l) = s { Some(l.args.clone()) } else { None }).unwrap();
+        assert_eq!(args[args.iter().position(|a| a == "--iters").unwrap() + 1], "2000");
     }
 
     #[test]

@@ -453,7 +453,7 @@ impl crate::endpoint::State {
         if self.dead.get(rank as usize) != Some(&false) {
             return false;
         }
-        let crate::endpoint::State { shm, requests, stats, .. } = self;
+        let crate::endpoint::State { shm, requests, stats, msg, .. } = self;
         let Some(shm) = shm.as_mut() else { return false };
         let taken = shm.take_if(rank, |payload| {
             if payload.first() != Some(&(op::OpCode::AmReply as u8)) {
@@ -472,6 +472,7 @@ impl crate::endpoint::State {
         });
         if taken {
             stats.shm_ring_received += 1;
+            msg.stats.am_replies_in_place += 1;
         }
         taken
     }

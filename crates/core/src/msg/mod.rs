@@ -76,6 +76,9 @@ pub struct MsgStats {
     /// Of those, requests from same-host peers run straight from the ring,
     /// their inline answer published at once (no queue in between).
     pub am_in_place: u64,
+    /// Replies from same-host peers that the waiting requester took
+    /// straight from the ring (the rest went through a progress round).
+    pub am_replies_in_place: u64,
     /// Handlers that panicked (their request was answered `Unsupported`).
     pub am_handler_panics: u64,
     /// Active messages for an id without a handler.
