@@ -10,7 +10,7 @@
 mod support;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mw_core::{Access, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, DType, Endpoint, ReduceOp};
 
@@ -20,32 +20,13 @@ fn main() -> ExitCode {
     if let Ok(role) = std::env::var(ROLE) {
         return rank_main(&role);
     }
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let cases: &[(&str, fn())] = &[
         ("collectives_across_4_processes", collectives_across_4_processes),
         ("quiesce_sigstop_sigcont_loses_nothing", quiesce_sigstop_sigcont_loses_nothing),
         ("ip_multicast_across_4_processes", ip_multicast_across_4_processes),
         ("multicast_across_two_hosts_with_shared_memory", multicast_across_two_hosts_with_shared_memory),
     ];
-    let mut failed = 0;
-    for (name, case) in cases {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        let start = Instant::now();
-        match std::panic::catch_unwind(case) {
-            Ok(()) => println!("test {name} ... ok ({:.1} s)", start.elapsed().as_secs_f64()),
-            Err(_) => {
-                println!("test {name} ... FAILED");
-                failed += 1;
-            }
-        }
-    }
-    if failed > 0 {
-        println!("{failed} multi-process case(s) failed");
-        return ExitCode::FAILURE;
-    }
-    ExitCode::SUCCESS
+    support::run_cases(cases)
 }
 
 // ---------------------------------------------------------------- driver side

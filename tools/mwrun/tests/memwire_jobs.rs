@@ -26,7 +26,6 @@ fn main() -> ExitCode {
     if let Ok(role) = std::env::var(ROLE) {
         return rank_main(&role);
     }
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let cases: &[(&str, fn())] = &[
         ("every_one_sided_op_across_4_processes", every_one_sided_op_across_4_processes),
         ("every_one_sided_op_under_injected_faults", every_one_sided_op_under_injected_faults),
@@ -49,25 +48,7 @@ fn main() -> ExitCode {
             netns::hostile_packets_and_bad_operations_across_hosts,
         ),
     ];
-    let mut failed = 0;
-    for (name, case) in cases {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        let start = Instant::now();
-        match std::panic::catch_unwind(case) {
-            Ok(()) => println!("test {name} ... ok ({:.1} s)", start.elapsed().as_secs_f64()),
-            Err(_) => {
-                println!("test {name} ... FAILED");
-                failed += 1;
-            }
-        }
-    }
-    if failed > 0 {
-        println!("{failed} multi-process case(s) failed");
-        return ExitCode::FAILURE;
-    }
-    ExitCode::SUCCESS
+    support::run_cases(cases)
 }
 
 // ---------------------------------------------------------------- driver side
