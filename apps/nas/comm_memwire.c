@@ -1,8 +1,12 @@
 /*
  * comm_memwire.c: comm.h over memwire's C API (include/memwire.h).
  *
- * Every collective is one all-to-all exchange on a symmetric staging region
- * (same key on every rank), laid out as
+ * Barrier, allreduce, allgather and alltoall are the library's collectives
+ * (`mw_barrier`, `mw_allreduce`, `mw_allgather`, `mw_alltoall`: algorithms
+ * chosen by size and team, single-copy on one host where that pays, and
+ * allreduce results bit-identical on every rank). memwire has no `v`
+ * variants, so allgatherv and alltoallv are one all-to-all exchange on a
+ * symmetric staging region (same key on every rank), laid out as
  *
  *     [signal words: 2 parities x size ranks x u64] [data: 2 x size slots]
  *
@@ -14,13 +18,9 @@
  * included), so a rank that starts exchange e+2 has received everybody's
  * e+1 message, which each sent only after copying out exchange e.
  *
- * Reductions are computed locally, in rank order, from everybody's vector,
- * so every rank gets bit-identical results. The slot grows (collectively;
- * every rank asks for the same size) when a message does not fit.
- *
- * This is deliberately simple: memwire's own collectives (being written on
- * another branch) will replace it. Errors are fatal for a benchmark: the
- * message from mw_strerror/mw_last_error is printed and the rank exits 2.
+ * The slot grows (collectively; every rank asks for the same size) when a
+ * message does not fit. Errors are fatal for a benchmark: the message from
+ * mw_strerror/mw_last_error is printed and the rank exits 2.
  */
 #include "comm.h"
 
@@ -44,8 +44,6 @@ static const void **g_sendp;
 static size_t *g_sendlen;
 static void **g_recvp;
 static size_t *g_recvlen;
-static unsigned char *g_tmp;
-static size_t g_tmp_len;
 
 static void fail(const char *what, mw_status st) {
     fprintf(stderr, "nas(memwire) rank %d: %s failed: %s (%s)\n", g_rank, what, mw_strerror(st),
@@ -95,15 +93,6 @@ static void stage_reserve(size_t need) {
     g_base = p;
 }
 
-static unsigned char *tmp_reserve(size_t n) {
-    if (n > g_tmp_len) {
-        free(g_tmp);
-        g_tmp = xmalloc(n);
-        g_tmp_len = n;
-    }
-    return g_tmp;
-}
-
 /* The one primitive: g_sendp/g_sendlen[d] go to rank d; from rank s,
  * g_recvlen[s] bytes land at g_recvp[s]. Every message must fit the slot. */
 static void exchange(void) {
@@ -151,7 +140,6 @@ void comm_finalize(void) {
     free(g_sendlen);
     free(g_recvp);
     free(g_recvlen);
-    free(g_tmp);
 }
 
 int comm_rank(void) { return g_rank; }
@@ -166,57 +154,18 @@ double comm_wtime(void) {
 
 void comm_barrier(void) { MW(mw_barrier(g_ep)); }
 
-/* Everybody's `bytes` bytes from `send` into tmp (rank order). */
-static unsigned char *gather_all(const void *send, size_t bytes) {
-    stage_reserve(bytes);
-    unsigned char *tmp = tmp_reserve(bytes * (size_t)g_size);
-    for (int r = 0; r < g_size; r++) {
-        g_sendp[r] = send;
-        g_sendlen[r] = bytes;
-        g_recvp[r] = tmp + (size_t)r * bytes;
-        g_recvlen[r] = bytes;
-    }
-    exchange();
-    return tmp;
-}
+static mw_op reduce_op(comm_op op) { return op == COMM_SUM ? MW_OP_SUM : MW_OP_MAX; }
 
 void comm_allreduce_double(double *buf, size_t n, comm_op op) {
-    const unsigned char *all = gather_all(buf, n * sizeof(double));
-    for (size_t i = 0; i < n; i++) {
-        double acc;
-        memcpy(&acc, all + i * sizeof(double), sizeof(double));
-        for (int r = 1; r < g_size; r++) {
-            double v;
-            memcpy(&v, all + ((size_t)r * n + i) * sizeof(double), sizeof(double));
-            acc = op == COMM_SUM ? acc + v : (v > acc ? v : acc);
-        }
-        buf[i] = acc;
-    }
+    MW(mw_allreduce(g_ep, NULL, MW_DTYPE_F64, reduce_op(op), buf, buf, n));
 }
 
 void comm_allreduce_i64(int64_t *buf, size_t n, comm_op op) {
-    const unsigned char *all = gather_all(buf, n * sizeof(int64_t));
-    for (size_t i = 0; i < n; i++) {
-        int64_t acc;
-        memcpy(&acc, all + i * sizeof(int64_t), sizeof(int64_t));
-        for (int r = 1; r < g_size; r++) {
-            int64_t v;
-            memcpy(&v, all + ((size_t)r * n + i) * sizeof(int64_t), sizeof(int64_t));
-            acc = op == COMM_SUM ? acc + v : (v > acc ? v : acc);
-        }
-        buf[i] = acc;
-    }
+    MW(mw_allreduce(g_ep, NULL, MW_DTYPE_I64, reduce_op(op), buf, buf, n));
 }
 
 void comm_allgather(const void *send, void *recv, size_t bytes) {
-    stage_reserve(bytes);
-    for (int r = 0; r < g_size; r++) {
-        g_sendp[r] = send;
-        g_sendlen[r] = bytes;
-        g_recvp[r] = (unsigned char *)recv + (size_t)r * bytes;
-        g_recvlen[r] = bytes;
-    }
-    exchange();
+    MW(mw_allgather(g_ep, NULL, send, bytes, recv));
 }
 
 void comm_allgatherv(const void *send, size_t sendbytes, void *recv, const size_t *counts,
@@ -235,14 +184,7 @@ void comm_allgatherv(const void *send, size_t sendbytes, void *recv, const size_
 }
 
 void comm_alltoall(const void *send, void *recv, size_t bytes) {
-    stage_reserve(bytes);
-    for (int r = 0; r < g_size; r++) {
-        g_sendp[r] = (const unsigned char *)send + (size_t)r * bytes;
-        g_sendlen[r] = bytes;
-        g_recvp[r] = (unsigned char *)recv + (size_t)r * bytes;
-        g_recvlen[r] = bytes;
-    }
-    exchange();
+    MW(mw_alltoall(g_ep, NULL, send, recv, bytes));
 }
 
 void comm_alltoallv(const void *send, const size_t *scounts, const size_t *sdispls, void *recv,
