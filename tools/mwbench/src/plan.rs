@@ -203,6 +203,12 @@ impl Options {
         (budget / size.max(1)).clamp(16, 100_000)
     }
 
+    /// Calls per MPI collective launch: `--mpi-iters`, else as many as
+    /// memwire's points (`memwire`).
+    fn mpi_iters_or(&self, memwire: usize) -> usize {
+        self.mpi_iters.unwrap_or(memwire)
+    }
+
     fn group_iters(&self, full: usize, quick: usize) -> usize {
         self.iters.unwrap_or(if self.quick { quick } else { full })
     }
@@ -440,15 +446,7 @@ fn nton_steps(o: &Options, transport: &'static str, steps: &mut Vec<Step>) -> Re
             }
         }
         for label in o.mpi_labels("nton", transport) {
-            steps.push(Step::Mpi(coll_launch(
-                label,
-                transport,
-                n,
-                "alltoall",
-                &sizes,
-                o.mpi_iters.unwrap_or(iters),
-                true,
-            )));
+            steps.push(Step::Mpi(coll_launch(label, transport, n, "alltoall", &sizes, o.mpi_iters_or(iters), true)));
         }
     }
     Ok(())
@@ -497,15 +495,7 @@ fn coll_steps(
                 continue;
             }
             for label in o.mpi_labels("barrier", transport) {
-                steps.push(Step::Mpi(coll_launch(
-                    label,
-                    transport,
-                    n,
-                    bench,
-                    &sizes,
-                    o.mpi_iters.unwrap_or(iters),
-                    false,
-                )));
+                steps.push(Step::Mpi(coll_launch(label, transport, n, bench, &sizes, o.mpi_iters_or(iters), false)));
             }
         }
     }
