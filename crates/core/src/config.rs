@@ -262,6 +262,7 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_COLL_ALLTOALL", "alltoall: auto, pairwise, bruck, direct, allgather"),
     ("MW_COLL_ALLREDUCE", "allreduce: auto, recursive_doubling, reduce_scatter_allgather, ring"),
     ("MW_COLL_REDUCE", "reduce: auto, binomial, reduce_scatter_gather"),
+    ("MW_COLL_VECTOR", "allgatherv and alltoallv: auto, exchange, direct"),
     (
         "MW_COLL_SPREAD",
         "0: never nudge a thread waiting in a collective onto another CPU (default 1: team members crowded on one CPU are moved apart once)",

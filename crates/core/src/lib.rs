@@ -104,7 +104,7 @@ mod target;
 
 pub use coll::{
     AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastAlgo,
-    McastGroup, ReduceAlgo, ReduceOp, Team,
+    McastGroup, ReduceAlgo, ReduceOp, Team, VectorAlgo,
 };
 pub use config::{Config, ProgressMode, ShmCopy, TransportChoice};
 pub use endpoint::{Endpoint, PeerEvent};

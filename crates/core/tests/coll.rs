@@ -12,7 +12,7 @@ mod common;
 use common::{pattern, run_job, run_job_on_hosts, shm};
 use mw_core::{
     Access, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, Config, DType, Error, ReduceAlgo,
-    ReduceOp, Team,
+    ReduceOp, Team, VectorAlgo,
 };
 
 fn base() -> Config {
@@ -119,6 +119,7 @@ fn check_everything(team: &mut Team<'_>, sizes: &[usize]) {
             team.alltoall_with(algo, &send, &mut recv).unwrap();
             assert!(recv == want, "{tag}: alltoall {algo:?}");
         }
+        check_vectors(team, n, &tag);
         let root = (p as u32) - 1;
         let mut gathered = if me == root { vec![0xEE; n * p] } else { Vec::new() };
         team.gather(root, &block(me, 0, n), &mut gathered).unwrap();
@@ -151,6 +152,80 @@ fn check_everything(team: &mut Team<'_>, sizes: &[usize]) {
                 }
             }
         }
+    }
+}
+
+/// Bytes rank `s` sends rank `r` in the vector collectives at size `n`:
+/// uneven, and none at all for a third of the pairs.
+fn vcount(s: usize, r: usize, n: usize) -> usize {
+    if (s + 2 * r) % 3 == 0 {
+        0
+    } else {
+        n * ((s + r) % 4 + 1) / 4
+    }
+}
+
+/// Places blocks of `counts` in reverse member order with a 16-byte gap
+/// before each (what a caller with its own layout passes); returns the
+/// displacements and the buffer length.
+fn scattered_layout(counts: &[usize]) -> (Vec<usize>, usize) {
+    let mut displs = vec![0; counts.len()];
+    let mut at = 0;
+    for j in (0..counts.len()).rev() {
+        at += 16;
+        displs[j] = at;
+        at += counts[j];
+    }
+    (displs, at + 16)
+}
+
+/// allgatherv and alltoallv, every algorithm, uneven and empty blocks in
+/// a scattered layout: the blocks land where they belong and nothing
+/// outside them is written.
+fn check_vectors(team: &mut Team<'_>, n: usize, tag: &str) {
+    let (p, me) = (team.size() as usize, team.rank() as usize);
+    let gaps_untouched = |buf: &[u8], counts: &[usize], displs: &[usize]| {
+        buf.iter()
+            .enumerate()
+            .all(|(i, &b)| b == 0xEE || (0..counts.len()).any(|j| (displs[j]..displs[j] + counts[j]).contains(&i)))
+    };
+    let counts: Vec<usize> = (0..p).map(|j| vcount(j, 1, n)).collect();
+    let (displs, len) = scattered_layout(&counts);
+    let mine = block(me as u32, 50, counts[me]);
+    for &algo in VectorAlgo::ALL.iter().chain([VectorAlgo::Auto].iter()) {
+        let mut recv = vec![0xEE; len];
+        team.allgatherv_with(algo, &mine, &mut recv, &counts, &displs).unwrap();
+        for j in 0..p {
+            assert!(
+                recv[displs[j]..displs[j] + counts[j]] == block(j as u32, 50, counts[j]),
+                "{tag}: allgatherv {algo:?} block {j}"
+            );
+        }
+        assert!(gaps_untouched(&recv, &counts, &displs), "{tag}: allgatherv {algo:?} wrote outside the blocks");
+    }
+    let send_counts: Vec<usize> = (0..p).map(|r| vcount(me, r, n)).collect();
+    let recv_counts: Vec<usize> = (0..p).map(|s| vcount(s, me, n)).collect();
+    let (send_displs, send_len) = scattered_layout(&send_counts);
+    let (recv_displs, recv_len) = scattered_layout(&recv_counts);
+    let mut send = vec![0u8; send_len];
+    for r in 0..p {
+        send[send_displs[r]..send_displs[r] + send_counts[r]].copy_from_slice(&block(
+            me as u32,
+            r as u32,
+            send_counts[r],
+        ));
+    }
+    for &algo in VectorAlgo::ALL.iter().chain([VectorAlgo::Auto].iter()) {
+        let mut recv = vec![0xEE; recv_len];
+        team.alltoallv_with(algo, &send, &send_counts, &send_displs, &mut recv, &recv_counts, &recv_displs).unwrap();
+        for s in 0..p {
+            let got = &recv[recv_displs[s]..recv_displs[s] + recv_counts[s]];
+            assert!(got == block(s as u32, me as u32, recv_counts[s]), "{tag}: alltoallv {algo:?} block from {s}");
+        }
+        assert!(
+            gaps_untouched(&recv, &recv_counts, &recv_displs),
+            "{tag}: alltoallv {algo:?} wrote outside the blocks"
+        );
     }
 }
 
@@ -213,6 +288,35 @@ fn four_mebibytes_over_shared_memory_and_a_mix() {
         let mut all = vec![0; MIB4 / 2 * p as usize];
         team.allgather(&block(me, 0, MIB4 / 2), &mut all).unwrap();
         assert!(all == want, "allgather");
+        // Vector collectives whose blocks add up to more than a scratch
+        // phase (the large area), each algorithm.
+        let (p, me) = (p as usize, me as usize);
+        let counts: Vec<usize> = (0..p).map(|j| MIB4 / 4 + j * 4097).collect();
+        let (displs, len) = scattered_layout(&counts);
+        let send_counts: Vec<usize> = (0..p).map(|r| MIB4 / 8 + 13 * (me + 2 * r)).collect();
+        let recv_counts: Vec<usize> = (0..p).map(|s| MIB4 / 8 + 13 * (s + 2 * me)).collect();
+        let (send_displs, send_len) = scattered_layout(&send_counts);
+        let (recv_displs, recv_len) = scattered_layout(&recv_counts);
+        let mut send = vec![0u8; send_len];
+        for r in 0..p {
+            let b = block(me as u32, r as u32, send_counts[r]);
+            send[send_displs[r]..send_displs[r] + send_counts[r]].copy_from_slice(&b);
+        }
+        for &algo in VectorAlgo::ALL.iter().chain([VectorAlgo::Auto].iter()) {
+            let mut recv = vec![0xEE; len];
+            team.allgatherv_with(algo, &block(me as u32, 50, counts[me]), &mut recv, &counts, &displs).unwrap();
+            for j in 0..p {
+                let got = &recv[displs[j]..displs[j] + counts[j]];
+                assert!(got == block(j as u32, 50, counts[j]), "allgatherv {algo:?} block {j}");
+            }
+            let mut recv = vec![0xEE; recv_len];
+            team.alltoallv_with(algo, &send, &send_counts, &send_displs, &mut recv, &recv_counts, &recv_displs)
+                .unwrap();
+            for s in 0..p {
+                let got = &recv[recv_displs[s]..recv_displs[s] + recv_counts[s]];
+                assert!(got == block(s as u32, me as u32, recv_counts[s]), "alltoallv {algo:?} block from {s}");
+            }
+        }
     };
     run_job(3, shm(base()), body);
     run_job_on_hosts(4, shm(base()), ["a", "a", "b", "b"].iter().map(|h| h.to_string()).collect(), body);
@@ -496,4 +600,55 @@ fn single_copy_refuses_mismatched_sizes_when_oversubscribed() {
             assert!(buf.iter().all(|&b| b == root as u8), "rank {me}, root {root}");
         }
     });
+}
+
+/// The vector collectives agree on counts before moving data: counts that
+/// do not fit together, or one member's invalid arguments, fail the call on
+/// every member (no member waits for data that never comes), and the team
+/// goes on working. Over UDP and shared memory, every algorithm.
+#[test]
+fn vector_collectives_refuse_counts_that_do_not_fit_on_every_member() {
+    for cfg in [base(), shm(base())] {
+        run_job(3, cfg, |ep| {
+            let mut team = ep.team_world().unwrap();
+            let me = team.rank() as usize;
+            for &algo in VectorAlgo::ALL {
+                // Rank 0 sends rank 1 ten bytes; rank 1 expects twelve.
+                let send_counts = if me == 0 { vec![4, 10, 4] } else { vec![4, 4, 4] };
+                let recv_counts = if me == 1 { vec![12, 4, 4] } else { vec![4, 4, 4] };
+                let displs =
+                    |c: &[usize]| c.iter().scan(0, |at, &x| Some(std::mem::replace(at, *at + x))).collect::<Vec<_>>();
+                let send = vec![1u8; send_counts.iter().sum()];
+                let mut recv = vec![0xEE; recv_counts.iter().sum()];
+                let (sd, rd) = (displs(&send_counts), displs(&recv_counts));
+                let result = team.alltoallv_with(algo, &send, &send_counts, &sd, &mut recv, &recv_counts, &rd);
+                assert!(matches!(result, Err(Error::InvalidArgument(_))), "rank {me} {algo:?}: {result:?}");
+                assert!(recv.iter().all(|&b| b == 0xEE), "rank {me} {algo:?}: a refused call wrote data");
+
+                // Members disagree on the allgatherv counts.
+                let counts = if me == 2 { vec![3, 3, 5] } else { vec![3, 3, 3] };
+                let mut recv = vec![0xEE; counts.iter().sum()];
+                let result = team.allgatherv_with(algo, &vec![7u8; counts[me]], &mut recv, &counts, &displs(&counts));
+                assert!(matches!(result, Err(Error::InvalidArgument(_))), "rank {me} {algo:?}: {result:?}");
+
+                // One member's receive blocks overlap: it reports that, the
+                // others that another member's arguments were invalid.
+                let counts = vec![3, 3, 3];
+                let bad_displs = if me == 1 { vec![0, 2, 6] } else { vec![0, 3, 6] };
+                let mut recv = vec![0xEE; 9];
+                let result = team.allgatherv_with(algo, &[9u8; 3], &mut recv, &counts, &bad_displs);
+                match result {
+                    Err(Error::InvalidArgument(why)) if me == 1 => assert!(why.contains("overlap"), "{why}"),
+                    Err(Error::InvalidArgument(why)) => assert!(why.contains("another team member"), "{why}"),
+                    other => panic!("rank {me} {algo:?}: {other:?}"),
+                }
+
+                // The team still works.
+                team.barrier().unwrap();
+                let mut recv = vec![0u8; 9];
+                team.allgatherv_with(algo, &[me as u8; 3], &mut recv, &counts, &[0, 3, 6]).unwrap();
+                assert_eq!(recv, [0, 0, 0, 1, 1, 1, 2, 2, 2]);
+            }
+        });
+    }
 }

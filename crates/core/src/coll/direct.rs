@@ -97,7 +97,7 @@ impl Team<'_> {
 
     /// Tells team rank `to` where `buf` is and how long (step 1 of this
     /// collective).
-    fn expose(&self, to: usize, buf: &[u8]) -> Result<()> {
+    pub(super) fn expose(&self, to: usize, buf: &[u8]) -> Result<()> {
         let mut record = [0u8; 16];
         record[..8].copy_from_slice(&(buf.as_ptr() as u64).to_le_bytes());
         record[8..].copy_from_slice(&(buf.len() as u64).to_le_bytes());
@@ -106,7 +106,7 @@ impl Team<'_> {
 
     /// Waits for team rank `from` to expose its buffer, then copies
     /// `out.len()` bytes from `offset` of it into `out`.
-    fn read_exposed(&self, from: usize, offset: usize, out: &mut [u8]) -> Result<()> {
+    pub(super) fn read_exposed(&self, from: usize, offset: usize, out: &mut [u8]) -> Result<()> {
         self.wait_from(from, 1)?;
         let base = self.mem.load_u64(self.lay.exposed(from) as usize);
         let len = self.mem.load_u64(self.lay.exposed(from) as usize + 8);
@@ -321,7 +321,7 @@ impl Team<'_> {
 
     /// Tells every member this rank is done reading, then waits until every
     /// member is done reading this rank's buffer.
-    fn finish_direct(&mut self, read: Result<()>) -> Result<()> {
+    pub(super) fn finish_direct(&mut self, read: Result<()>) -> Result<()> {
         let (p, me) = (self.p(), self.me);
         self.notify_each((1..p).map(|k| (me + k) % p), 2)?;
         for k in 1..p {

@@ -65,6 +65,7 @@ mod reduce;
 mod rooted;
 mod tree;
 mod tuning;
+mod vector;
 mod wait;
 
 use mw_wire::op::SignalOp;
@@ -79,7 +80,7 @@ use crate::{Error, Result};
 pub use kernel::{DType, Element, ReduceOp};
 pub use multicast::McastGroup;
 pub use tuning::{
-    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, McastAlgo, ReduceAlgo,
+    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, McastAlgo, ReduceAlgo, VectorAlgo,
 };
 
 /// Bits of a signal value below the sequence number (the step).

@@ -115,6 +115,19 @@ algo_enum! {
 }
 
 algo_enum! {
+    /// Algorithms of the vector collectives, `allgatherv` and `alltoallv`
+    /// (blocks of different lengths).
+    VectorAlgo {
+        /// Every block straight from its owner into its destination's
+        /// scratch area (one put per pair), then copied out.
+        Exchange = "exchange" | "pairwise",
+        /// Every member reads its blocks out of the others' buffers in one
+        /// copy (teams all in shared memory; elsewhere `exchange`).
+        Direct = "direct",
+    }
+}
+
+algo_enum! {
     /// Allreduce algorithms.
     AllreduceAlgo {
         /// Recursive doubling (non-powers of two fold the extra ranks in first).
@@ -166,6 +179,8 @@ pub struct CollTuning {
     pub allreduce: AllreduceAlgo,
     /// `MW_COLL_REDUCE`
     pub reduce: ReduceAlgo,
+    /// `MW_COLL_VECTOR` (allgatherv and alltoallv)
+    pub vector: VectorAlgo,
     /// `MW_MCAST`
     pub mcast: McastAlgo,
     /// `MW_COLL_SPREAD=0`: never move a waiting thread to another CPU (see
@@ -207,6 +222,9 @@ impl CollTuning {
         }
         if let Some(a) = get(lookup, "MW_COLL_REDUCE", ReduceAlgo::parse)? {
             t.reduce = a;
+        }
+        if let Some(a) = get(lookup, "MW_COLL_VECTOR", VectorAlgo::parse)? {
+            t.vector = a;
         }
         if let Some(a) = get(lookup, "MW_MCAST", McastAlgo::parse)? {
             t.mcast = a;
@@ -308,6 +326,17 @@ pub(crate) fn pick_alltoall(block: usize, p: usize, direct: bool) -> AlltoallAlg
         AlltoallAlgo::Bruck
     } else {
         AlltoallAlgo::Pairwise
+    }
+}
+
+/// The vector collectives' choice: single-copy reads when the team can run
+/// them and its largest block is as large as the equal-block collectives
+/// need to take them.
+pub(crate) fn pick_vector(largest_block: usize, direct: bool) -> VectorAlgo {
+    if direct && largest_block >= DIRECT_FROM {
+        VectorAlgo::Direct
+    } else {
+        VectorAlgo::Exchange
     }
 }
 
