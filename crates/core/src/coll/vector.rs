@@ -191,7 +191,7 @@ impl Team<'_> {
         if local.is_ok() {
             push_words(&mut record, send_counts.iter().chain(recv_counts).chain(send_displs).copied());
         } else {
-            push_words(&mut record, std::iter::repeat(0).take(3 * p));
+            push_words(&mut record, std::iter::repeat_n(0, 3 * p));
         }
         let all = self.allgather_small(&record)?;
         let table: Vec<usize> = words(&all).collect();
