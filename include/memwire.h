@@ -765,6 +765,11 @@ typedef uint32_t mw_op;
 #define MW_COLLECTIVE_MULTICAST 7
 
 /**
+ * `mw_allgatherv` and `mw_alltoallv` (exchange, direct).
+ */
+#define MW_COLLECTIVE_VECTOR 8
+
+/**
  * `int8_t`
  */
 #define MW_DTYPE_I8 1
@@ -2053,6 +2058,40 @@ enum mw_status mw_allgather(struct mw_endpoint *ep, struct mw_team *team, const 
  * for 0 bytes).
  */
 enum mw_status mw_alltoall(struct mw_endpoint *ep, struct mw_team *team, const void *send, void *recv, size_t block);
+
+/**
+ * Collective over `team` (NULL: the whole job): team rank j contributes
+ * `counts[j]` bytes (`send`, `send_len` bytes, which must equal this
+ * member's count) and every member receives them at `displs[j]` of
+ * `recv`. `counts` and `displs` hold one entry per team member and must be
+ * the same on every member; receive blocks must not overlap (MPI's
+ * `MPI_Allgatherv`, in bytes). Counts that differ between members fail the
+ * call on every member with `MW_ERR_INVALID`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * `counts` and `displs` readable for team size entries; `send` readable for
+ * `send_len` bytes; `recv` writable up to the end of its last block (NULL
+ * only for 0 bytes).
+ */
+enum mw_status mw_allgatherv(struct mw_endpoint *ep, struct mw_team *team, const void *send, size_t send_len, void *recv, const size_t *counts, const size_t *displs);
+
+/**
+ * Collective over `team` (NULL: the whole job): `send_counts[j]` bytes at
+ * `send_displs[j]` of `send` go to team rank j, which receives them at its
+ * `recv_displs[i]` (i: the sender's team rank), so `recv_counts[i]` there
+ * must equal `send_counts[j]` here (MPI's `MPI_Alltoallv`, in bytes). Each
+ * array holds one entry per team member; receive blocks must not overlap.
+ * Counts that do not fit together anywhere in the team fail the call on
+ * every member with `MW_ERR_INVALID`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+ * the four arrays readable for team size entries; `send` readable and
+ * `recv` writable up to the end of their last block (NULL only for 0
+ * bytes).
+ */
+enum mw_status mw_alltoallv(struct mw_endpoint *ep, struct mw_team *team, const void *send, const size_t *send_counts, const size_t *send_displs, void *recv, const size_t *recv_counts, const size_t *recv_displs);
 
 /**
  * Collective over `team` (NULL: the whole job): `recv` of every member

@@ -819,6 +819,49 @@ static void test_collectives(void) {
     OK(mw_alltoall(ep, NULL, all, all, LEN));
     for (uint32_t r = 0; r < n; r++) check_pattern(all + (size_t)r * LEN, LEN, r * 8 + me, "alltoall");
 
+    /* allgatherv and alltoallv: rank r's allgatherv block is r + 1 bytes,
+     * rank r sends rank j r + j + 1 bytes; blocks land in reverse rank order. */
+    size_t *counts = malloc(4 * n * sizeof(size_t));
+    if (!counts) FAIL("malloc");
+    size_t *displs = counts + n, *rcounts = counts + 2 * n, *rdispls = counts + 3 * n;
+    size_t end = 0;
+    for (uint32_t j = n; j-- > 0;) {
+        counts[j] = j + 1;
+        displs[j] = end;
+        end += counts[j];
+    }
+    fill(buf, me + 1, me + 100);
+    memset(all, 0, end);
+    OK(mw_allgatherv(ep, NULL, buf, me + 1, all, counts, displs));
+    for (uint32_t r = 0; r < n; r++) check_pattern(all + displs[r], counts[r], r + 100, "allgatherv");
+    size_t send_end = 0, recv_end = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        counts[j] = me + j + 1; /* to rank j */
+        displs[j] = send_end;
+        fill(buf + send_end, counts[j], me * 8 + j + 3);
+        send_end += counts[j];
+    }
+    for (uint32_t j = n; j-- > 0;) {
+        rcounts[j] = j + me + 1; /* from rank j */
+        rdispls[j] = recv_end;
+        recv_end += rcounts[j];
+    }
+    for (int forced = 0; forced < 2; forced++) {
+        OK(mw_team_set_algorithm(ep, NULL, MW_COLLECTIVE_VECTOR, forced ? "exchange" : NULL));
+        OK(mw_team_algorithm(ep, NULL, MW_COLLECTIVE_VECTOR, algo, sizeof algo));
+        ASSERT(strcmp(algo, forced ? "exchange" : "auto") == 0);
+        memset(all, 0, recv_end);
+        OK(mw_alltoallv(ep, NULL, buf, counts, displs, all, rcounts, rdispls));
+        for (uint32_t r = 0; r < n; r++) check_pattern(all + rdispls[r], rcounts[r], r * 8 + me + 3, "alltoallv");
+    }
+    OK(mw_team_set_algorithm(ep, NULL, MW_COLLECTIVE_VECTOR, NULL));
+    /* Receive counts one longer than what is sent: refused on every rank. */
+    for (uint32_t j = 0; j < n; j++) rcounts[j] += 1;
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_alltoallv(ep, NULL, buf, counts, displs, all, rcounts, rdispls));
+    EXPECT(MW_ERR_NULL_POINTER, mw_allgatherv(ep, NULL, buf, me + 1, all, NULL, displs));
+    EXPECT(MW_ERR_NULL_POINTER, mw_alltoallv(ep, NULL, buf, counts, displs, NULL, rcounts, rdispls));
+    free(counts);
+
     /* allreduce: sums, a max of doubles, an xor; the last in place. */
     int64_t mine64[3] = {me, -(int64_t)me, 1}, sum64[3];
     OK(mw_allreduce(ep, NULL, MW_DTYPE_I64, MW_OP_SUM, mine64, sum64, 3));

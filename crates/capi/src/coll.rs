@@ -246,6 +246,98 @@ pub unsafe extern "C" fn mw_alltoall(
     })
 }
 
+/// The bytes a buffer described by `counts` and `displs` (one entry per
+/// member) spans from its start.
+fn extent(counts: &[usize], displs: &[usize]) -> Result<usize, Failure> {
+    counts.iter().zip(displs).try_fold(0usize, |end, (&c, &d)| {
+        d.checked_add(c).map(|e| end.max(e)).ok_or(Failure::invalid("displacement + count overflows"))
+    })
+}
+
+/// Collective over `team` (NULL: the whole job): team rank j contributes
+/// `counts[j]` bytes (`send`, `send_len` bytes, which must equal this
+/// member's count) and every member receives them at `displs[j]` of
+/// `recv`. `counts` and `displs` hold one entry per team member and must be
+/// the same on every member; receive blocks must not overlap (MPI's
+/// `MPI_Allgatherv`, in bytes). Counts that differ between members fail the
+/// call on every member with `MW_ERR_INVALID`.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+/// `counts` and `displs` readable for team size entries; `send` readable for
+/// `send_len` bytes; `recv` writable up to the end of its last block (NULL
+/// only for 0 bytes).
+#[no_mangle]
+pub unsafe extern "C" fn mw_allgatherv(
+    ep: *mut mw_endpoint,
+    team: *mut mw_team,
+    send: *const c_void,
+    send_len: usize,
+    recv: *mut c_void,
+    counts: *const usize,
+    displs: *const usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let owner = unsafe { endpoint(ep) }?;
+        // SAFETY: forwarded contract (for the team, the arrays and both buffers).
+        unsafe {
+            with_team(owner, team, |t| {
+                let p = t.size() as usize;
+                let counts = ffi::array(counts, p, "counts")?;
+                let displs = ffi::array(displs, p, "displs")?;
+                let recv_len = extent(counts, displs)?;
+                with_buffers(send, send_len, recv, recv_len, |send, recv| Ok(t.allgatherv(send, recv, counts, displs)?))
+            })
+        }
+    })
+}
+
+/// Collective over `team` (NULL: the whole job): `send_counts[j]` bytes at
+/// `send_displs[j]` of `send` go to team rank j, which receives them at its
+/// `recv_displs[i]` (i: the sender's team rank), so `recv_counts[i]` there
+/// must equal `send_counts[j]` here (MPI's `MPI_Alltoallv`, in bytes). Each
+/// array holds one entry per team member; receive blocks must not overlap.
+/// Counts that do not fit together anywhere in the team fail the call on
+/// every member with `MW_ERR_INVALID`.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
+/// the four arrays readable for team size entries; `send` readable and
+/// `recv` writable up to the end of their last block (NULL only for 0
+/// bytes).
+#[no_mangle]
+pub unsafe extern "C" fn mw_alltoallv(
+    ep: *mut mw_endpoint,
+    team: *mut mw_team,
+    send: *const c_void,
+    send_counts: *const usize,
+    send_displs: *const usize,
+    recv: *mut c_void,
+    recv_counts: *const usize,
+    recv_displs: *const usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let owner = unsafe { endpoint(ep) }?;
+        // SAFETY: forwarded contract (for the team, the arrays and both buffers).
+        unsafe {
+            with_team(owner, team, |t| {
+                let p = t.size() as usize;
+                let send_counts = ffi::array(send_counts, p, "send_counts")?;
+                let send_displs = ffi::array(send_displs, p, "send_displs")?;
+                let recv_counts = ffi::array(recv_counts, p, "recv_counts")?;
+                let recv_displs = ffi::array(recv_displs, p, "recv_displs")?;
+                let send_len = extent(send_counts, send_displs)?;
+                let recv_len = extent(recv_counts, recv_displs)?;
+                with_buffers(send, send_len, recv, recv_len, |send, recv| {
+                    Ok(t.alltoallv(send, send_counts, send_displs, recv, recv_counts, recv_displs)?)
+                })
+            })
+        }
+    })
+}
+
 /// Collective over `team` (NULL: the whole job): `recv` of every member
 /// (`count` elements of `dtype`) gets the element-wise `op` over every
 /// member's `send`, bit-identical everywhere. `send` and `recv` may be the

@@ -12,6 +12,7 @@ use std::ffi::{c_char, CStr};
 
 use mw_core::{
     AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, McastAlgo, ReduceAlgo, Team,
+    VectorAlgo,
 };
 
 use crate::endpoint::{endpoint, mw_endpoint};
@@ -226,6 +227,8 @@ pub const MW_COLLECTIVE_ALLREDUCE: mw_collective = 5;
 pub const MW_COLLECTIVE_REDUCE: mw_collective = 6;
 /// `mw_multicast` (tree, ip).
 pub const MW_COLLECTIVE_MULTICAST: mw_collective = 7;
+/// `mw_allgatherv` and `mw_alltoallv` (exchange, direct).
+pub const MW_COLLECTIVE_VECTOR: mw_collective = 8;
 
 /// Sets `collective`'s algorithm in `tuning` to the one called `name`.
 fn set_algorithm(tuning: &mut CollTuning, collective: mw_collective, name: &str) -> Result<(), Failure> {
@@ -240,6 +243,7 @@ fn set_algorithm(tuning: &mut CollTuning, collective: mw_collective, name: &str)
         MW_COLLECTIVE_ALLREDUCE => tuning.allreduce = parsed(AllreduceAlgo::parse(name))?,
         MW_COLLECTIVE_REDUCE => tuning.reduce = parsed(ReduceAlgo::parse(name))?,
         MW_COLLECTIVE_MULTICAST => tuning.mcast = parsed(McastAlgo::parse(name))?,
+        MW_COLLECTIVE_VECTOR => tuning.vector = parsed(VectorAlgo::parse(name))?,
         _ => return Err(Failure::invalid("unknown MW_COLLECTIVE_* value")),
     }
     Ok(())
@@ -255,6 +259,7 @@ fn algorithm_name(tuning: &CollTuning, collective: mw_collective) -> Result<&'st
         MW_COLLECTIVE_ALLREDUCE => tuning.allreduce.name(),
         MW_COLLECTIVE_REDUCE => tuning.reduce.name(),
         MW_COLLECTIVE_MULTICAST => tuning.mcast.name(),
+        MW_COLLECTIVE_VECTOR => tuning.vector.name(),
         _ => return Err(Failure::invalid("unknown MW_COLLECTIVE_* value")),
     })
 }
