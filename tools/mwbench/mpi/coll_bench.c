@@ -11,12 +11,33 @@
  * point (DESIGN §6 format, "op" = the label, e.g. "mpich").
  *
  * Sizes: barrier 0; bcast bytes broadcast; allgather bytes per rank;
- * alltoall bytes per destination; allreduce bytes of doubles summed.
+ * alltoall bytes per destination; allreduce bytes of doubles summed;
+ * allgatherv and alltoallv the same blocks as allgather and alltoall,
+ * through MPI_Allgatherv / MPI_Alltoallv (equal counts, packed).
+ *
+ * --bench takes a comma-separated list of names, matched exactly.
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Whether `name` is one of the comma-separated names in `list` (NULL: all). */
+static int wanted(const char *list, const char *name) {
+    if (!list)
+        return 1;
+    size_t len = strlen(name);
+    for (const char *at = list; *at;) {
+        const char *end = strchr(at, ',');
+        size_t tok = end ? (size_t)(end - at) : strlen(at);
+        if (tok == len && !strncmp(at, name, len))
+            return 1;
+        if (!end)
+            break;
+        at = end + 1;
+    }
+    return 0;
+}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -76,7 +97,7 @@ int main(int argc, char **argv) {
     double *mine = malloc(sizeof(double) * iters);
     double *all = malloc(sizeof(double) * iters * ranks);
 
-    if (!only || strstr(only, "barrier")) {
+    if (wanted(only, "barrier")) {
         for (int i = 0; i < warmup + iters; i++) {
             double t0 = MPI_Wtime();
             MPI_Barrier(MPI_COMM_WORLD);
@@ -86,14 +107,19 @@ int main(int argc, char **argv) {
         }
         report("barrier", label, transport, ranks, 0, iters, mine, all, rank);
     }
-    static const char *benches[] = {"bcast", "allgather", "alltoall", "allreduce"};
-    for (int b = 0; b < 4; b++) {
-        if (only && !strstr(only, benches[b]))
+    static const char *benches[] = {"bcast", "allgather", "alltoall", "allreduce", "allgatherv", "alltoallv"};
+    int *counts = malloc(sizeof(int) * ranks), *displs = malloc(sizeof(int) * ranks);
+    for (int b = 0; b < 6; b++) {
+        if (!wanted(only, benches[b]))
             continue;
         for (int s = 0; s < nsizes; s++) {
             long n = sizes[s];
             char *send = calloc((size_t)n * ranks + 8, 1);
             char *recv = calloc((size_t)n * ranks + 8, 1);
+            for (int r = 0; r < ranks; r++) {
+                counts[r] = (int)n;
+                displs[r] = (int)n * r;
+            }
             for (int i = 0; i < warmup + iters; i++) {
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
@@ -102,6 +128,10 @@ int main(int argc, char **argv) {
                 case 1: MPI_Allgather(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MPI_COMM_WORLD); break;
                 case 2: MPI_Alltoall(send, (int)n, MPI_BYTE, recv, (int)n, MPI_BYTE, MPI_COMM_WORLD); break;
                 case 3: MPI_Allreduce(send, recv, (int)(n / 8), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); break;
+                case 4: MPI_Allgatherv(send, (int)n, MPI_BYTE, recv, counts, displs, MPI_BYTE, MPI_COMM_WORLD); break;
+                case 5:
+                    MPI_Alltoallv(send, counts, displs, MPI_BYTE, recv, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+                    break;
                 }
                 double t1 = MPI_Wtime();
                 if (i >= warmup)
@@ -112,6 +142,8 @@ int main(int argc, char **argv) {
             free(recv);
         }
     }
+    free(counts);
+    free(displs);
     free(mine);
     free(all);
     MPI_Finalize();

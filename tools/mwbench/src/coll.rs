@@ -14,13 +14,15 @@ use std::time::Instant;
 
 use mw_core::{
     Access, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, DType, McastAlgo, ReduceOp, Team,
+    VectorAlgo,
 };
 
 use crate::harness::Job;
 use crate::row::{median_p99, Row};
 
 /// Collective benchmark names (DESIGN §6).
-pub const BENCHES: &[&str] = &["barrier", "bcast", "allgather", "alltoall", "allreduce", "multicast"];
+pub const BENCHES: &[&str] =
+    &["barrier", "bcast", "allgather", "alltoall", "allreduce", "allgatherv", "alltoallv", "multicast"];
 
 /// Every algorithm name of a collective benchmark, `auto` first.
 pub fn algos(bench: &str) -> Vec<&'static str> {
@@ -33,6 +35,7 @@ pub fn algos(bench: &str) -> Vec<&'static str> {
         "allgather" => names(AllgatherAlgo::ALL, AllgatherAlgo::name),
         "alltoall" => names(AlltoallAlgo::ALL, AlltoallAlgo::name),
         "allreduce" => names(AllreduceAlgo::ALL, AllreduceAlgo::name),
+        "allgatherv" | "alltoallv" => names(VectorAlgo::ALL, VectorAlgo::name),
         "multicast" => names(McastAlgo::ALL, McastAlgo::name),
         _ => Vec::new(),
     }
@@ -47,6 +50,22 @@ enum Call {
     Allgather(AllgatherAlgo),
     Alltoall(AlltoallAlgo),
     Allreduce(AllreduceAlgo),
+    Allgatherv(VectorAlgo),
+    Alltoallv(VectorAlgo),
+}
+
+/// Equal blocks of `size` bytes, packed in member order, described as a
+/// vector collective's counts and displacements (the same bytes as
+/// allgather and alltoall move, through the v path).
+struct EqualBlocks {
+    counts: Vec<usize>,
+    displs: Vec<usize>,
+}
+
+impl EqualBlocks {
+    fn new(p: usize, size: usize) -> EqualBlocks {
+        EqualBlocks { counts: vec![size; p], displs: (0..p).map(|j| j * size).collect() }
+    }
 }
 
 impl Call {
@@ -57,18 +76,23 @@ impl Call {
             "allgather" => Call::Allgather(AllgatherAlgo::parse(algo).expect("allgather algorithm")),
             "alltoall" => Call::Alltoall(AlltoallAlgo::parse(algo).expect("alltoall algorithm")),
             "allreduce" => Call::Allreduce(AllreduceAlgo::parse(algo).expect("allreduce algorithm")),
+            "allgatherv" => Call::Allgatherv(VectorAlgo::parse(algo).expect("vector algorithm")),
+            "alltoallv" => Call::Alltoallv(VectorAlgo::parse(algo).expect("vector algorithm")),
             _ => unreachable!("unknown collective bench {bench}"),
         }
     }
 
     /// Runs the collective once on `team` (buffers prepared by the caller).
-    fn run(self, team: &mut Team<'_>, send: &[u8], recv: &mut [u8]) {
+    fn run(self, team: &mut Team<'_>, send: &[u8], recv: &mut [u8], blocks: &EqualBlocks) {
+        let (counts, displs) = (&blocks.counts, &blocks.displs);
         let result = match self {
             Call::Barrier(algo) => team.barrier_with(algo),
             Call::Bcast(algo) => team.broadcast_with(algo, 0, recv),
             Call::Allgather(algo) => team.allgather_with(algo, send, recv),
             Call::Alltoall(algo) => team.alltoall_with(algo, send, recv),
             Call::Allreduce(algo) => team.allreduce_with(algo, DType::F64, ReduceOp::Sum, send, recv),
+            Call::Allgatherv(algo) => team.allgatherv_with(algo, send, recv, counts, displs),
+            Call::Alltoallv(algo) => team.alltoallv_with(algo, send, counts, displs, recv, counts, displs),
         };
         result.expect("collective");
     }
@@ -92,10 +116,11 @@ pub fn measure(
         let (send_len, recv_len) = match b.as_str() {
             "barrier" => (0, 0),
             "bcast" => (0, size),
-            "allgather" => (size, size * p),
-            "alltoall" => (size * p, size * p),
+            "allgather" | "allgatherv" => (size, size * p),
+            "alltoall" | "alltoallv" => (size * p, size * p),
             _ => (size / 8 * 8, size / 8 * 8),
         };
+        let blocks = EqualBlocks::new(p, size);
         let send = vec![1u8; send_len];
         let mut recv = vec![0u8; recv_len];
         let region = (b == "multicast").then(|| ep.alloc(size.max(1), Access::READ_WRITE).expect("region"));
@@ -110,7 +135,7 @@ pub fn measure(
             let t0 = Instant::now();
             match &group {
                 Some(group) => team.multicast_with(mcast, group, 0, 0, size).expect("multicast"),
-                None => call.expect("parsed above").run(&mut team, &send, &mut recv),
+                None => call.expect("parsed above").run(&mut team, &send, &mut recv, &blocks),
             }
             if i >= warmup {
                 samples.push(t0.elapsed().as_secs_f64() * 1e6);

@@ -26,6 +26,8 @@ pub const ALL_BENCHES: &[&str] = &[
     "allgather",
     "alltoall",
     "allreduce",
+    "allgatherv",
+    "alltoallv",
     "multicast",
     "loss",
     "overlap",
