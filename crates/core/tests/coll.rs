@@ -602,33 +602,59 @@ fn single_copy_refuses_mismatched_sizes_when_oversubscribed() {
     });
 }
 
-/// The vector collectives agree on counts before moving data: counts that
-/// do not fit together, or one member's invalid arguments, fail the call on
-/// every member (no member waits for data that never comes), and the team
-/// goes on working. Over UDP and shared memory, every algorithm.
+/// The vector collectives check counts before moving data. allgatherv:
+/// counts that differ between members fail the call on every member.
+/// alltoallv: a pair whose counts differ moves nothing and both its members
+/// get the error, the other pairs complete. One member's invalid arguments
+/// fail the call on every member. Nobody waits for data that never comes,
+/// and the team goes on working. Over UDP and shared memory, every
+/// algorithm, with blocks inside the headers and beyond them.
 #[test]
-fn vector_collectives_refuse_counts_that_do_not_fit_on_every_member() {
+fn vector_collectives_refuse_counts_that_do_not_fit() {
     for cfg in [base(), shm(base())] {
         run_job(3, cfg, |ep| {
             let mut team = ep.team_world().unwrap();
             let me = team.rank() as usize;
+            let packed =
+                |c: &[usize]| c.iter().scan(0, |at, &x| Some(std::mem::replace(at, *at + x))).collect::<Vec<_>>();
             for &algo in VectorAlgo::ALL {
-                // Rank 0 sends rank 1 ten bytes; rank 1 expects twelve.
-                let send_counts = if me == 0 { vec![4, 10, 4] } else { vec![4, 4, 4] };
-                let recv_counts = if me == 1 { vec![12, 4, 4] } else { vec![4, 4, 4] };
-                let displs =
-                    |c: &[usize]| c.iter().scan(0, |at, &x| Some(std::mem::replace(at, *at + x))).collect::<Vec<_>>();
-                let send = vec![1u8; send_counts.iter().sum()];
-                let mut recv = vec![0xEE; recv_counts.iter().sum()];
-                let (sd, rd) = (displs(&send_counts), displs(&recv_counts));
-                let result = team.alltoallv_with(algo, &send, &send_counts, &sd, &mut recv, &recv_counts, &rd);
-                assert!(matches!(result, Err(Error::InvalidArgument(_))), "rank {me} {algo:?}: {result:?}");
-                assert!(recv.iter().all(|&b| b == 0xEE), "rank {me} {algo:?}: a refused call wrote data");
+                for unit in [4, 1000] {
+                    // Rank 0 sends rank 1 2.5 units; rank 1 expects 3.
+                    let mut send_counts = vec![unit; 3];
+                    let mut recv_counts = vec![unit; 3];
+                    if me == 0 {
+                        send_counts[1] = unit * 5 / 2;
+                    }
+                    if me == 1 {
+                        recv_counts[0] = unit * 3;
+                    }
+                    let (sd, rd) = (packed(&send_counts), packed(&recv_counts));
+                    let mut send = vec![0u8; send_counts.iter().sum()];
+                    for j in 0..3 {
+                        send[sd[j]..sd[j] + send_counts[j]].fill((10 * me + j) as u8);
+                    }
+                    let mut recv = vec![0xEE; recv_counts.iter().sum()];
+                    let result = team.alltoallv_with(algo, &send, &send_counts, &sd, &mut recv, &recv_counts, &rd);
+                    let tag = format!("rank {me} {algo:?} unit {unit}");
+                    if me == 2 {
+                        result.unwrap_or_else(|e| panic!("{tag}: {e}"));
+                    } else {
+                        assert!(matches!(result, Err(Error::InvalidArgument(_))), "{tag}: {result:?}");
+                    }
+                    for s in 0..3 {
+                        let got = &recv[rd[s]..rd[s] + recv_counts[s]];
+                        if me == 1 && s == 0 {
+                            assert!(got.iter().all(|&b| b == 0xEE), "{tag}: the refused block was written");
+                        } else {
+                            assert!(got.iter().all(|&b| b == (10 * s + me) as u8), "{tag}: block from {s}");
+                        }
+                    }
+                }
 
                 // Members disagree on the allgatherv counts.
                 let counts = if me == 2 { vec![3, 3, 5] } else { vec![3, 3, 3] };
                 let mut recv = vec![0xEE; counts.iter().sum()];
-                let result = team.allgatherv_with(algo, &vec![7u8; counts[me]], &mut recv, &counts, &displs(&counts));
+                let result = team.allgatherv_with(algo, &vec![7u8; counts[me]], &mut recv, &counts, &packed(&counts));
                 assert!(matches!(result, Err(Error::InvalidArgument(_))), "rank {me} {algo:?}: {result:?}");
 
                 // One member's receive blocks overlap: it reports that, the
@@ -637,11 +663,16 @@ fn vector_collectives_refuse_counts_that_do_not_fit_on_every_member() {
                 let bad_displs = if me == 1 { vec![0, 2, 6] } else { vec![0, 3, 6] };
                 let mut recv = vec![0xEE; 9];
                 let result = team.allgatherv_with(algo, &[9u8; 3], &mut recv, &counts, &bad_displs);
-                match result {
-                    Err(Error::InvalidArgument(why)) if me == 1 => assert!(why.contains("overlap"), "{why}"),
-                    Err(Error::InvalidArgument(why)) => assert!(why.contains("another team member"), "{why}"),
-                    other => panic!("rank {me} {algo:?}: {other:?}"),
+                let result2 =
+                    team.alltoallv_with(algo, &[9u8; 9], &counts, &[0, 3, 6], &mut recv, &counts, &bad_displs);
+                for result in [result, result2] {
+                    match result {
+                        Err(Error::InvalidArgument(why)) if me == 1 => assert!(why.contains("overlap"), "{why}"),
+                        Err(Error::InvalidArgument(why)) => assert!(why.contains("another team member"), "{why}"),
+                        other => panic!("rank {me} {algo:?}: {other:?}"),
+                    }
                 }
+                assert!(recv.iter().all(|&b| b == 0xEE), "rank {me} {algo:?}: a refused call wrote data");
 
                 // The team still works.
                 team.barrier().unwrap();

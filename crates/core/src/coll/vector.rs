@@ -2,20 +2,33 @@
 //! length from member to member and sit anywhere in the caller's buffers
 //! (MPI's counts and displacements, in bytes).
 //!
-//! Every call starts with one small allgather of what each member was
-//! given (its counts, and for alltoallv its displacements), so that every
-//! member sees the whole picture: the team agrees on the landing offsets
-//! and the algorithm without further messages, and a call whose counts do
-//! not fit together fails on every member with the same verdict instead of
-//! leaving some of them waiting for data that never comes.
+//! Every call starts with one round of fixed-size headers (an allgather for
+//! allgatherv, an alltoall for alltoallv, [`HEADER`] bytes per member or per
+//! pair), which carries what the members must agree on and, when every
+//! block is at most [`INLINE`] bytes, the blocks themselves: small calls
+//! are that one round. Larger ones then move their blocks, with offsets and
+//! an algorithm every member derives from the headers alone, so no member
+//! waits for data that never comes:
+//! - allgatherv: each header has a fingerprint of the sender's counts
+//!   (which must be the same everywhere); any difference fails the call on
+//!   every member.
+//! - alltoallv: the header from s to r has what s sends r, what s expects
+//!   from r, where in s's scratch area r's block must land, and the largest
+//!   block and landing area s has: so both ends of a pair see whether their
+//!   counts fit (a pair that does not moves nothing and both get
+//!   `InvalidArgument`; other pairs complete), and everyone sees the largest
+//!   block and area of the call.
+//! - A member whose own arguments fail its checks says so in its headers:
+//!   it reports its error, every other member "another team member passed
+//!   invalid arguments", and nothing moves.
 //!
-//! Owns: checking the callers' counts and displacements, that agreement,
-//! and the two ways of moving the blocks: an exchange through the scratch
-//! areas (each block put straight into its destination's area at an offset
-//! every member computes from the agreed counts, then copied out), or
-//! single-copy reads of the lent send buffers (`direct.rs`'s exposure
-//! protocol). Must not: touch a byte of a caller's buffer outside the
-//! blocks the caller described, or reuse the all-dependent area outside
+//! Owns: checking the callers' counts and displacements, the headers, and
+//! the two ways of moving the blocks that do not fit a header: an exchange
+//! through the scratch areas (each block put straight into its
+//! destination's area), or single-copy reads of the lent send buffers
+//! (`direct.rs`'s exposure protocol). Must not: touch a byte of a caller's
+//! buffer outside the blocks the caller described, put a block where its
+//! receiver did not say it fits, or reuse the all-dependent area outside
 //! the phase rule of `coll`'s module doc.
 
 use std::ops::Range;
@@ -24,9 +37,25 @@ use super::tuning::{pick_vector, VectorAlgo};
 use super::Team;
 use crate::{Error, Result};
 
+/// Bytes of a header: two cache lines.
+const HEADER: usize = 128;
+/// Header words in front of the inline data (allgatherv uses two of them).
+const WORDS: usize = 6;
+/// The largest block carried inside its header.
+pub(crate) const INLINE: usize = HEADER - 8 * WORDS;
+
 /// The verdict of a member whose own arguments failed its local checks,
 /// for the others (it reports its own error).
 const ANOTHER_MEMBER: Error = Error::InvalidArgument("another team member passed invalid arguments to this collective");
+/// Both ends' verdict on an alltoallv pair whose counts differ.
+const PAIR_MISMATCH: Error = Error::InvalidArgument(
+    "alltoallv counts differ: a member sends a block of another length than its receiver expects",
+);
+
+/// Work buffers of the vector collectives (`Team::take_work`): the headers
+/// this member sends, and those it receives.
+const WORK_OUT: usize = 2;
+const WORK_IN: usize = 3;
 
 /// Bytes `displ .. displ + count` of a buffer of `len` bytes, if they lie
 /// inside it.
@@ -56,18 +85,45 @@ fn check_blocks(p: usize, counts: &[usize], displs: &[usize], len: usize, writte
     Ok(())
 }
 
-/// Little-endian u64 words of an agreement record.
-fn words(record: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    record.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8-byte word")) as usize)
-}
+/// One header: `WORDS` little-endian words, then inline data.
+struct Header<'a>(&'a [u8]);
 
-fn push_words(record: &mut Vec<u8>, values: impl IntoIterator<Item = usize>) {
-    for v in values {
-        record.extend_from_slice(&(v as u64).to_le_bytes());
+impl Header<'_> {
+    fn word(&self, i: usize) -> usize {
+        u64::from_le_bytes(self.0[8 * i..8 * i + 8].try_into().expect("8-byte word")) as usize
+    }
+    fn inline(&self, len: usize) -> &[u8] {
+        &self.0[8 * WORDS..8 * WORDS + len]
     }
 }
 
-/// What the agreement decided, on every member alike: whether every
+/// Fills header `out` with `words` (the rest zero) and `inline` data.
+fn write_header(out: &mut [u8], words: &[usize], inline: &[u8]) {
+    out.fill(0);
+    for (i, &w) in words.iter().enumerate() {
+        out[8 * i..8 * i + 8].copy_from_slice(&(w as u64).to_le_bytes());
+    }
+    out[8 * WORDS..8 * WORDS + inline.len()].copy_from_slice(inline);
+}
+
+/// Word 0 of every header: whether its sender's arguments passed its checks.
+const OK: usize = 0;
+// alltoallv header words (from sender s to receiver r), after OK:
+/// Bytes s sends r.
+const SENDS: usize = 1;
+/// Bytes s expects from r.
+const EXPECTS: usize = 2;
+/// Where in s's scratch area r's block lands (the exchange).
+const LANDS_AT: usize = 3;
+/// The largest block s sends anyone.
+const LARGEST: usize = 4;
+/// The landing area s needs (its receive counts summed).
+const AREA: usize = 5;
+// allgatherv header word, after OK:
+/// Fingerprint of the sender's counts.
+const FINGERPRINT: usize = 1;
+
+/// What the headers decided, the same on every member: whether every
 /// member's arguments passed its local checks.
 fn verdict(local: Result<()>, all_ok: bool) -> Result<()> {
     match local {
@@ -81,8 +137,9 @@ impl Team<'_> {
     /// Collective: team rank j contributes `counts[j]` bytes (`send`, whose
     /// length must be `counts[me]`), and every member receives rank j's
     /// block at `displs[j]` of `recv`. `counts` and `displs` must be the
-    /// same on every member; receive blocks must not overlap. Blocks of
-    /// zero bytes are allowed.
+    /// same on every member (counts that differ fail the call on every
+    /// member); receive blocks must not overlap. Blocks of zero bytes are
+    /// allowed.
     pub fn allgatherv(&mut self, send: &[u8], recv: &mut [u8], counts: &[usize], displs: &[usize]) -> Result<()> {
         self.allgatherv_with(self.tuning.vector, send, recv, counts, displs)
     }
@@ -104,19 +161,32 @@ impl Team<'_> {
                 Err(Error::InvalidArgument("allgatherv send length must be this member's count"))
             }
         });
-        // The agreement: every member's verdict and a fingerprint of its
-        // counts (which must be the same everywhere).
         let fingerprint = if local.is_ok() { fingerprint(counts) } else { 0 };
-        let mut record = Vec::with_capacity(16);
-        push_words(&mut record, [usize::from(local.is_ok()), fingerprint as usize]);
-        let all = self.allgather_small(&record)?;
-        let mut records = all.chunks_exact(16).map(|r| words(r).collect::<Vec<_>>());
-        let all_ok = records.clone().all(|r| r[0] == 1);
-        verdict(local, all_ok)?;
-        if records.any(|r| r[1] != fingerprint as usize) {
-            return Err(Error::InvalidArgument("allgatherv called with different counts on different ranks"));
+        let largest = if local.is_ok() { counts.iter().copied().max().unwrap_or(0) } else { 0 };
+        let mut mine = self.take_work(WORK_OUT, HEADER);
+        let inline = if largest <= INLINE { send } else { &[] };
+        write_header(&mut mine[..HEADER], &[usize::from(local.is_ok()), fingerprint as usize], inline);
+        let mut all = self.take_work(WORK_IN, HEADER * p);
+        let gathered = self.allgather_with(super::AllgatherAlgo::Auto, &mine[..HEADER], &mut all[..HEADER * p]);
+        let result = gathered.and_then(|()| {
+            let headers = || all[..HEADER * p].chunks_exact(HEADER).map(Header);
+            verdict(local, headers().all(|h| h.word(OK) == 1))?;
+            if headers().any(|h| h.word(FINGERPRINT) != fingerprint as usize) {
+                return Err(Error::InvalidArgument("allgatherv called with different counts on different ranks"));
+            }
+            if largest > INLINE {
+                return Ok(false);
+            }
+            for (j, h) in headers().enumerate() {
+                recv[displs[j]..displs[j] + counts[j]].copy_from_slice(h.inline(counts[j]));
+            }
+            Ok(true)
+        });
+        self.put_work(WORK_OUT, mine);
+        self.put_work(WORK_IN, all);
+        if result? {
+            return Ok(());
         }
-        let largest = counts.iter().copied().max().unwrap_or(0);
         let recv_block = |j: usize| displs[j]..displs[j] + counts[j];
         match self.vector_algo(algo, largest) {
             VectorAlgo::Direct => {
@@ -153,9 +223,10 @@ impl Team<'_> {
 
     /// Collective: `send_counts[j]` bytes at `send_displs[j]` of `send` go
     /// to team rank j, which receives them at its `recv_displs[me]`; so
-    /// `recv_counts[j]` here must equal `send_counts[me]` at rank j (checked:
-    /// a mismatch anywhere fails the call on every member). Receive blocks
-    /// must not overlap; blocks of zero bytes are allowed.
+    /// `recv_counts[j]` here must equal `send_counts[me]` at rank j. A pair
+    /// whose counts differ moves nothing and both of its members get
+    /// `InvalidArgument` (the other pairs complete). Receive blocks must not
+    /// overlap; blocks of zero bytes are allowed.
     pub fn alltoallv(
         &mut self,
         send: &[u8],
@@ -183,64 +254,96 @@ impl Team<'_> {
         let (p, me) = (self.p(), self.me);
         let local = check_blocks(p, send_counts, send_displs, send.len(), false)
             .and_then(|()| check_blocks(p, recv_counts, recv_displs, recv.len(), true));
-        // The agreement: every member's verdict, send counts, receive
-        // counts and send displacements (the single-copy readers need them).
-        let words_per = 1 + 3 * p;
-        let mut record = Vec::with_capacity(8 * words_per);
-        push_words(&mut record, [usize::from(local.is_ok())]);
-        if local.is_ok() {
-            push_words(&mut record, send_counts.iter().chain(recv_counts).chain(send_displs).copied());
-        } else {
-            push_words(&mut record, std::iter::repeat_n(0, 3 * p));
-        }
-        let all = self.allgather_small(&record)?;
-        let table: Vec<usize> = words(&all).collect();
-        let word = |member: usize, field: usize, j: usize| table[member * words_per + 1 + field * p + j];
-        let (sent, received, displaced) = (0, 1, 2);
-        let all_ok = (0..p).all(|m| table[m * words_per] == 1);
-        verdict(local, all_ok)?;
-        let pairs = || (0..p).flat_map(|s| (0..p).map(move |r| (s, r)));
-        if pairs().any(|(s, r)| word(s, sent, r) != word(r, received, s)) {
-            return Err(Error::InvalidArgument(
-                "alltoallv counts differ: a member sends a block of another length than its receiver expects",
-            ));
-        }
-        let largest = pairs().map(|(s, r)| word(s, sent, r)).max().unwrap_or(0);
+        let ok = local.is_ok();
         let send_block = |j: usize| send_displs[j]..send_displs[j] + send_counts[j];
         let recv_block = |j: usize| recv_displs[j]..recv_displs[j] + recv_counts[j];
+        // Where each sender's block lands in this member's area: packed in
+        // sender order by what this member expects.
+        let lands_at = |j: usize| recv_counts[..j].iter().sum::<usize>();
+        let (largest, area) =
+            if ok { (send_counts.iter().copied().max().unwrap_or(0), recv_counts.iter().sum()) } else { (0, 0) };
+        let mut out = self.take_work(WORK_OUT, HEADER * p);
+        for j in 0..p {
+            let header = &mut out[j * HEADER..(j + 1) * HEADER];
+            if ok {
+                let inline = if send_counts[j] <= INLINE { &send[send_block(j)] } else { &[] };
+                let words = [1, send_counts[j], recv_counts[j], lands_at(j), largest, area];
+                write_header(header, &words, inline);
+            } else {
+                write_header(header, &[0; WORDS], &[]);
+            }
+        }
+        let mut inbox = self.take_work(WORK_IN, HEADER * p);
+        let exchanged = self.alltoall_with(super::AlltoallAlgo::Auto, &out[..HEADER * p], &mut inbox[..HEADER * p]);
+        // What the headers say, the same on every member: whether everyone's
+        // arguments passed, and the call's largest block and landing area.
+        // Then, for each peer j: whether the counts of j's block to this
+        // member fit, and of this member's block to j (each seen by both
+        // its ends), and where this member's block lands in j's area.
+        let decided = exchanged.and_then(|()| {
+            let header = |j: usize| Header(&inbox[j * HEADER..(j + 1) * HEADER]);
+            verdict(local, (0..p).all(|j| header(j).word(OK) == 1))?;
+            let from_fits: Vec<bool> = (0..p).map(|j| header(j).word(SENDS) == recv_counts[j]).collect();
+            let to_fits: Vec<bool> = (0..p).map(|j| header(j).word(EXPECTS) == send_counts[j]).collect();
+            let at_peer: Vec<usize> = (0..p).map(|j| header(j).word(LANDS_AT)).collect();
+            let largest = (0..p).map(|j| header(j).word(LARGEST)).max().unwrap_or(0);
+            let area = (0..p).map(|j| header(j).word(AREA)).max().unwrap_or(0);
+            if largest <= INLINE {
+                for j in (0..p).filter(|&j| from_fits[j]) {
+                    recv[recv_block(j)].copy_from_slice(header(j).inline(recv_counts[j]));
+                }
+            }
+            Ok((from_fits, to_fits, at_peer, largest, area))
+        });
+        self.put_work(WORK_OUT, out);
+        self.put_work(WORK_IN, inbox);
+        let (from_fits, to_fits, at_peer, largest, area) = decided?;
+        let all_fit = || if from_fits.iter().chain(&to_fits).all(|&f| f) { Ok(()) } else { Err(PAIR_MISMATCH) };
+        if largest <= INLINE {
+            return all_fit();
+        }
+        // Blocks of pairs whose counts differ do not move: an empty block
+        // keeps the steps of every pair the same.
+        let outgoing = |j: usize| if to_fits[j] { &send[send_block(j)] } else { &[][..] };
         match self.vector_algo(algo, largest) {
             VectorAlgo::Direct => {
                 self.begin()?;
+                // Each reader is lent its own block only.
                 for k in 1..p {
-                    self.expose((me + k) % p, send)?;
+                    let to = (me + k) % p;
+                    self.expose(to, outgoing(to))?;
                 }
-                recv[recv_block(me)].copy_from_slice(&send[send_block(me)]);
+                if from_fits[me] && to_fits[me] {
+                    recv[recv_block(me)].copy_from_slice(outgoing(me));
+                }
                 let mut read = Ok(());
                 for k in 1..p {
                     let from = (me + p - k) % p;
-                    let offset = word(from, displaced, me);
-                    read = read.and(self.read_exposed(from, offset, &mut recv[recv_block(from)]));
+                    if from_fits[from] {
+                        read = read.and(self.read_exposed(from, 0, &mut recv[recv_block(from)]));
+                    }
                 }
-                self.finish_direct(read)
+                self.finish_direct(read)?;
+                all_fit()
             }
             VectorAlgo::Exchange | VectorAlgo::Auto => {
-                // In member r's area the blocks for r lie packed in sender
-                // order; every member computes every offset the same way.
-                let at = |r: usize, s: usize| (0..s).map(|s2| word(s2, sent, r)).sum::<usize>();
-                let need = (0..p).map(|r| at(r, p)).max().unwrap_or(0);
-                let area = self.full_area(need)?;
+                let area = self.full_area(area)?;
                 self.begin()?;
                 for k in 1..p {
                     let to = (me + k) % p;
-                    self.put_area(&area, to, at(to, me), &send[send_block(to)], 1)?;
+                    self.put_area(&area, to, at_peer[to], outgoing(to), 1)?;
                 }
-                recv[recv_block(me)].copy_from_slice(&send[send_block(me)]);
+                if from_fits[me] && to_fits[me] {
+                    recv[recv_block(me)].copy_from_slice(outgoing(me));
+                }
                 for k in 1..p {
                     let from = (me + p - k) % p;
                     self.wait_from(from, 1)?;
-                    self.read_area(&area, at(me, from), &mut recv[recv_block(from)]);
+                    if from_fits[from] {
+                        self.read_area(&area, lands_at(from), &mut recv[recv_block(from)]);
+                    }
                 }
-                Ok(())
+                all_fit()
             }
         }
     }
