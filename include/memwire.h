@@ -2066,7 +2066,7 @@ enum mw_status mw_alltoall(struct mw_endpoint *ep, struct mw_team *team, const v
  * `recv`. `counts` and `displs` hold one entry per team member and must be
  * the same on every member; receive blocks must not overlap (MPI's
  * `MPI_Allgatherv`, in bytes). Counts that differ between members fail the
- * call on every member with `MW_ERR_INVALID`.
+ * call on every member with `MW_ERR_INVALID_ARGUMENT`.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
@@ -2082,8 +2082,9 @@ enum mw_status mw_allgatherv(struct mw_endpoint *ep, struct mw_team *team, const
  * `recv_displs[i]` (i: the sender's team rank), so `recv_counts[i]` there
  * must equal `send_counts[j]` here (MPI's `MPI_Alltoallv`, in bytes). Each
  * array holds one entry per team member; receive blocks must not overlap.
- * Counts that do not fit together anywhere in the team fail the call on
- * every member with `MW_ERR_INVALID`.
+ * A direction whose counts differ (i sends j another length than j
+ * expects from i) moves nothing, and both i and j get
+ * `MW_ERR_INVALID_ARGUMENT`; the other pairs complete.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;

@@ -260,7 +260,7 @@ fn extent(counts: &[usize], displs: &[usize]) -> Result<usize, Failure> {
 /// `recv`. `counts` and `displs` hold one entry per team member and must be
 /// the same on every member; receive blocks must not overlap (MPI's
 /// `MPI_Allgatherv`, in bytes). Counts that differ between members fail the
-/// call on every member with `MW_ERR_INVALID`.
+/// call on every member with `MW_ERR_INVALID_ARGUMENT`.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
@@ -298,8 +298,9 @@ pub unsafe extern "C" fn mw_allgatherv(
 /// `recv_displs[i]` (i: the sender's team rank), so `recv_counts[i]` there
 /// must equal `send_counts[j]` here (MPI's `MPI_Alltoallv`, in bytes). Each
 /// array holds one entry per team member; receive blocks must not overlap.
-/// Counts that do not fit together anywhere in the team fail the call on
-/// every member with `MW_ERR_INVALID`.
+/// A direction whose counts differ (i sends j another length than j
+/// expects from i) moves nothing, and both i and j get
+/// `MW_ERR_INVALID_ARGUMENT`; the other pairs complete.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it;
