@@ -110,6 +110,15 @@ impl Team<'_> {
         self.wait_from(from, 1)?;
         let base = self.mem.load_u64(self.lay.exposed(from) as usize);
         let len = self.mem.load_u64(self.lay.exposed(from) as usize + 8);
+        self.read_lent(from, base, len, offset, out)
+    }
+
+    /// Copies `out.len()` bytes from `offset` of the buffer team rank `from`
+    /// lent this rank for the current collective (`len` bytes at `base` in
+    /// its memory, as it announced them), refusing to read past `len`. The
+    /// caller must send `from` step 2 ("done reading") afterwards, whatever
+    /// the outcome.
+    pub(super) fn read_lent(&self, from: usize, base: u64, len: u64, offset: usize, out: &mut [u8]) -> Result<()> {
         // The owner's buffer is all this call may read: a peer that passed
         // a shorter one called with a different size.
         if (offset + out.len()) as u64 > len {
@@ -120,13 +129,13 @@ impl Team<'_> {
         }
         let far = self.far(from).ok_or(Error::PeerUnreachable { rank: self.ranks[from] })?;
         let len = out.len();
-        // SAFETY: `offset + len` is within the exposed length (checked
+        // SAFETY: `offset + len` is within the lent length (checked
         // above), and the owner keeps its buffer allocated and unwritten
-        // until this rank's "done reading" (step 2, sent after this copy):
-        // it waits for that step from every reader before it returns
-        // (`finish_direct`, `bcast_direct`), giving up only on a reader
-        // declared dead, which a rank that is a thread of this process is
-        // only for a corrupt ring.
+        // until this rank's "done reading" (step 2, which the caller sends
+        // after this copy): it waits for that step from every reader it lent
+        // to before it returns (`finish_direct`, `bcast_direct`,
+        // `vector.rs`), giving up only on a reader declared dead, which a
+        // rank that is a thread of this process is only for a corrupt ring.
         #[allow(unsafe_code)]
         let copied = unsafe { mw_transport::shm::read_lent(far, base + offset as u64, out, 0, len) };
         copied.map_err(|e| Error::Io(format!("single-copy read from rank {}: {e}", self.ranks[from])))

@@ -2,60 +2,96 @@
 //! length from member to member and sit anywhere in the caller's buffers
 //! (MPI's counts and displacements, in bytes).
 //!
-//! Every call starts with one round of fixed-size headers (an allgather for
-//! allgatherv, an alltoall for alltoallv, [`HEADER`] bytes per member or per
-//! pair), which carries what the members must agree on and, when every
-//! block is at most [`INLINE`] bytes, the blocks themselves: small calls
-//! are that one round. Larger ones then move their blocks, with offsets and
-//! an algorithm every member derives from the headers alone, so no member
-//! waits for data that never comes:
-//! - allgatherv: each header has a fingerprint of the sender's counts
-//!   (which must be the same everywhere); any difference fails the call on
-//!   every member.
-//! - alltoallv: the header from s to r has what s sends r, what s expects
-//!   from r, where in s's scratch area r's block must land, and the largest
-//!   block and landing area s has: so both ends of a pair see whether their
-//!   counts fit (a pair that does not moves nothing and both get
-//!   `InvalidArgument`; other pairs complete), and everyone sees the largest
-//!   block and area of the call.
-//! - A member whose own arguments fail its checks says so in its headers:
-//!   it reports its error, every other member "another team member passed
-//!   invalid arguments", and nothing moves.
+//! Nobody knows the others' counts beforehand, so every block travels with
+//! a header, and one round moves most calls completely: every member sends
+//! every other member a header in a slot of that member's scratch area
+//! ([`SLOT`] bytes per writer), which also says how the block comes:
+//! - **inline**: the block follows its header in the slot (blocks up to
+//!   the slot's capacity, [`slot_capacity`]);
+//! - **lent**: the header carries the address and length of the block in
+//!   the sender's memory and the receiver copies it out in one copy (teams
+//!   all on one host, blocks large enough for `direct_pays`), then says
+//!   "done" (step 2); the sender returns only when every reader it lent to
+//!   is done;
+//! - **later**: too large for the slot and not lent (over UDP): it moves in
+//!   a second round, through an area every member sizes from the headers.
+//!
+//! The sender picks per block, from its own count; the receiver follows the
+//! header, so no member needs the others' counts first. The headers also
+//! carry the checks, decided before anything is copied out:
+//! - allgatherv: a fingerprint of the sender's counts; counts that differ
+//!   between members fail the call on every member;
+//! - alltoallv: what s sends r and what s expects from r, so both ends of a
+//!   direction see whether its counts fit; one that does not moves nothing
+//!   and both of its ends get `InvalidArgument` (the other pairs complete);
+//! - a member whose own arguments fail its checks says so: it reports its
+//!   error, every other member "another team member passed invalid
+//!   arguments", and no receive buffer is written.
 //!
 //! Owns: checking the callers' counts and displacements, the headers, and
-//! the two ways of moving the blocks that do not fit a header: an exchange
-//! through the scratch areas (each block put straight into its
-//! destination's area), or single-copy reads of the lent send buffers
-//! (`direct.rs`'s exposure protocol). Must not: touch a byte of a caller's
-//! buffer outside the blocks the caller described, put a block where its
-//! receiver did not say it fits, or reuse the all-dependent area outside
-//! the phase rule of `coll`'s module doc.
+//! the three ways a block moves. Must not: touch a byte of a caller's
+//! buffer outside the blocks the caller described, copy a block its
+//! receiver did not say fits, return while a reader may still copy from a
+//! lent block, or reuse the all-dependent area outside the phase rule of
+//! `coll`'s module doc.
 
 use std::ops::Range;
 
-use super::tuning::{pick_vector, VectorAlgo};
-use super::Team;
+use super::tuning::VectorAlgo;
+use super::{Area, Team};
 use crate::{Error, Result};
 
-/// Bytes of a header: two cache lines.
+/// Bytes of a header in its slot: a marker word (set when an inline block
+/// has landed, before the header) and up to 15 header words.
 const HEADER: usize = 128;
-/// Header words in front of the inline data (allgatherv uses two of them).
-const WORDS: usize = 6;
-/// The largest block carried inside its header.
-pub(crate) const INLINE: usize = HEADER - 8 * WORDS;
+/// Header words (after the marker word).
+const WORDS: usize = 10;
 
 /// The verdict of a member whose own arguments failed its local checks,
 /// for the others (it reports its own error).
 const ANOTHER_MEMBER: Error = Error::InvalidArgument("another team member passed invalid arguments to this collective");
-/// Both ends' verdict on an alltoallv pair whose counts differ.
+/// Both ends' verdict on an alltoallv direction whose counts differ.
 const PAIR_MISMATCH: Error = Error::InvalidArgument(
     "alltoallv counts differ: a member sends a block of another length than its receiver expects",
 );
 
-/// Work buffers of the vector collectives (`Team::take_work`): the headers
-/// this member sends, and those it receives.
-const WORK_OUT: usize = 2;
-const WORK_IN: usize = 3;
+// Header words.
+/// Whether the sender's arguments passed its checks (1) or not (0).
+const OK: usize = 0;
+/// How the block comes: one of the `MODE_*`.
+const MODE: usize = 1;
+/// Bytes the sender sends this member.
+const SENDS: usize = 2;
+/// alltoallv: bytes the sender expects from this member. allgatherv: the
+/// fingerprint of the sender's counts.
+const EXPECTS: usize = 3;
+/// A lent block's address and length in the sender's memory.
+const ADDR: usize = 4;
+const LEN: usize = 5;
+/// Whether the sender has any block that comes later (1), to anyone: then
+/// every member runs the second round.
+const LATER_ANY: usize = 6;
+/// alltoallv, for the second round: where the receiver's block to the
+/// sender lands in the sender's area, the size of that area, and whether
+/// the sender expects that block in the second round at all (1).
+const LANDS_AT: usize = 7;
+const AREA: usize = 8;
+const EXPECTS_LATER: usize = 9;
+
+const MODE_INLINE: usize = 1;
+const MODE_LENT: usize = 2;
+const MODE_LATER: usize = 3;
+
+/// A slot's bytes for `p` members: every writer's slot in one all-dependent
+/// phase, line-aligned.
+fn slot_len(phase: usize, p: usize) -> usize {
+    phase / p.max(1) / 64 * 64
+}
+
+/// The largest block that travels inline in a slot of a team of `p`.
+pub(crate) fn slot_capacity(phase: usize, p: usize) -> usize {
+    slot_len(phase, p) - HEADER
+}
 
 /// Bytes `displ .. displ + count` of a buffer of `len` bytes, if they lie
 /// inside it.
@@ -85,55 +121,123 @@ fn check_blocks(p: usize, counts: &[usize], displs: &[usize], len: usize, writte
     Ok(())
 }
 
-/// One header: `WORDS` little-endian words, then inline data.
-struct Header<'a>(&'a [u8]);
-
-impl Header<'_> {
-    fn word(&self, i: usize) -> usize {
-        u64::from_le_bytes(self.0[8 * i..8 * i + 8].try_into().expect("8-byte word")) as usize
-    }
-    fn inline(&self, len: usize) -> &[u8] {
-        &self.0[8 * WORDS..8 * WORDS + len]
+/// What a member's own checks decided, and the headers all members sent
+/// decided together: every member reaches the same verdict (its own error
+/// if it had one).
+fn verdict(local: Result<()>, headers: &[[usize; WORDS]], me: usize) -> Result<()> {
+    local?;
+    if headers.iter().enumerate().all(|(j, h)| j == me || h[OK] == 1) {
+        Ok(())
+    } else {
+        Err(ANOTHER_MEMBER)
     }
 }
 
-/// Fills header `out` with `words` (the rest zero) and `inline` data.
-fn write_header(out: &mut [u8], words: &[usize], inline: &[u8]) {
-    out.fill(0);
-    for (i, &w) in words.iter().enumerate() {
-        out[8 * i..8 * i + 8].copy_from_slice(&(w as u64).to_le_bytes());
-    }
-    out[8 * WORDS..8 * WORDS + inline.len()].copy_from_slice(inline);
-}
-
-/// Word 0 of every header: whether its sender's arguments passed its checks.
-const OK: usize = 0;
-// alltoallv header words (from sender s to receiver r), after OK:
-/// Bytes s sends r.
-const SENDS: usize = 1;
-/// Bytes s expects from r.
-const EXPECTS: usize = 2;
-/// Where in s's scratch area r's block lands (the exchange).
-const LANDS_AT: usize = 3;
-/// The largest block s sends anyone.
-const LARGEST: usize = 4;
-/// The landing area s needs (its receive counts summed).
-const AREA: usize = 5;
-// allgatherv header word, after OK:
-/// Fingerprint of the sender's counts.
-const FINGERPRINT: usize = 1;
-
-/// What the headers decided, the same on every member: whether every
-/// member's arguments passed its local checks.
-fn verdict(local: Result<()>, all_ok: bool) -> Result<()> {
-    match local {
-        Err(e) => Err(e),
-        Ok(()) if all_ok => Ok(()),
-        Ok(()) => Err(ANOTHER_MEMBER),
-    }
+/// One member's sends of one round-1 collective, as the headers describe
+/// them: per destination, its block and how it goes.
+struct Plan<'b> {
+    /// Per destination: the block (empty when nothing is sent) and its mode.
+    blocks: Vec<(&'b [u8], usize)>,
+    /// Whether any block comes later.
+    later_any: bool,
 }
 
 impl Team<'_> {
+    /// How this member sends a block of `len` bytes: lent where the team
+    /// can read it in one copy and that pays (or `Direct` is forced),
+    /// inline where it fits a slot, later otherwise.
+    fn vector_mode(&self, algo: VectorAlgo, len: usize) -> usize {
+        let direct = self.can_read_directly() && self.p() > 1 && len > 0;
+        let lend = match algo {
+            VectorAlgo::Direct => direct,
+            VectorAlgo::Exchange => false,
+            VectorAlgo::Auto => {
+                direct && super::tuning::pick_vector(len, self.direct_pays(len, false)) == VectorAlgo::Direct
+            }
+        };
+        if lend {
+            MODE_LENT
+        } else if len <= slot_capacity(self.lay.full, self.p()) {
+            MODE_INLINE
+        } else {
+            MODE_LATER
+        }
+    }
+
+    /// Round 1: sends every other member its header (built by `words`) and
+    /// inline block, then waits for every other member's header and returns
+    /// them (own entry zero) with the round's area.
+    fn exchange_headers(
+        &mut self,
+        plan: &Plan<'_>,
+        words: impl Fn(usize) -> [usize; WORDS],
+    ) -> Result<(Area, Vec<[usize; WORDS]>)> {
+        let (p, me) = (self.p(), self.me);
+        let slot = slot_len(self.lay.full, p);
+        let area = self.full_area(slot * p)?;
+        self.begin()?;
+        for k in 1..p {
+            let to = (me + k) % p;
+            let (data, mode) = plan.blocks[to];
+            let mut header = [0u8; HEADER];
+            for (i, w) in words(to).iter().enumerate() {
+                header[8 + 8 * i..16 + 8 * i].copy_from_slice(&(*w as u64).to_le_bytes());
+            }
+            let at = area.base + (me * slot) as u64;
+            if mode == MODE_INLINE && !data.is_empty() {
+                // The block, then (signalling the slot's marker word, which
+                // nobody waits on) nothing more: the header below carries
+                // the member's signal, and one peer's operations land in
+                // issue order, so the block is in when the signal is.
+                self.put_scratch(to, at + HEADER as u64, data, at, self.sig(1), false)?;
+            }
+            self.put_scratch(to, at + 8, &header[8..], self.lay.flag(me), self.sig(1), true)?;
+        }
+        let mut headers = vec![[0usize; WORDS]; p];
+        for k in 1..p {
+            let from = (me + p - k) % p;
+            self.wait_from(from, 1)?;
+            let at = area.base as usize + from * slot + 8;
+            let _guard = self.ep.lock();
+            for (i, word) in headers[from].iter_mut().enumerate() {
+                *word = area.mem.load_u64(at + 8 * i) as usize;
+            }
+        }
+        Ok((area, headers))
+    }
+
+    /// Copies `from`'s block that `header` announced into `out` (inline
+    /// from its slot of `area`, or out of its lent buffer), if `fits`.
+    /// A lent block is answered "done" whether or not it was read.
+    fn take_block(&self, area: &Area, from: usize, header: &[usize; WORDS], fits: bool, out: &mut [u8]) -> Result<()> {
+        match header[MODE] {
+            MODE_INLINE if fits => {
+                let slot = slot_len(self.lay.full, self.p());
+                self.read_area(area, from * slot + HEADER, out);
+                Ok(())
+            }
+            MODE_LENT => {
+                let read =
+                    if fits { self.read_lent(from, header[ADDR] as u64, header[LEN] as u64, 0, out) } else { Ok(()) };
+                self.notify(from, 2)?;
+                read
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Waits until every member this one lent a block to is done reading it.
+    fn wait_readers(&self, plan: &Plan<'_>) -> Result<()> {
+        let (p, me) = (self.p(), self.me);
+        for k in 1..p {
+            let to = (me + k) % p;
+            if plan.blocks[to].1 == MODE_LENT {
+                self.wait_from(to, 2)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Collective: team rank j contributes `counts[j]` bytes (`send`, whose
     /// length must be `counts[me]`), and every member receives rank j's
     /// block at `displs[j]` of `recv`. `counts` and `displs` must be the
@@ -161,70 +265,71 @@ impl Team<'_> {
                 Err(Error::InvalidArgument("allgatherv send length must be this member's count"))
             }
         });
-        let fingerprint = if local.is_ok() { fingerprint(counts) } else { 0 };
-        let largest = if local.is_ok() { counts.iter().copied().max().unwrap_or(0) } else { 0 };
-        let mut mine = self.take_work(WORK_OUT, HEADER);
-        let inline = if largest <= INLINE { send } else { &[] };
-        write_header(&mut mine[..HEADER], &[usize::from(local.is_ok()), fingerprint as usize], inline);
-        let mut all = self.take_work(WORK_IN, HEADER * p);
-        let gathered = self.allgather_with(super::AllgatherAlgo::Auto, &mine[..HEADER], &mut all[..HEADER * p]);
-        let result = gathered.and_then(|()| {
-            let headers = || all[..HEADER * p].chunks_exact(HEADER).map(Header);
-            verdict(local, headers().all(|h| h.word(OK) == 1))?;
-            if headers().any(|h| h.word(FINGERPRINT) != fingerprint as usize) {
-                return Err(Error::InvalidArgument("allgatherv called with different counts on different ranks"));
+        let ok = local.is_ok();
+        let fingerprint = if ok { fingerprint(counts) } else { 0 };
+        let mode = if ok { self.vector_mode(algo, send.len()) } else { 0 };
+        let mine = if ok && mode != MODE_LATER { send } else { &[] };
+        let plan = Plan { blocks: vec![(mine, mode); p], later_any: mode == MODE_LATER && p > 1 };
+        let words = |_: usize| {
+            let lent = mode == MODE_LENT;
+            let (addr, len) = if lent { (send.as_ptr() as usize, send.len()) } else { (0, 0) };
+            [usize::from(ok), mode, send.len(), fingerprint as usize, addr, len, usize::from(plan.later_any), 0, 0, 0]
+        };
+        let (area, headers) = self.exchange_headers(&plan, words)?;
+        let checked = verdict(local, &headers, me).and_then(|()| {
+            if headers.iter().enumerate().any(|(j, h)| j != me && h[EXPECTS] != fingerprint as usize) {
+                Err(Error::InvalidArgument("allgatherv called with different counts on different ranks"))
+            } else {
+                Ok(())
             }
-            if largest > INLINE {
-                return Ok(false);
-            }
-            for (j, h) in headers().enumerate() {
-                recv[displs[j]..displs[j] + counts[j]].copy_from_slice(h.inline(counts[j]));
-            }
-            Ok(true)
         });
-        self.put_work(WORK_OUT, mine);
-        self.put_work(WORK_IN, all);
-        if result? {
-            return Ok(());
-        }
         let recv_block = |j: usize| displs[j]..displs[j] + counts[j];
-        match self.vector_algo(algo, largest) {
-            VectorAlgo::Direct => {
-                self.begin()?;
-                for k in 1..p {
-                    self.expose((me + k) % p, send)?;
-                }
-                recv[recv_block(me)].copy_from_slice(send);
-                let mut read = Ok(());
-                for k in 1..p {
-                    let from = (me + p - k) % p;
-                    read = read.and(self.read_exposed(from, 0, &mut recv[recv_block(from)]));
-                }
-                self.finish_direct(read)
-            }
-            VectorAlgo::Exchange | VectorAlgo::Auto => {
-                // Packed in team order in every member's area.
-                let at: Vec<usize> = counts.iter().scan(0, |sum, &c| Some(std::mem::replace(sum, *sum + c))).collect();
-                let area = self.full_area(counts.iter().sum())?;
-                self.begin()?;
+        let mut taken = Ok(());
+        for k in 1..p {
+            let from = (me + p - k) % p;
+            // Lent blocks are answered even when the call failed.
+            let fits = checked.is_ok();
+            let out = if fits { &mut recv[recv_block(from)] } else { &mut [][..] };
+            taken = taken.and(self.take_block(&area, from, &headers[from], fits, out));
+        }
+        if checked.is_ok() {
+            recv[recv_block(me)].copy_from_slice(send);
+        }
+        let later = checked.is_ok()
+            && headers.iter().enumerate().any(|(j, h)| if j == me { plan.later_any } else { h[LATER_ANY] == 1 });
+        let waited = self.wait_readers(&plan);
+        checked?;
+        taken?;
+        waited?;
+        if later {
+            // The blocks that did not fit a slot (every member knows every
+            // member's mode from its header), packed in team order in every
+            // member's area.
+            let mode_of = |j: usize| if j == me { mode } else { headers[j][MODE] };
+            let later_len = |j: usize| if mode_of(j) == MODE_LATER { counts[j] } else { 0 };
+            let at: Vec<usize> = (0..p).scan(0, |sum, j| Some(std::mem::replace(sum, *sum + later_len(j)))).collect();
+            let area = self.full_area((0..p).map(later_len).sum())?;
+            self.begin()?;
+            if mode == MODE_LATER {
                 for k in 1..p {
                     self.put_area(&area, (me + k) % p, at[me], send, 1)?;
                 }
-                recv[recv_block(me)].copy_from_slice(send);
-                for k in 1..p {
-                    let from = (me + p - k) % p;
+            }
+            for k in 1..p {
+                let from = (me + p - k) % p;
+                if mode_of(from) == MODE_LATER {
                     self.wait_from(from, 1)?;
                     self.read_area(&area, at[from], &mut recv[recv_block(from)]);
                 }
-                Ok(())
             }
         }
+        Ok(())
     }
 
     /// Collective: `send_counts[j]` bytes at `send_displs[j]` of `send` go
     /// to team rank j, which receives them at its `recv_displs[me]`; so
-    /// `recv_counts[j]` here must equal `send_counts[me]` at rank j. A pair
-    /// whose counts differ moves nothing and both of its members get
+    /// `recv_counts[j]` here must equal `send_counts[me]` at rank j. A
+    /// direction whose counts differ moves nothing and both of its ends get
     /// `InvalidArgument` (the other pairs complete). Receive blocks must not
     /// overlap; blocks of zero bytes are allowed.
     pub fn alltoallv(
@@ -257,106 +362,105 @@ impl Team<'_> {
         let ok = local.is_ok();
         let send_block = |j: usize| send_displs[j]..send_displs[j] + send_counts[j];
         let recv_block = |j: usize| recv_displs[j]..recv_displs[j] + recv_counts[j];
-        // Where each sender's block lands in this member's area: packed in
-        // sender order by what this member expects.
-        let lands_at = |j: usize| recv_counts[..j].iter().sum::<usize>();
-        let (largest, area) =
-            if ok { (send_counts.iter().copied().max().unwrap_or(0), recv_counts.iter().sum()) } else { (0, 0) };
-        let mut out = self.take_work(WORK_OUT, HEADER * p);
-        for j in 0..p {
-            let header = &mut out[j * HEADER..(j + 1) * HEADER];
-            if ok {
-                let inline = if send_counts[j] <= INLINE { &send[send_block(j)] } else { &[] };
-                let words = [1, send_counts[j], recv_counts[j], lands_at(j), largest, area];
-                write_header(header, &words, inline);
-            } else {
-                write_header(header, &[0; WORDS], &[]);
+        let blocks: Vec<(&[u8], usize)> = (0..p)
+            .map(|j| {
+                if !ok {
+                    return (&[][..], 0);
+                }
+                let mode = self.vector_mode(algo, send_counts[j]);
+                (if mode == MODE_LATER { &[][..] } else { &send[send_block(j)] }, mode)
+            })
+            .collect();
+        let later_any = (0..p).any(|j| j != me && blocks[j].1 == MODE_LATER);
+        let plan = Plan { blocks, later_any };
+        // Second round: which blocks this member expects then (those its
+        // senders, counting as it does, send neither inline nor lent), where
+        // each lands in its area (packed in sender order), and its size.
+        let expected_later: Vec<bool> =
+            (0..p).map(|j| ok && j != me && self.vector_mode(algo, recv_counts[j]) == MODE_LATER).collect();
+        let expects_later = |j: usize| expected_later[j];
+        let later_len = |j: usize| if expects_later(j) { recv_counts[j] } else { 0 };
+        let lands_at = |j: usize| (0..j).map(later_len).sum::<usize>();
+        let my_area = (0..p).map(later_len).sum::<usize>();
+        let words = |to: usize| {
+            if !ok {
+                return [0; WORDS];
             }
+            let (block, mode) = plan.blocks[to];
+            let (addr, len) = if mode == MODE_LENT { (block.as_ptr() as usize, block.len()) } else { (0, 0) };
+            let later = usize::from(plan.later_any);
+            [
+                1,
+                mode,
+                send_counts[to],
+                recv_counts[to],
+                addr,
+                len,
+                later,
+                lands_at(to),
+                my_area,
+                usize::from(expects_later(to)),
+            ]
+        };
+        let (area, headers) = self.exchange_headers(&plan, words)?;
+        let checked = verdict(local, &headers, me);
+        let good = checked.is_ok();
+        // Whether the counts of `from`'s block to this member fit, and of
+        // this member's block to `j` (each direction seen by both its ends).
+        let from_fits = |j: usize| good && (j == me || headers[j][SENDS] == recv_counts[j]);
+        let to_fits = |j: usize| good && (j == me || headers[j][EXPECTS] == send_counts[j]);
+        let mut taken = Ok(());
+        for k in 1..p {
+            let from = (me + p - k) % p;
+            let fits = from_fits(from);
+            let out = if fits { &mut recv[recv_block(from)] } else { &mut [][..] };
+            taken = taken.and(self.take_block(&area, from, &headers[from], fits, out));
         }
-        let mut inbox = self.take_work(WORK_IN, HEADER * p);
-        let exchanged = self.alltoall_with(super::AlltoallAlgo::Auto, &out[..HEADER * p], &mut inbox[..HEADER * p]);
-        // What the headers say, the same on every member: whether everyone's
-        // arguments passed, and the call's largest block and landing area.
-        // Then, for each peer j: whether the counts of j's block to this
-        // member fit, and of this member's block to j (each seen by both
-        // its ends), and where this member's block lands in j's area.
-        let decided = exchanged.and_then(|()| {
-            let header = |j: usize| Header(&inbox[j * HEADER..(j + 1) * HEADER]);
-            verdict(local, (0..p).all(|j| header(j).word(OK) == 1))?;
-            let from_fits: Vec<bool> = (0..p).map(|j| header(j).word(SENDS) == recv_counts[j]).collect();
-            let to_fits: Vec<bool> = (0..p).map(|j| header(j).word(EXPECTS) == send_counts[j]).collect();
-            let at_peer: Vec<usize> = (0..p).map(|j| header(j).word(LANDS_AT)).collect();
-            let largest = (0..p).map(|j| header(j).word(LARGEST)).max().unwrap_or(0);
-            let area = (0..p).map(|j| header(j).word(AREA)).max().unwrap_or(0);
-            if largest <= INLINE {
-                for j in (0..p).filter(|&j| from_fits[j]) {
-                    recv[recv_block(j)].copy_from_slice(header(j).inline(recv_counts[j]));
-                }
-            }
-            Ok((from_fits, to_fits, at_peer, largest, area))
-        });
-        self.put_work(WORK_OUT, out);
-        self.put_work(WORK_IN, inbox);
-        let (from_fits, to_fits, at_peer, largest, area) = decided?;
-        let all_fit = || if from_fits.iter().chain(&to_fits).all(|&f| f) { Ok(()) } else { Err(PAIR_MISMATCH) };
-        if largest <= INLINE {
-            return all_fit();
+        let own_fits = good && send_counts[me] == recv_counts[me];
+        if own_fits {
+            recv[recv_block(me)].copy_from_slice(&send[send_block(me)]);
         }
-        // Blocks of pairs whose counts differ do not move: an empty block
-        // keeps the steps of every pair the same.
-        let outgoing = |j: usize| if to_fits[j] { &send[send_block(j)] } else { &[][..] };
-        match self.vector_algo(algo, largest) {
-            VectorAlgo::Direct => {
-                self.begin()?;
-                // Each reader is lent its own block only.
-                for k in 1..p {
-                    let to = (me + k) % p;
-                    self.expose(to, outgoing(to))?;
+        let later = good && (plan.later_any || headers.iter().any(|h| h[LATER_ANY] == 1));
+        let waited = self.wait_readers(&plan);
+        checked?;
+        taken?;
+        waited?;
+        if later {
+            // A block moves now when its sender sends it later and its
+            // receiver expects it then (both ends know both) and its counts
+            // fit; the area is the largest any member needs.
+            let incoming = |j: usize| headers[j][MODE] == MODE_LATER && expects_later(j) && from_fits(j);
+            let outgoing = |j: usize| plan.blocks[j].1 == MODE_LATER && headers[j][EXPECTS_LATER] == 1 && to_fits(j);
+            let need = (0..p).map(|j| if j == me { my_area } else { headers[j][AREA] }).max().unwrap_or(0);
+            let area = self.full_area(need)?;
+            self.begin()?;
+            for k in 1..p {
+                let to = (me + k) % p;
+                if outgoing(to) {
+                    self.put_area(&area, to, headers[to][LANDS_AT], &send[send_block(to)], 1)?;
                 }
-                if from_fits[me] && to_fits[me] {
-                    recv[recv_block(me)].copy_from_slice(outgoing(me));
-                }
-                let mut read = Ok(());
-                for k in 1..p {
-                    let from = (me + p - k) % p;
-                    if from_fits[from] {
-                        read = read.and(self.read_exposed(from, 0, &mut recv[recv_block(from)]));
-                    }
-                }
-                self.finish_direct(read)?;
-                all_fit()
             }
-            VectorAlgo::Exchange | VectorAlgo::Auto => {
-                let area = self.full_area(area)?;
-                self.begin()?;
-                for k in 1..p {
-                    let to = (me + k) % p;
-                    self.put_area(&area, to, at_peer[to], outgoing(to), 1)?;
-                }
-                if from_fits[me] && to_fits[me] {
-                    recv[recv_block(me)].copy_from_slice(outgoing(me));
-                }
-                for k in 1..p {
-                    let from = (me + p - k) % p;
+            for k in 1..p {
+                let from = (me + p - k) % p;
+                if incoming(from) {
                     self.wait_from(from, 1)?;
-                    if from_fits[from] {
-                        self.read_area(&area, lands_at(from), &mut recv[recv_block(from)]);
-                    }
+                    self.read_area(&area, lands_at(from), &mut recv[recv_block(from)]);
                 }
-                all_fit()
+            }
+            // A block one end sends later and the other does not expect
+            // then (members that chose different algorithms) did not move.
+            let agreed = |j: usize| {
+                (headers[j][MODE] == MODE_LATER) == expects_later(j)
+                    && (plan.blocks[j].1 == MODE_LATER) == (headers[j][EXPECTS_LATER] == 1)
+            };
+            if !(0..p).filter(|&j| j != me).all(agreed) {
+                return Err(Error::InvalidArgument("alltoallv called with different algorithms on different ranks"));
             }
         }
-    }
-
-    /// The algorithm a vector collective runs, the same on every member
-    /// (`largest_block` is agreed): a forced single-copy one falls back to
-    /// the exchange where the team cannot run it.
-    fn vector_algo(&self, algo: VectorAlgo, largest_block: usize) -> VectorAlgo {
-        let direct = self.can_read_directly() && self.p() > 1;
-        match algo {
-            VectorAlgo::Auto => pick_vector(largest_block, direct && self.direct_pays(largest_block, false)),
-            VectorAlgo::Direct if !direct => VectorAlgo::Exchange,
-            a => a,
+        if own_fits && (0..p).all(|j| from_fits(j) && to_fits(j)) {
+            Ok(())
+        } else {
+            Err(PAIR_MISMATCH)
         }
     }
 }
@@ -372,7 +476,7 @@ fn fingerprint(counts: &[usize]) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_blocks, fingerprint};
+    use super::{check_blocks, fingerprint, slot_capacity};
 
     #[test]
     fn blocks_must_fit_and_received_ones_must_not_overlap() {
@@ -390,5 +494,14 @@ mod tests {
         assert_eq!(fingerprint(&[1, 2, 3]), fingerprint(&[1, 2, 3]));
         assert_ne!(fingerprint(&[1, 2, 3]), fingerprint(&[1, 3, 2]));
         assert_ne!(fingerprint(&[256]), fingerprint(&[1]));
+    }
+
+    #[test]
+    fn slots_hold_a_header_and_a_block_and_stay_in_one_phase() {
+        for p in 1..=64 {
+            let cap = slot_capacity(1 << 20, p);
+            assert!((cap + super::HEADER) * p <= 1 << 20 && (cap + super::HEADER) % 64 == 0, "p {p}");
+        }
+        assert!(slot_capacity(1 << 20, 2) >= 500 << 10);
     }
 }
