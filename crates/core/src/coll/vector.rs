@@ -41,11 +41,14 @@ use super::tuning::VectorAlgo;
 use super::{Area, Team};
 use crate::{Error, Result};
 
-/// Bytes of a header in its slot: a marker word (set when an inline block
-/// has landed, before the header) and up to 15 header words.
-const HEADER: usize = 128;
-/// Header words (after the marker word).
+/// Header words (after the slot's marker word).
 const WORDS: usize = 10;
+/// Bytes of a header in its slot: a marker word (set when a large inline
+/// block has landed, before its header) and the header words; an inline
+/// block follows at once.
+const HEADER: usize = 8 + 8 * WORDS;
+/// Inline blocks up to this size go out with their header in one put.
+const WITH_HEADER: usize = 512;
 
 /// The verdict of a member whose own arguments failed its local checks,
 /// for the others (it reports its own error).
@@ -176,23 +179,31 @@ impl Team<'_> {
         let slot = slot_len(self.lay.full, p);
         let area = self.full_area(slot * p)?;
         self.begin()?;
-        for k in 1..p {
+        let mut out = [0u8; HEADER - 8 + WITH_HEADER];
+        let sent = (1..p).try_for_each(|k| {
             let to = (me + k) % p;
             let (data, mode) = plan.blocks[to];
-            let mut header = [0u8; HEADER];
             for (i, w) in words(to).iter().enumerate() {
-                header[8 + 8 * i..16 + 8 * i].copy_from_slice(&(*w as u64).to_le_bytes());
+                out[8 * i..8 * i + 8].copy_from_slice(&(*w as u64).to_le_bytes());
             }
             let at = area.base + (me * slot) as u64;
-            if mode == MODE_INLINE && !data.is_empty() {
-                // The block, then (signalling the slot's marker word, which
-                // nobody waits on) nothing more: the header below carries
-                // the member's signal, and one peer's operations land in
-                // issue order, so the block is in when the signal is.
-                self.put_scratch(to, at + HEADER as u64, data, at, self.sig(1), false)?;
+            let inline = if mode == MODE_INLINE { data } else { &[][..] };
+            let mut len = HEADER - 8;
+            if inline.len() <= WITH_HEADER {
+                out[len..len + inline.len()].copy_from_slice(inline);
+                len += inline.len();
+            } else {
+                // The block, signalling the slot's marker word (nobody waits
+                // on it); the header's signal below follows it, and one
+                // peer's operations land in issue order, so the block is in
+                // when the member's signal is.
+                self.put_scratch(to, at + HEADER as u64, inline, at, self.sig(1), false)?;
             }
-            self.put_scratch(to, at + 8, &header[8..], self.lay.flag(me), self.sig(1), true)?;
-        }
+            self.put_scratch(to, at + 8, &out[..len], self.lay.flag(me), self.sig(1), false)
+        });
+        // One wake-up fence for all of them (also after a failed put).
+        self.wake_members((1..p).map(|k| (me + k) % p));
+        sent?;
         let mut headers = vec![[0usize; WORDS]; p];
         for k in 1..p {
             let from = (me + p - k) % p;
