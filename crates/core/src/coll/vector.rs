@@ -205,8 +205,12 @@ impl Team<'_> {
         self.wake_members((1..p).map(|k| (me + k) % p));
         sent?;
         let mut headers = vec![[0usize; WORDS]; p];
-        for k in 1..p {
-            let from = (me + p - k) % p;
+        // Members sharing this one's CPU first: waiting for one hands it the
+        // CPU to send its own headers, while those on other CPUs are
+        // usually done by then (4 processes on 2 CPUs, 8 B: 7.5 -> 5.5 us).
+        let mut order: Vec<usize> = (1..p).map(|k| (me + p - k) % p).collect();
+        order.sort_by_key(|&j| j / self.cpu_block != me / self.cpu_block);
+        for from in order {
             self.wait_from(from, 1)?;
             let at = area.base as usize + from * slot + 8;
             let _guard = self.ep.lock();
