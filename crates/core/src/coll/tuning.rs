@@ -116,13 +116,15 @@ algo_enum! {
 
 algo_enum! {
     /// Algorithms of the vector collectives, `allgatherv` and `alltoallv`
-    /// (blocks of different lengths).
+    /// (blocks of different lengths). `Auto` picks per block, by its sender.
     VectorAlgo {
         /// Every block straight from its owner into its destination's
-        /// scratch area (one put per pair), then copied out.
+        /// scratch area (with its header when it fits the slot, else in a
+        /// second round), then copied out.
         Exchange = "exchange" | "pairwise",
-        /// Every member reads its blocks out of the others' buffers in one
-        /// copy (teams all in shared memory; elsewhere `exchange`).
+        /// Every block lent: its receiver reads it out of the sender's
+        /// buffer in one copy (teams all in shared memory; elsewhere
+        /// `exchange`).
         Direct = "direct",
     }
 }
@@ -329,11 +331,11 @@ pub(crate) fn pick_alltoall(block: usize, p: usize, direct: bool) -> AlltoallAlg
     }
 }
 
-/// The vector collectives' choice: single-copy reads when the team can run
-/// them and its largest block is as large as the equal-block collectives
-/// need to take them.
-pub(crate) fn pick_vector(largest_block: usize, direct: bool) -> VectorAlgo {
-    if direct && largest_block >= DIRECT_FROM {
+/// The vector collectives' choice for one block (made by its sender):
+/// lent for a single-copy read when the team can run them and the block is
+/// as large as the equal-block collectives need to take them.
+pub(crate) fn pick_vector(block: usize, direct: bool) -> VectorAlgo {
+    if direct && block >= DIRECT_FROM {
         VectorAlgo::Direct
     } else {
         VectorAlgo::Exchange
