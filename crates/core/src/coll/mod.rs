@@ -226,9 +226,11 @@ pub struct Team<'ep> {
     /// The CPU last announced to the other members (`Layout::cpu`).
     announced_cpu: Option<u32>,
     /// Scratch buffers kept between calls (no allocation per call once
-    /// they have grown): see [`Team::take_work`]. 0 and 1 serve the
-    /// equal-block collectives, 2 and 3 the vector ones (which call those).
-    work: [Vec<u8>; 4],
+    /// they have grown): see [`Team::take_work`].
+    work: [Vec<u8>; 2],
+    /// The headers a vector collective received (`vector.rs`), kept for the
+    /// next call.
+    vector_words: Vec<usize>,
 }
 
 impl Endpoint {
@@ -348,6 +350,7 @@ impl<'ep> Team<'ep> {
             cpu_block: cpu_block(p, records),
             announced_cpu: None,
             work: Default::default(),
+            vector_words: Vec::new(),
             ranks,
         };
         if shm {
@@ -647,7 +650,7 @@ impl<'ep> Team<'ep> {
         self.put_scratch(writer, 0, &[], self.lay.credit(self.me), phase, true)
     }
 
-    /// Scratch buffer `which` (0 to 3, see `work`) of at least `len` bytes, contents
+    /// Scratch buffer `which` (0 or 1) of at least `len` bytes, contents
     /// unspecified; hand it back with [`Team::put_work`].
     fn take_work(&mut self, which: usize, len: usize) -> Vec<u8> {
         let mut buf = std::mem::take(&mut self.work[which]);

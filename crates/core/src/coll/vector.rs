@@ -41,12 +41,10 @@ use super::tuning::VectorAlgo;
 use super::{Area, Team};
 use crate::{Error, Result};
 
-/// Header words (after the slot's marker word).
+/// Header words.
 const WORDS: usize = 10;
-/// Bytes of a header in its slot: a marker word (set when a large inline
-/// block has landed, before its header) and the header words; an inline
-/// block follows at once.
-const HEADER: usize = 8 + 8 * WORDS;
+/// Bytes of a header at the start of its slot; an inline block follows it.
+const HEADER: usize = 8 * WORDS;
 /// Inline blocks up to this size go out with their header in one put.
 const WITH_HEADER: usize = 512;
 
@@ -127,95 +125,126 @@ fn check_blocks(p: usize, counts: &[usize], displs: &[usize], len: usize, writte
 /// What a member's own checks decided, and the headers all members sent
 /// decided together: every member reaches the same verdict (its own error
 /// if it had one).
-fn verdict(local: Result<()>, headers: &[[usize; WORDS]], me: usize) -> Result<()> {
+fn verdict(local: Result<()>, headers: &Headers, p: usize, me: usize) -> Result<()> {
     local?;
-    if headers.iter().enumerate().all(|(j, h)| j == me || h[OK] == 1) {
+    if (0..p).all(|j| j == me || headers.word(j, OK) == 1) {
         Ok(())
     } else {
         Err(ANOTHER_MEMBER)
     }
 }
 
-/// One member's sends of one round-1 collective, as the headers describe
-/// them: per destination, its block and how it goes.
-struct Plan<'b> {
-    /// Per destination: the block (empty when nothing is sent) and its mode.
-    blocks: Vec<(&'b [u8], usize)>,
-    /// Whether any block comes later.
-    later_any: bool,
+/// How this member sends a block, by its length (the sender decides; the
+/// receiver follows the header): lent where the team can read it in one
+/// copy and that pays (or `Direct` is forced), inline where it fits a slot,
+/// later otherwise.
+#[derive(Clone, Copy)]
+struct Modes {
+    algo: VectorAlgo,
+    /// Single-copy reads possible between every two members.
+    direct: bool,
+    single_copy: Option<bool>,
+    cpu_block: usize,
+    /// The largest inline block.
+    capacity: usize,
 }
 
-impl Team<'_> {
-    /// How this member sends a block of `len` bytes: lent where the team
-    /// can read it in one copy and that pays (or `Direct` is forced),
-    /// inline where it fits a slot, later otherwise.
-    fn vector_mode(&self, algo: VectorAlgo, len: usize) -> usize {
-        let direct = self.can_read_directly() && self.p() > 1 && len > 0;
-        let lend = match algo {
+impl Modes {
+    fn of(self, len: usize) -> usize {
+        let direct = self.direct && len > 0;
+        let lend = match self.algo {
             VectorAlgo::Direct => direct,
             VectorAlgo::Exchange => false,
             VectorAlgo::Auto => {
-                direct && super::tuning::pick_vector(len, self.direct_pays(len, false)) == VectorAlgo::Direct
+                let pays = super::tuning::single_copy_pays(self.single_copy, self.cpu_block, len, false);
+                direct && super::tuning::pick_vector(len, pays) == VectorAlgo::Direct
             }
         };
         if lend {
             MODE_LENT
-        } else if len <= slot_capacity(self.lay.full, self.p()) {
+        } else if len <= self.capacity {
             MODE_INLINE
         } else {
             MODE_LATER
         }
     }
+}
 
-    /// Round 1: sends every other member its header (built by `words`) and
-    /// inline block, then waits for every other member's header and returns
-    /// them (own entry zero) with the round's area.
-    fn exchange_headers(
+/// The headers this member received in round 1 (its own entry zero).
+struct Headers(Vec<usize>);
+
+impl Headers {
+    fn word(&self, from: usize, i: usize) -> usize {
+        self.0[from * WORDS + i]
+    }
+}
+
+impl Team<'_> {
+    fn modes(&self, algo: VectorAlgo) -> Modes {
+        Modes {
+            algo,
+            direct: self.can_read_directly() && self.p() > 1,
+            single_copy: self.single_copy,
+            cpu_block: self.cpu_block,
+            capacity: slot_capacity(self.lay.full, self.p()),
+        }
+    }
+
+    /// Round 1: sends every other member j its header (`words(j)`) and its
+    /// block (`block(j)`: the bytes and their mode), then waits for every
+    /// other member's header and returns them with the round's area.
+    fn exchange_headers<'b>(
         &mut self,
-        plan: &Plan<'_>,
+        block: impl Fn(usize) -> (&'b [u8], usize),
         words: impl Fn(usize) -> [usize; WORDS],
-    ) -> Result<(Area, Vec<[usize; WORDS]>)> {
+    ) -> Result<(Area, Headers)> {
         let (p, me) = (self.p(), self.me);
         let slot = slot_len(self.lay.full, p);
         let area = self.full_area(slot * p)?;
         self.begin()?;
-        let mut out = [0u8; HEADER - 8 + WITH_HEADER];
+        let mut out = [0u8; HEADER + WITH_HEADER];
         let sent = (1..p).try_for_each(|k| {
             let to = (me + k) % p;
-            let (data, mode) = plan.blocks[to];
+            let (data, mode) = block(to);
             for (i, w) in words(to).iter().enumerate() {
                 out[8 * i..8 * i + 8].copy_from_slice(&(*w as u64).to_le_bytes());
             }
             let at = area.base + (me * slot) as u64;
             let inline = if mode == MODE_INLINE { data } else { &[][..] };
-            let mut len = HEADER - 8;
+            let mut len = HEADER;
             if inline.len() <= WITH_HEADER {
                 out[len..len + inline.len()].copy_from_slice(inline);
                 len += inline.len();
             } else {
-                // The block, signalling the slot's marker word (nobody waits
-                // on it); the header's signal below follows it, and one
-                // peer's operations land in issue order, so the block is in
-                // when the member's signal is.
-                self.put_scratch(to, at + HEADER as u64, inline, at, self.sig(1), false)?;
+                // The block first, signalling step 0 of this collective
+                // (which nobody waits for): the header's step 1 follows, and
+                // one peer's operations land in issue order, so the block is
+                // in when the header is.
+                self.put_scratch(to, at + HEADER as u64, inline, self.lay.flag(me), self.sig(0), false)?;
             }
-            self.put_scratch(to, at + 8, &out[..len], self.lay.flag(me), self.sig(1), false)
+            self.put_scratch(to, at, &out[..len], self.lay.flag(me), self.sig(1), false)
         });
         // One wake-up fence for all of them (also after a failed put).
         self.wake_members((1..p).map(|k| (me + k) % p));
         sent?;
-        let mut headers = vec![[0usize; WORDS]; p];
+        let mut headers = Headers(std::mem::take(&mut self.vector_words));
+        headers.0.clear();
+        headers.0.resize(p * WORDS, 0);
         // Members sharing this one's CPU first: waiting for one hands it the
         // CPU to send its own headers, while those on other CPUs are
         // usually done by then (4 processes on 2 CPUs, 8 B: 7.5 -> 5.5 us).
-        let mut order: Vec<usize> = (1..p).map(|k| (me + p - k) % p).collect();
-        order.sort_by_key(|&j| j / self.cpu_block != me / self.cpu_block);
-        for from in order {
-            self.wait_from(from, 1)?;
-            let at = area.base as usize + from * slot + 8;
-            let _guard = self.ep.lock();
-            for (i, word) in headers[from].iter_mut().enumerate() {
-                *word = area.mem.load_u64(at + 8 * i) as usize;
+        let same_cpu = |j: usize| j / self.cpu_block == me / self.cpu_block;
+        for same in [true, false] {
+            for from in (1..p).map(|k| (me + p - k) % p).filter(|&j| same_cpu(j) == same) {
+                let at = area.base as usize + from * slot;
+                if let Err(e) = self.wait_from(from, 1) {
+                    self.vector_words = headers.0;
+                    return Err(e);
+                }
+                let _guard = self.ep.lock();
+                for i in 0..WORDS {
+                    headers.0[from * WORDS + i] = area.mem.load_u64(at + 8 * i) as usize;
+                }
             }
         }
         Ok((area, headers))
@@ -224,8 +253,9 @@ impl Team<'_> {
     /// Copies `from`'s block that `header` announced into `out` (inline
     /// from its slot of `area`, or out of its lent buffer), if `fits`.
     /// A lent block is answered "done" whether or not it was read.
-    fn take_block(&self, area: &Area, from: usize, header: &[usize; WORDS], fits: bool, out: &mut [u8]) -> Result<()> {
-        match header[MODE] {
+    fn take_block(&self, area: &Area, from: usize, headers: &Headers, fits: bool, out: &mut [u8]) -> Result<()> {
+        let header = |i: usize| headers.word(from, i);
+        match header(MODE) {
             MODE_INLINE if fits => {
                 let slot = slot_len(self.lay.full, self.p());
                 self.read_area(area, from * slot + HEADER, out);
@@ -233,7 +263,7 @@ impl Team<'_> {
             }
             MODE_LENT => {
                 let read =
-                    if fits { self.read_lent(from, header[ADDR] as u64, header[LEN] as u64, 0, out) } else { Ok(()) };
+                    if fits { self.read_lent(from, header(ADDR) as u64, header(LEN) as u64, 0, out) } else { Ok(()) };
                 self.notify(from, 2)?;
                 read
             }
@@ -241,14 +271,13 @@ impl Team<'_> {
         }
     }
 
-    /// Waits until every member this one lent a block to is done reading it.
-    fn wait_readers(&self, plan: &Plan<'_>) -> Result<()> {
+    /// Waits until every member this one lent a block to is done reading it,
+    /// and keeps the headers' buffer for the next call.
+    fn wait_readers(&mut self, headers: Headers, lent_to: impl Fn(usize) -> bool) -> Result<()> {
+        self.vector_words = headers.0;
         let (p, me) = (self.p(), self.me);
-        for k in 1..p {
-            let to = (me + k) % p;
-            if plan.blocks[to].1 == MODE_LENT {
-                self.wait_from(to, 2)?;
-            }
+        for to in (1..p).map(|k| (me + k) % p).filter(|&j| lent_to(j)) {
+            self.wait_from(to, 2)?;
         }
         Ok(())
     }
@@ -282,60 +311,63 @@ impl Team<'_> {
         });
         let ok = local.is_ok();
         let fingerprint = if ok { fingerprint(counts) } else { 0 };
-        let mode = if ok { self.vector_mode(algo, send.len()) } else { 0 };
-        let mine = if ok && mode != MODE_LATER { send } else { &[] };
-        let plan = Plan { blocks: vec![(mine, mode); p], later_any: mode == MODE_LATER && p > 1 };
+        let modes = self.modes(algo);
+        let mode = if ok { modes.of(send.len()) } else { 0 };
+        let later_mine = mode == MODE_LATER && p > 1;
         let words = |_: usize| {
-            let lent = mode == MODE_LENT;
-            let (addr, len) = if lent { (send.as_ptr() as usize, send.len()) } else { (0, 0) };
-            [usize::from(ok), mode, send.len(), fingerprint as usize, addr, len, usize::from(plan.later_any), 0, 0, 0]
+            let (addr, len) = if mode == MODE_LENT { (send.as_ptr() as usize, send.len()) } else { (0, 0) };
+            [usize::from(ok), mode, send.len(), fingerprint as usize, addr, len, usize::from(later_mine), 0, 0, 0]
         };
-        let (area, headers) = self.exchange_headers(&plan, words)?;
-        let checked = verdict(local, &headers, me).and_then(|()| {
-            if headers.iter().enumerate().any(|(j, h)| j != me && h[EXPECTS] != fingerprint as usize) {
+        let (area, headers) = self.exchange_headers(|_| (send, mode), words)?;
+        let checked = verdict(local, &headers, p, me).and_then(|()| {
+            if (0..p).any(|j| j != me && headers.word(j, EXPECTS) != fingerprint as usize) {
                 Err(Error::InvalidArgument("allgatherv called with different counts on different ranks"))
             } else {
                 Ok(())
             }
         });
+        let good = checked.is_ok();
         let recv_block = |j: usize| displs[j]..displs[j] + counts[j];
         let mut taken = Ok(());
         for k in 1..p {
             let from = (me + p - k) % p;
             // Lent blocks are answered even when the call failed.
-            let fits = checked.is_ok();
-            let out = if fits { &mut recv[recv_block(from)] } else { &mut [][..] };
-            taken = taken.and(self.take_block(&area, from, &headers[from], fits, out));
+            let out = if good { &mut recv[recv_block(from)] } else { &mut [][..] };
+            taken = taken.and(self.take_block(&area, from, &headers, good, out));
         }
-        if checked.is_ok() {
+        if good {
             recv[recv_block(me)].copy_from_slice(send);
         }
-        let later = checked.is_ok()
-            && headers.iter().enumerate().any(|(j, h)| if j == me { plan.later_any } else { h[LATER_ANY] == 1 });
-        let waited = self.wait_readers(&plan);
+        let later = good && (later_mine || (0..p).any(|j| j != me && headers.word(j, LATER_ANY) == 1));
+        // The blocks that did not fit a slot, packed in team order in every
+        // member's area (every member knows every member's mode): each
+        // member's offset there, and the area's size.
+        let later_at: Vec<usize> = if later {
+            let mode_of = |j: usize| if j == me { mode } else { headers.word(j, MODE) };
+            let later_len = |j: usize| if mode_of(j) == MODE_LATER { counts[j] } else { 0 };
+            (0..=p).map(|j| (0..j).map(later_len).sum()).collect()
+        } else {
+            Vec::new()
+        };
+        let waited = self.wait_readers(headers, |_| mode == MODE_LENT);
         checked?;
         taken?;
         waited?;
-        if later {
-            // The blocks that did not fit a slot (every member knows every
-            // member's mode from its header), packed in team order in every
-            // member's area.
-            let mode_of = |j: usize| if j == me { mode } else { headers[j][MODE] };
-            let later_len = |j: usize| if mode_of(j) == MODE_LATER { counts[j] } else { 0 };
-            let at: Vec<usize> = (0..p).scan(0, |sum, j| Some(std::mem::replace(sum, *sum + later_len(j)))).collect();
-            let area = self.full_area((0..p).map(later_len).sum())?;
-            self.begin()?;
-            if mode == MODE_LATER {
-                for k in 1..p {
-                    self.put_area(&area, (me + k) % p, at[me], send, 1)?;
-                }
-            }
+        if !later {
+            return Ok(());
+        }
+        let area = self.full_area(later_at[p])?;
+        self.begin()?;
+        if later_mine {
             for k in 1..p {
-                let from = (me + p - k) % p;
-                if mode_of(from) == MODE_LATER {
-                    self.wait_from(from, 1)?;
-                    self.read_area(&area, at[from], &mut recv[recv_block(from)]);
-                }
+                self.put_area(&area, (me + k) % p, later_at[me], send, 1)?;
+            }
+        }
+        for k in 1..p {
+            let from = (me + p - k) % p;
+            if later_at[from + 1] > later_at[from] {
+                self.wait_from(from, 1)?;
+                self.read_area(&area, later_at[from], &mut recv[recv_block(from)]);
             }
         }
         Ok(())
@@ -377,102 +409,92 @@ impl Team<'_> {
         let ok = local.is_ok();
         let send_block = |j: usize| send_displs[j]..send_displs[j] + send_counts[j];
         let recv_block = |j: usize| recv_displs[j]..recv_displs[j] + recv_counts[j];
-        let blocks: Vec<(&[u8], usize)> = (0..p)
-            .map(|j| {
-                if !ok {
-                    return (&[][..], 0);
-                }
-                let mode = self.vector_mode(algo, send_counts[j]);
-                (if mode == MODE_LATER { &[][..] } else { &send[send_block(j)] }, mode)
-            })
-            .collect();
-        let later_any = (0..p).any(|j| j != me && blocks[j].1 == MODE_LATER);
-        let plan = Plan { blocks, later_any };
+        let modes = self.modes(algo);
+        let mode_to = |j: usize| if ok { modes.of(send_counts[j]) } else { 0 };
+        let block = |j: usize| {
+            let mode = mode_to(j);
+            (if ok && mode != MODE_LATER { &send[send_block(j)] } else { &[][..] }, mode)
+        };
+        let later_mine = (0..p).any(|j| j != me && mode_to(j) == MODE_LATER);
         // Second round: which blocks this member expects then (those its
-        // senders, counting as it does, send neither inline nor lent), where
+        // senders, deciding as it does, send neither inline nor lent), where
         // each lands in its area (packed in sender order), and its size.
-        let expected_later: Vec<bool> =
-            (0..p).map(|j| ok && j != me && self.vector_mode(algo, recv_counts[j]) == MODE_LATER).collect();
-        let expects_later = |j: usize| expected_later[j];
+        let expects_later = |j: usize| ok && j != me && modes.of(recv_counts[j]) == MODE_LATER;
         let later_len = |j: usize| if expects_later(j) { recv_counts[j] } else { 0 };
         let lands_at = |j: usize| (0..j).map(later_len).sum::<usize>();
-        let my_area = (0..p).map(later_len).sum::<usize>();
+        let my_area = lands_at(p);
         let words = |to: usize| {
             if !ok {
                 return [0; WORDS];
             }
-            let (block, mode) = plan.blocks[to];
-            let (addr, len) = if mode == MODE_LENT { (block.as_ptr() as usize, block.len()) } else { (0, 0) };
-            let later = usize::from(plan.later_any);
-            [
-                1,
-                mode,
-                send_counts[to],
-                recv_counts[to],
-                addr,
-                len,
-                later,
-                lands_at(to),
-                my_area,
-                usize::from(expects_later(to)),
-            ]
+            let (data, mode) = block(to);
+            let (addr, len) = if mode == MODE_LENT { (data.as_ptr() as usize, data.len()) } else { (0, 0) };
+            let (sends, expects, later) = (send_counts[to], recv_counts[to], usize::from(later_mine));
+            [1, mode, sends, expects, addr, len, later, lands_at(to), my_area, usize::from(expects_later(to))]
         };
-        let (area, headers) = self.exchange_headers(&plan, words)?;
-        let checked = verdict(local, &headers, me);
+        let (area, headers) = self.exchange_headers(block, words)?;
+        let checked = verdict(local, &headers, p, me);
         let good = checked.is_ok();
-        // Whether the counts of `from`'s block to this member fit, and of
-        // this member's block to `j` (each direction seen by both its ends).
-        let from_fits = |j: usize| good && (j == me || headers[j][SENDS] == recv_counts[j]);
-        let to_fits = |j: usize| good && (j == me || headers[j][EXPECTS] == send_counts[j]);
+        let header = |j: usize, i: usize| headers.word(j, i);
+        // Whether the counts of `j`'s block to this member fit, and of this
+        // member's block to `j` (each direction seen by both its ends).
+        let from_fits = |j: usize| good && (j == me || header(j, SENDS) == recv_counts[j]);
+        let to_fits = |j: usize| good && (j == me || header(j, EXPECTS) == send_counts[j]);
         let mut taken = Ok(());
         for k in 1..p {
             let from = (me + p - k) % p;
             let fits = from_fits(from);
             let out = if fits { &mut recv[recv_block(from)] } else { &mut [][..] };
-            taken = taken.and(self.take_block(&area, from, &headers[from], fits, out));
+            taken = taken.and(self.take_block(&area, from, &headers, fits, out));
         }
         let own_fits = good && send_counts[me] == recv_counts[me];
         if own_fits {
             recv[recv_block(me)].copy_from_slice(&send[send_block(me)]);
         }
-        let later = good && (plan.later_any || headers.iter().any(|h| h[LATER_ANY] == 1));
-        let waited = self.wait_readers(&plan);
+        // A block one end sends later and the other does not expect then
+        // (members that chose different algorithms) cannot move.
+        let agreed = |j: usize| {
+            j == me
+                || ((header(j, MODE) == MODE_LATER) == expects_later(j)
+                    && (mode_to(j) == MODE_LATER) == (header(j, EXPECTS_LATER) == 1))
+        };
+        let all_fit = own_fits && (0..p).all(|j| from_fits(j) && to_fits(j) && agreed(j));
+        let later = good && (later_mine || (0..p).any(|j| j != me && header(j, LATER_ANY) == 1));
+        // The second round's plan, read off the headers before they go back:
+        // per peer, where this member's block lands at it (or none), whether
+        // one comes from it, and the area every member sizes alike.
+        let mut second: Vec<(Option<usize>, bool)> = Vec::new();
+        let mut need = 0;
+        if later {
+            for j in 0..p {
+                let outgoing = j != me && mode_to(j) == MODE_LATER && header(j, EXPECTS_LATER) == 1 && to_fits(j);
+                let incoming = j != me && header(j, MODE) == MODE_LATER && expects_later(j) && from_fits(j);
+                second.push((outgoing.then(|| header(j, LANDS_AT)), incoming));
+                need = need.max(if j == me { my_area } else { header(j, AREA) });
+            }
+        }
+        let waited = self.wait_readers(headers, |j| mode_to(j) == MODE_LENT);
         checked?;
         taken?;
         waited?;
         if later {
-            // A block moves now when its sender sends it later and its
-            // receiver expects it then (both ends know both) and its counts
-            // fit; the area is the largest any member needs.
-            let incoming = |j: usize| headers[j][MODE] == MODE_LATER && expects_later(j) && from_fits(j);
-            let outgoing = |j: usize| plan.blocks[j].1 == MODE_LATER && headers[j][EXPECTS_LATER] == 1 && to_fits(j);
-            let need = (0..p).map(|j| if j == me { my_area } else { headers[j][AREA] }).max().unwrap_or(0);
             let area = self.full_area(need)?;
             self.begin()?;
             for k in 1..p {
                 let to = (me + k) % p;
-                if outgoing(to) {
-                    self.put_area(&area, to, headers[to][LANDS_AT], &send[send_block(to)], 1)?;
+                if let (Some(at), _) = second[to] {
+                    self.put_area(&area, to, at, &send[send_block(to)], 1)?;
                 }
             }
             for k in 1..p {
                 let from = (me + p - k) % p;
-                if incoming(from) {
+                if second[from].1 {
                     self.wait_from(from, 1)?;
                     self.read_area(&area, lands_at(from), &mut recv[recv_block(from)]);
                 }
             }
-            // A block one end sends later and the other does not expect
-            // then (members that chose different algorithms) did not move.
-            let agreed = |j: usize| {
-                (headers[j][MODE] == MODE_LATER) == expects_later(j)
-                    && (plan.blocks[j].1 == MODE_LATER) == (headers[j][EXPECTS_LATER] == 1)
-            };
-            if !(0..p).filter(|&j| j != me).all(agreed) {
-                return Err(Error::InvalidArgument("alltoallv called with different algorithms on different ranks"));
-            }
         }
-        if own_fits && (0..p).all(|j| from_fits(j) && to_fits(j)) {
+        if all_fit {
             Ok(())
         } else {
             Err(PAIR_MISMATCH)
