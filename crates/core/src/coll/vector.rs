@@ -41,10 +41,14 @@ use super::tuning::VectorAlgo;
 use super::{Area, Team};
 use crate::{Error, Result};
 
-/// Header words.
+/// Header fields (the `usize` array a header is built from and read into).
 const WORDS: usize = 10;
+/// Words a header takes on the wire: the four small fields (`OK`, `MODE`,
+/// `LATER_ANY`, `EXPECTS_LATER`) share one, so a header and an 8-byte block
+/// fill one cache line.
+const PACKED: usize = WORDS - 3;
 /// Bytes of a header at the start of its slot; an inline block follows it.
-const HEADER: usize = 8 * WORDS;
+const HEADER: usize = 8 * PACKED;
 /// Inline blocks up to this size go out with their header in one put.
 const WITH_HEADER: usize = 512;
 
@@ -111,15 +115,46 @@ fn check_blocks(p: usize, counts: &[usize], displs: &[usize], len: usize, writte
     if counts.iter().zip(displs).any(|(&c, &d)| block(d, c, len).is_none()) {
         return Err(Error::InvalidArgument("a block (displacement + count) reaches past its buffer"));
     }
-    if written {
-        let mut blocks: Vec<(usize, usize)> =
-            displs.iter().copied().zip(counts.iter().copied()).filter(|b| b.1 > 0).collect();
-        blocks.sort_unstable();
-        if blocks.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0) {
-            return Err(Error::InvalidArgument("receive blocks overlap"));
-        }
+    if written && overlap(counts, displs) {
+        return Err(Error::InvalidArgument("receive blocks overlap"));
     }
     Ok(())
+}
+
+/// Whether two non-empty blocks (each inside its buffer, so no sum
+/// overflows) overlap: pairwise for small teams (no allocation on every
+/// call), by sorting beyond.
+fn overlap(counts: &[usize], displs: &[usize]) -> bool {
+    let range = |j: usize| displs[j]..displs[j] + counts[j];
+    if counts.len() <= 16 {
+        let p = counts.len();
+        return (0..p).any(|a| {
+            counts[a] > 0
+                && (a + 1..p).any(|b| counts[b] > 0 && range(a).start < range(b).end && range(b).start < range(a).end)
+        });
+    }
+    let mut blocks: Vec<(usize, usize)> =
+        (0..counts.len()).filter(|&j| counts[j] > 0).map(|j| (displs[j], counts[j])).collect();
+    blocks.sort_unstable();
+    blocks.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0)
+}
+
+/// A header's fields as the words that go out (see [`PACKED`]).
+fn pack(fields: &[usize; WORDS]) -> [u64; PACKED] {
+    let flags = fields[OK] | fields[MODE] << 1 | fields[LATER_ANY] << 3 | fields[EXPECTS_LATER] << 4;
+    [flags, fields[SENDS], fields[EXPECTS], fields[ADDR], fields[LEN], fields[LANDS_AT], fields[AREA]].map(|w| w as u64)
+}
+
+/// The fields of a header that arrived as `words`.
+fn unpack(words: [u64; PACKED], fields: &mut [usize]) {
+    let flags = words[0] as usize;
+    fields[OK] = flags & 1;
+    fields[MODE] = flags >> 1 & 3;
+    fields[LATER_ANY] = flags >> 3 & 1;
+    fields[EXPECTS_LATER] = flags >> 4 & 1;
+    for (field, word) in [SENDS, EXPECTS, ADDR, LEN, LANDS_AT, AREA].into_iter().zip(&words[1..]) {
+        fields[field] = *word as usize;
+    }
 }
 
 /// What a member's own checks decided, and the headers all members sent
@@ -206,8 +241,8 @@ impl Team<'_> {
         let sent = (1..p).try_for_each(|k| {
             let to = (me + k) % p;
             let (data, mode) = block(to);
-            for (i, w) in words(to).iter().enumerate() {
-                out[8 * i..8 * i + 8].copy_from_slice(&(*w as u64).to_le_bytes());
+            for (i, w) in pack(&words(to)).iter().enumerate() {
+                out[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
             }
             let at = area.base + (me * slot) as u64;
             let inline = if mode == MODE_INLINE { data } else { &[][..] };
@@ -242,9 +277,8 @@ impl Team<'_> {
                     return Err(e);
                 }
                 let _guard = self.ep.lock();
-                for i in 0..WORDS {
-                    headers.0[from * WORDS + i] = area.mem.load_u64(at + 8 * i) as usize;
-                }
+                let words = std::array::from_fn(|i| area.mem.load_u64(at + 8 * i));
+                unpack(words, &mut headers.0[from * WORDS..(from + 1) * WORDS]);
             }
         }
         Ok((area, headers))
@@ -502,18 +536,17 @@ impl Team<'_> {
     }
 }
 
-/// FNV-1a over the counts: equal on members given equal counts.
+/// A hash of the counts, a word at a time: equal on members given equal
+/// counts, and different, with overwhelming odds, on members given others.
 fn fingerprint(counts: &[usize]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in counts.iter().flat_map(|&c| (c as u64).to_le_bytes()) {
-        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
+    counts.iter().fold(0x9e37_79b9_7f4a_7c15u64 ^ counts.len() as u64, |hash, &c| {
+        (hash.rotate_left(23) ^ c as u64).wrapping_mul(0x0100_0000_01b3_0001)
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{check_blocks, fingerprint, slot_capacity};
+    use super::{check_blocks, fingerprint, pack, slot_capacity, unpack, WORDS};
 
     #[test]
     fn blocks_must_fit_and_received_ones_must_not_overlap() {
@@ -524,6 +557,25 @@ mod tests {
         assert!(check_blocks(2, &[0, 4], &[3, 2], 8, true).is_ok(), "an empty block overlaps nothing");
         assert!(check_blocks(2, &[4], &[0], 8, true).is_err(), "one entry per member");
         assert!(check_blocks(1, &[1], &[usize::MAX], 8, true).is_err(), "no overflow");
+        // Beyond 16 members the check sorts: the same verdicts.
+        let counts = vec![4; 20];
+        let packed: Vec<usize> = (0..20).map(|j| 4 * j).collect();
+        let mut shifted = packed.clone();
+        shifted[19] = 73;
+        assert!(check_blocks(20, &counts, &packed, 80, true).is_ok());
+        assert!(check_blocks(20, &counts, &shifted, 80, true).is_err(), "overlap, sorted");
+        assert!(check_blocks(20, &counts, &shifted, 80, false).is_ok());
+    }
+
+    #[test]
+    fn headers_unpack_to_what_was_packed() {
+        let fields: [usize; WORDS] = [1, 3, usize::MAX, 7, 0x7fff_0000_1000, 1 << 40, 1, 123, 456, 1];
+        let mut back = [0usize; WORDS];
+        unpack(pack(&fields), &mut back);
+        assert_eq!(back, fields);
+        let fields: [usize; WORDS] = [0, 2, 0, 0, 0, 0, 0, 0, 0, 0];
+        unpack(pack(&fields), &mut back);
+        assert_eq!(back, fields);
     }
 
     #[test]
@@ -531,6 +583,8 @@ mod tests {
         assert_eq!(fingerprint(&[1, 2, 3]), fingerprint(&[1, 2, 3]));
         assert_ne!(fingerprint(&[1, 2, 3]), fingerprint(&[1, 3, 2]));
         assert_ne!(fingerprint(&[256]), fingerprint(&[1]));
+        assert_ne!(fingerprint(&[0, 0]), fingerprint(&[0]));
+        assert_ne!(fingerprint(&[1, 0]), fingerprint(&[0, 1]));
     }
 
     #[test]
