@@ -683,3 +683,62 @@ fn vector_collectives_refuse_counts_that_do_not_fit() {
         });
     }
 }
+
+/// Vector collectives whose blocks straddle the slot (some inline, some in
+/// the second round), back to back with all-dependent collectives that
+/// write over the first slots, on more ranks than CPUs; every block checked
+/// on every call. (The race this guards against, a member leaving the
+/// second round early and writing into an area another still copied out of,
+/// showed only between processes: `tools/mwrun/tests/coll_jobs.rs`,
+/// `vector_collectives_across_4_processes`, reproduces it.)
+#[test]
+fn vector_collectives_back_to_back_with_second_rounds() {
+    for cfg in [shm(base()), base()] {
+        run_job(6, cfg, |ep| {
+            let mut team = ep.team_world().unwrap();
+            let (p, me) = (team.size() as usize, team.rank() as usize);
+            // The slot of a 6-member team holds ~170 KiB: blocks from
+            // 100 KiB to 300 KiB are on both sides of it.
+            let count = |s: usize, r: usize, round: usize| 100_000 + 40_000 * ((s + 2 * r + round) % 6);
+            for round in 0..12 {
+                let send_counts: Vec<usize> = (0..p).map(|r| count(me, r, round)).collect();
+                let recv_counts: Vec<usize> = (0..p).map(|s| count(s, me, round)).collect();
+                let (sd, send_len) = scattered_layout(&send_counts);
+                let (rd, recv_len) = scattered_layout(&recv_counts);
+                let mut send = vec![0u8; send_len];
+                for r in 0..p {
+                    send[sd[r]..sd[r] + send_counts[r]].copy_from_slice(&block(
+                        (me + round) as u32,
+                        r as u32,
+                        send_counts[r],
+                    ));
+                }
+                let mut recv = vec![0xEE; recv_len];
+                team.alltoallv(&send, &send_counts, &sd, &mut recv, &recv_counts, &rd).unwrap();
+                for s in 0..p {
+                    let want = block((s + round) as u32, me as u32, recv_counts[s]);
+                    assert!(recv[rd[s]..rd[s] + recv_counts[s]] == want, "round {round}: alltoallv block from {s}");
+                }
+                // All-dependent collectives right after, in both phases,
+                // writing over the first slots of the areas.
+                for extra in 0..2 {
+                    const N: usize = 32 << 10;
+                    let mut all = vec![0u8; N * p];
+                    let tag = (round * 2 + extra) as u32;
+                    team.allgather_with(AllgatherAlgo::Ring, &block(me as u32, tag, N), &mut all).unwrap();
+                    for (j, got) in all.chunks_exact(N).enumerate() {
+                        assert!(got == block(j as u32, tag, N), "round {round}: allgather block {j}");
+                    }
+                }
+                let counts: Vec<usize> = (0..p).map(|j| count(j, 0, round)).collect();
+                let (displs, len) = scattered_layout(&counts);
+                let mut all = vec![0xEE; len];
+                team.allgatherv(&block((me + round) as u32, 7, counts[me]), &mut all, &counts, &displs).unwrap();
+                for j in 0..p {
+                    let want = block((j + round) as u32, 7, counts[j]);
+                    assert!(all[displs[j]..displs[j] + counts[j]] == want, "round {round}: allgatherv block {j}");
+                }
+            }
+        });
+    }
+}

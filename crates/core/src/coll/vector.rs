@@ -392,15 +392,19 @@ impl Team<'_> {
         }
         let area = self.full_area(later_at[p])?;
         self.begin()?;
-        if later_mine {
-            for k in 1..p {
-                self.put_area(&area, (me + k) % p, later_at[me], send, 1)?;
-            }
+        // Every member hears from every member in this round too (an empty
+        // put where no block comes): the round must be all-dependent, or a
+        // member could leave it, start the next collective but one and
+        // write into the first round's area while another still copies out
+        // of it (`coll`'s phase rule).
+        let mine = if later_mine { send } else { &[][..] };
+        for k in 1..p {
+            self.put_area(&area, (me + k) % p, later_at[me], mine, 1)?;
         }
         for k in 1..p {
             let from = (me + p - k) % p;
+            self.wait_from(from, 1)?;
             if later_at[from + 1] > later_at[from] {
-                self.wait_from(from, 1)?;
                 self.read_area(&area, later_at[from], &mut recv[recv_block(from)]);
             }
         }
@@ -514,16 +518,19 @@ impl Team<'_> {
         if later {
             let area = self.full_area(need)?;
             self.begin()?;
+            // Every pair signals (an empty put where no block comes): the
+            // round must be all-dependent (see allgatherv's second round).
             for k in 1..p {
                 let to = (me + k) % p;
-                if let (Some(at), _) = second[to] {
-                    self.put_area(&area, to, at, &send[send_block(to)], 1)?;
+                match second[to] {
+                    (Some(at), _) => self.put_area(&area, to, at, &send[send_block(to)], 1)?,
+                    (None, _) => self.put_area(&area, to, 0, &[], 1)?,
                 }
             }
             for k in 1..p {
                 let from = (me + p - k) % p;
+                self.wait_from(from, 1)?;
                 if second[from].1 {
-                    self.wait_from(from, 1)?;
                     self.read_area(&area, lands_at(from), &mut recv[recv_block(from)]);
                 }
             }
