@@ -179,16 +179,64 @@ fn scattered_layout(counts: &[usize]) -> (Vec<usize>, usize) {
     (displs, at + 16)
 }
 
+/// Whether every byte of `buf` (filled with 0xEE before the call) outside
+/// the blocks `counts`/`displs` describe is still 0xEE.
+fn only_blocks_written(buf: &[u8], counts: &[usize], displs: &[usize]) -> bool {
+    let inside = |i: usize| (0..counts.len()).any(|j| (displs[j]..displs[j] + counts[j]).contains(&i));
+    buf.iter().enumerate().all(|(i, &b)| b == 0xEE || inside(i))
+}
+
+/// One member's side of an alltoallv: member s sends member r `count(s, r)`
+/// bytes of `block(s + shift, r)`, both sides in scattered layouts.
+struct Alltoallv {
+    send: Vec<u8>,
+    send_counts: Vec<usize>,
+    send_displs: Vec<usize>,
+    recv_counts: Vec<usize>,
+    recv_displs: Vec<usize>,
+    recv_len: usize,
+    me: usize,
+    shift: usize,
+}
+
+impl Alltoallv {
+    fn new(p: usize, me: usize, shift: usize, count: impl Fn(usize, usize) -> usize) -> Alltoallv {
+        let send_counts: Vec<usize> = (0..p).map(|r| count(me, r)).collect();
+        let recv_counts: Vec<usize> = (0..p).map(|s| count(s, me)).collect();
+        let (send_displs, send_len) = scattered_layout(&send_counts);
+        let (recv_displs, recv_len) = scattered_layout(&recv_counts);
+        let mut send = vec![0u8; send_len];
+        for r in 0..p {
+            let b = block((me + shift) as u32, r as u32, send_counts[r]);
+            send[send_displs[r]..send_displs[r] + send_counts[r]].copy_from_slice(&b);
+        }
+        Alltoallv { send, send_counts, send_displs, recv_counts, recv_displs, recv_len, me, shift }
+    }
+
+    /// Runs it with `algo` and checks every received block, and that
+    /// nothing outside them was written.
+    fn check(&self, team: &mut Team<'_>, algo: VectorAlgo, tag: &str) {
+        let a = self;
+        let mut recv = vec![0xEE; a.recv_len];
+        team.alltoallv_with(algo, &a.send, &a.send_counts, &a.send_displs, &mut recv, &a.recv_counts, &a.recv_displs)
+            .unwrap_or_else(|e| panic!("{tag}: alltoallv {algo:?}: {e}"));
+        for s in 0..a.recv_counts.len() {
+            let got = &recv[a.recv_displs[s]..a.recv_displs[s] + a.recv_counts[s]];
+            let want = block((s + a.shift) as u32, a.me as u32, a.recv_counts[s]);
+            assert!(got == want, "{tag}: alltoallv {algo:?} block from {s}");
+        }
+        assert!(
+            only_blocks_written(&recv, &a.recv_counts, &a.recv_displs),
+            "{tag}: alltoallv {algo:?} wrote outside the blocks"
+        );
+    }
+}
+
 /// allgatherv and alltoallv, every algorithm, uneven and empty blocks in
 /// a scattered layout: the blocks land where they belong and nothing
 /// outside them is written.
 fn check_vectors(team: &mut Team<'_>, n: usize, tag: &str) {
     let (p, me) = (team.size() as usize, team.rank() as usize);
-    let gaps_untouched = |buf: &[u8], counts: &[usize], displs: &[usize]| {
-        buf.iter()
-            .enumerate()
-            .all(|(i, &b)| b == 0xEE || (0..counts.len()).any(|j| (displs[j]..displs[j] + counts[j]).contains(&i)))
-    };
     let counts: Vec<usize> = (0..p).map(|j| vcount(j, 1, n)).collect();
     let (displs, len) = scattered_layout(&counts);
     let mine = block(me as u32, 50, counts[me]);
@@ -201,31 +249,11 @@ fn check_vectors(team: &mut Team<'_>, n: usize, tag: &str) {
                 "{tag}: allgatherv {algo:?} block {j}"
             );
         }
-        assert!(gaps_untouched(&recv, &counts, &displs), "{tag}: allgatherv {algo:?} wrote outside the blocks");
+        assert!(only_blocks_written(&recv, &counts, &displs), "{tag}: allgatherv {algo:?} wrote outside the blocks");
     }
-    let send_counts: Vec<usize> = (0..p).map(|r| vcount(me, r, n)).collect();
-    let recv_counts: Vec<usize> = (0..p).map(|s| vcount(s, me, n)).collect();
-    let (send_displs, send_len) = scattered_layout(&send_counts);
-    let (recv_displs, recv_len) = scattered_layout(&recv_counts);
-    let mut send = vec![0u8; send_len];
-    for r in 0..p {
-        send[send_displs[r]..send_displs[r] + send_counts[r]].copy_from_slice(&block(
-            me as u32,
-            r as u32,
-            send_counts[r],
-        ));
-    }
+    let case = Alltoallv::new(p, me, 0, |s, r| vcount(s, r, n));
     for &algo in VectorAlgo::ALL.iter().chain([VectorAlgo::Auto].iter()) {
-        let mut recv = vec![0xEE; recv_len];
-        team.alltoallv_with(algo, &send, &send_counts, &send_displs, &mut recv, &recv_counts, &recv_displs).unwrap();
-        for s in 0..p {
-            let got = &recv[recv_displs[s]..recv_displs[s] + recv_counts[s]];
-            assert!(got == block(s as u32, me as u32, recv_counts[s]), "{tag}: alltoallv {algo:?} block from {s}");
-        }
-        assert!(
-            gaps_untouched(&recv, &recv_counts, &recv_displs),
-            "{tag}: alltoallv {algo:?} wrote outside the blocks"
-        );
+        case.check(team, algo, tag);
     }
 }
 
@@ -293,15 +321,7 @@ fn four_mebibytes_over_shared_memory_and_a_mix() {
         let (p, me) = (p as usize, me as usize);
         let counts: Vec<usize> = (0..p).map(|j| MIB4 / 4 + j * 4097).collect();
         let (displs, len) = scattered_layout(&counts);
-        let send_counts: Vec<usize> = (0..p).map(|r| MIB4 / 8 + 13 * (me + 2 * r)).collect();
-        let recv_counts: Vec<usize> = (0..p).map(|s| MIB4 / 8 + 13 * (s + 2 * me)).collect();
-        let (send_displs, send_len) = scattered_layout(&send_counts);
-        let (recv_displs, recv_len) = scattered_layout(&recv_counts);
-        let mut send = vec![0u8; send_len];
-        for r in 0..p {
-            let b = block(me as u32, r as u32, send_counts[r]);
-            send[send_displs[r]..send_displs[r] + send_counts[r]].copy_from_slice(&b);
-        }
+        let case = Alltoallv::new(p, me, 0, |s, r| MIB4 / 8 + 13 * (s + 2 * r));
         for &algo in VectorAlgo::ALL.iter().chain([VectorAlgo::Auto].iter()) {
             let mut recv = vec![0xEE; len];
             team.allgatherv_with(algo, &block(me as u32, 50, counts[me]), &mut recv, &counts, &displs).unwrap();
@@ -309,13 +329,7 @@ fn four_mebibytes_over_shared_memory_and_a_mix() {
                 let got = &recv[displs[j]..displs[j] + counts[j]];
                 assert!(got == block(j as u32, 50, counts[j]), "allgatherv {algo:?} block {j}");
             }
-            let mut recv = vec![0xEE; recv_len];
-            team.alltoallv_with(algo, &send, &send_counts, &send_displs, &mut recv, &recv_counts, &recv_displs)
-                .unwrap();
-            for s in 0..p {
-                let got = &recv[recv_displs[s]..recv_displs[s] + recv_counts[s]];
-                assert!(got == block(s as u32, me as u32, recv_counts[s]), "alltoallv {algo:?} block from {s}");
-            }
+            case.check(&mut team, algo, "4 MiB");
         }
     };
     run_job(3, shm(base()), body);
@@ -701,24 +715,11 @@ fn vector_collectives_back_to_back_with_second_rounds() {
             // 100 KiB to 300 KiB are on both sides of it.
             let count = |s: usize, r: usize, round: usize| 100_000 + 40_000 * ((s + 2 * r + round) % 6);
             for round in 0..12 {
-                let send_counts: Vec<usize> = (0..p).map(|r| count(me, r, round)).collect();
-                let recv_counts: Vec<usize> = (0..p).map(|s| count(s, me, round)).collect();
-                let (sd, send_len) = scattered_layout(&send_counts);
-                let (rd, recv_len) = scattered_layout(&recv_counts);
-                let mut send = vec![0u8; send_len];
-                for r in 0..p {
-                    send[sd[r]..sd[r] + send_counts[r]].copy_from_slice(&block(
-                        (me + round) as u32,
-                        r as u32,
-                        send_counts[r],
-                    ));
-                }
-                let mut recv = vec![0xEE; recv_len];
-                team.alltoallv(&send, &send_counts, &sd, &mut recv, &recv_counts, &rd).unwrap();
-                for s in 0..p {
-                    let want = block((s + round) as u32, me as u32, recv_counts[s]);
-                    assert!(recv[rd[s]..rd[s] + recv_counts[s]] == want, "round {round}: alltoallv block from {s}");
-                }
+                Alltoallv::new(p, me, round, |s, r| count(s, r, round)).check(
+                    &mut team,
+                    VectorAlgo::Auto,
+                    &format!("round {round}"),
+                );
                 // All-dependent collectives right after, in both phases,
                 // writing over the first slots of the areas.
                 for extra in 0..2 {
