@@ -5,7 +5,8 @@
 //! Nobody knows the others' counts beforehand, so every block travels with
 //! a header, and one round moves most calls completely: every member sends
 //! every other member a header in a slot of that member's scratch area
-//! ([`SLOT`] bytes per writer), which also says how the block comes:
+//! (`slot_len`: a team-size share of one all-dependent phase), which also
+//! says how the block comes:
 //! - **inline**: the block follows its header in the slot (blocks up to
 //!   the slot's capacity, [`slot_capacity`]);
 //! - **lent**: the header carries the address and length of the block in
@@ -13,8 +14,11 @@
 //!   all on one host, blocks large enough for `direct_pays`), then says
 //!   "done" (step 2); the sender returns only when every reader it lent to
 //!   is done;
-//! - **later**: too large for the slot and not lent (over UDP): it moves in
-//!   a second round, through an area every member sizes from the headers.
+//! - **later**: too large for the slot and not lent (over UDP, or between
+//!   processes on more members than CPUs): it moves in a second round,
+//!   through an area every member sizes from the headers; that round hears
+//!   from every member (an empty put where no block comes), so it is
+//!   all-dependent like the first.
 //!
 //! The sender picks per block, from its own count; the receiver follows the
 //! header, so no member needs the others' counts first. The headers also
@@ -215,6 +219,7 @@ impl Headers {
 }
 
 impl Team<'_> {
+    /// This team's rule for choosing a block's mode under `algo`.
     fn modes(&self, algo: VectorAlgo) -> Modes {
         Modes {
             algo,
