@@ -103,8 +103,8 @@ mod stats;
 mod target;
 
 pub use coll::{
-    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, DType, Element, McastAlgo,
-    McastGroup, ReduceAlgo, ReduceOp, Team, VectorAlgo,
+    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTrials, CollTuning, DType, Element,
+    McastAlgo, McastGroup, ReduceAlgo, ReduceOp, Team, VectorAlgo,
 };
 pub use config::{Config, ProgressMode, ShmCopy, TransportChoice};
 pub use endpoint::{Endpoint, PeerEvent};

@@ -11,8 +11,8 @@ mod common;
 
 use common::{pattern, run_job, run_job_on_hosts, shm};
 use mw_core::{
-    Access, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, Config, DType, Error, ReduceAlgo,
-    ReduceOp, Team, VectorAlgo,
+    Access, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTrials, Config, DType, Error,
+    ReduceAlgo, ReduceOp, Team, VectorAlgo,
 };
 
 fn base() -> Config {
@@ -290,6 +290,37 @@ fn every_algorithm_over_shared_memory_and_a_mix() {
                 check_everything(&mut world, SIZES);
             });
         }
+    }
+}
+
+/// Trials (`MW_COLL_TRIALS=always`): the automatic allgather and alltoall
+/// of two size classes, interleaved, on teams of 2 to 5 threads; every
+/// call right, through the trial calls, the decision (an allgather of
+/// every member's times) and the calls after it. A member that decided
+/// alone could take another algorithm than its peers and wait forever or
+/// read a block that is not there.
+#[test]
+fn trials_keep_every_call_right_and_the_members_in_step() {
+    let mut config = shm(base());
+    config.coll.trials = CollTrials::Always;
+    for n in 2..=5u32 {
+        run_job(n, config.clone(), |ep| {
+            let mut team = ep.team_world().unwrap();
+            let (p, me) = (team.size() as usize, team.rank());
+            for round in 0..14u32 {
+                for size in [16 << 10, (40 << 10) + 8] {
+                    let tag = format!("p {p} rank {me} round {round} block {size}");
+                    let mut recv = vec![0xEE; size * p];
+                    team.allgather(&block(me, round, size), &mut recv).unwrap();
+                    let want: Vec<u8> = (0..p as u32).flat_map(|r| block(r, round, size)).collect();
+                    assert!(recv == want, "{tag}: allgather");
+                    let send: Vec<u8> = (0..p as u32).flat_map(|j| block(me, j + round, size)).collect();
+                    team.alltoall(&send, &mut recv).unwrap();
+                    let want: Vec<u8> = (0..p as u32).flat_map(|r| block(r, me + round, size)).collect();
+                    assert!(recv == want, "{tag}: alltoall");
+                }
+            }
+        });
     }
 }
 

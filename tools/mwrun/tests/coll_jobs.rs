@@ -23,6 +23,7 @@ fn main() -> ExitCode {
     let cases: &[(&str, fn())] = &[
         ("collectives_across_4_processes", collectives_across_4_processes),
         ("vector_collectives_across_4_processes", vector_collectives_across_4_processes),
+        ("trials_across_4_processes", trials_across_4_processes),
         ("quiesce_sigstop_sigcont_loses_nothing", quiesce_sigstop_sigcont_loses_nothing),
         ("ip_multicast_across_4_processes", ip_multicast_across_4_processes),
         ("multicast_across_two_hosts_with_shared_memory", multicast_across_two_hosts_with_shared_memory),
@@ -92,6 +93,15 @@ fn collectives_across_4_processes() {
 /// out of: IS W at 4 ranks failed verification on every run.
 fn vector_collectives_across_4_processes() {
     finish(spawn_ranks(4, "vectors", &[]), "vectors");
+}
+
+/// The automatic allgather and alltoall trying both kinds of algorithm
+/// (`MW_COLL_TRIALS=always`: whatever the kernel's copy costs on this
+/// host) as four processes on 2 CPUs, where the direct algorithms read
+/// through `process_vm_readv`: every call right, before, during and after
+/// the decision, for two size classes interleaved.
+fn trials_across_4_processes() {
+    finish(spawn_ranks(4, "trials", &[("MW_COLL_TRIALS", "always")]), "trials");
 }
 
 /// Four processes on one host, UDP between all: every multicast goes by IP
@@ -170,6 +180,7 @@ fn rank_main(role: &str) -> ExitCode {
         "preempt" => preempt(&ep),
         "multicast" => multicast(&ep),
         "vectors" => vectors(&ep),
+        "trials" => trials(&ep),
         _ => panic!("unknown role {role}"),
     }
     println!("{role} ok");
@@ -209,6 +220,29 @@ fn collectives(ep: &Endpoint) {
             for (i, chunk) in out.chunks_exact(8).enumerate() {
                 let want = (0..p).map(|r| (r + i) as f64).sum::<f64>();
                 assert_eq!(f64::from_ne_bytes(chunk.try_into().unwrap()), want);
+            }
+        }
+    }
+}
+
+fn trials(ep: &Endpoint) {
+    let mut team = ep.team_world().expect("team");
+    let (p, me) = (team.size() as usize, team.rank() as usize);
+    let byte = |from: usize, to: usize, round: usize, i: usize| (from * 31 + to * 7 + round * 3 + i % 251) as u8;
+    for round in 0..14 {
+        for n in [16 << 10, 64 << 10] {
+            let mine: Vec<u8> = (0..n).map(|i| byte(me, 0, round, i)).collect();
+            let mut all = vec![0u8; n * p];
+            team.allgather(&mine, &mut all).expect("allgather");
+            for (r, got) in all.chunks_exact(n).enumerate() {
+                let bad = got.iter().enumerate().position(|(i, &b)| b != byte(r, 0, round, i));
+                assert!(bad.is_none(), "rank {me} round {round}: allgather {n} from {r} wrong at {bad:?}");
+            }
+            let send: Vec<u8> = (0..p).flat_map(|to| (0..n).map(move |i| byte(me, to + 1, round, i))).collect();
+            team.alltoall(&send, &mut all).expect("alltoall");
+            for (r, got) in all.chunks_exact(n).enumerate() {
+                let bad = got.iter().enumerate().position(|(i, &b)| b != byte(r, me + 1, round, i));
+                assert!(bad.is_none(), "rank {me} round {round}: alltoall {n} from {r} wrong at {bad:?}");
             }
         }
     }

@@ -5,6 +5,7 @@
 //! choose among them (`tuning` does) or reuse the all-dependent area outside
 //! the phase rule of `coll`'s module doc.
 
+use super::trial::Trialed;
 use super::tuning::{pick_allgather, AllgatherAlgo};
 use super::Team;
 use crate::{Error, Result};
@@ -18,17 +19,31 @@ impl Team<'_> {
 
     /// Allgather by a named algorithm.
     pub fn allgather_with(&mut self, algo: AllgatherAlgo, send: &[u8], recv: &mut [u8]) -> Result<()> {
-        let (p, me, n) = (self.p(), self.me, send.len());
+        let (p, n) = (self.p(), send.len());
         if recv.len() != n * p {
             return Err(Error::InvalidArgument("allgather receive buffer must be team size × send length"));
         }
+        if algo == AllgatherAlgo::Auto && self.trials_decide(n) {
+            let fixed = pick_allgather(n, p, self.direct_pays(n, false));
+            let other =
+                if fixed == AllgatherAlgo::Direct { pick_allgather(n, p, false) } else { AllgatherAlgo::Direct };
+            return self
+                .run_trialed(Trialed::Allgather, n, |team, c| team.allgather_run([fixed, other][c], send, recv));
+        }
+        let chosen = if algo == AllgatherAlgo::Auto { pick_allgather(n, p, self.direct_pays(n, false)) } else { algo };
+        self.allgather_run(chosen, send, recv)
+    }
+
+    /// Allgather by `chosen` (not `Auto`), or by the copying algorithm it
+    /// falls back to where it cannot run.
+    fn allgather_run(&mut self, chosen: AllgatherAlgo, send: &[u8], recv: &mut [u8]) -> Result<()> {
+        let (p, me, n) = (self.p(), self.me, send.len());
         let direct = self.can_read_directly();
-        let algo =
-            match if algo == AllgatherAlgo::Auto { pick_allgather(n, p, self.direct_pays(n, false)) } else { algo } {
-                AllgatherAlgo::RecursiveDoubling if !p.is_power_of_two() => AllgatherAlgo::Bruck,
-                AllgatherAlgo::Direct if !direct || p == 1 => AllgatherAlgo::Ring,
-                a => a,
-            };
+        let algo = match chosen {
+            AllgatherAlgo::RecursiveDoubling if !p.is_power_of_two() => AllgatherAlgo::Bruck,
+            AllgatherAlgo::Direct if !direct || p == 1 => AllgatherAlgo::Ring,
+            a => a,
+        };
         // Direct copies its own block once its buffer is exposed (`read_every_exposed`).
         if algo != AllgatherAlgo::Direct {
             recv[me * n..(me + 1) * n].copy_from_slice(send);

@@ -5,6 +5,7 @@
 //! does), or reuse a phase of the all-dependent area before the rule in
 //! `coll`'s module doc allows it.
 
+use super::trial::Trialed;
 use super::tuning::{pick_alltoall, AllgatherAlgo, AlltoallAlgo};
 use super::Team;
 use crate::{Error, Result};
@@ -18,13 +19,26 @@ impl Team<'_> {
 
     /// Alltoall by a named algorithm.
     pub fn alltoall_with(&mut self, algo: AlltoallAlgo, send: &[u8], recv: &mut [u8]) -> Result<()> {
-        let (p, me) = (self.p(), self.me);
+        let p = self.p();
         if send.len() != recv.len() || send.len() % p != 0 {
             return Err(Error::InvalidArgument("alltoall buffers must be equal, team size × block"));
         }
         let n = send.len() / p;
-        let direct = self.can_read_directly();
+        if algo == AlltoallAlgo::Auto && self.trials_decide(n) {
+            let fixed = pick_alltoall(n, p, self.direct_pays(n, false));
+            let other = if fixed == AlltoallAlgo::Direct { pick_alltoall(n, p, false) } else { AlltoallAlgo::Direct };
+            return self
+                .run_trialed(Trialed::Alltoall, n, |team, c| team.alltoall_run([fixed, other][c], n, send, recv));
+        }
         let chosen = if algo == AlltoallAlgo::Auto { pick_alltoall(n, p, self.direct_pays(n, false)) } else { algo };
+        self.alltoall_run(chosen, n, send, recv)
+    }
+
+    /// Alltoall of `n`-byte blocks by `chosen` (not `Auto`), or by the
+    /// copying algorithm it falls back to where it cannot run.
+    fn alltoall_run(&mut self, chosen: AlltoallAlgo, n: usize, send: &[u8], recv: &mut [u8]) -> Result<()> {
+        let (p, me) = (self.p(), self.me);
+        let direct = self.can_read_directly();
         let algo = match chosen {
             AlltoallAlgo::Direct if !direct || p == 1 => AlltoallAlgo::Pairwise,
             a => a,

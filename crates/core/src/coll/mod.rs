@@ -64,6 +64,7 @@ mod quiesce;
 mod reduce;
 mod rooted;
 mod tree;
+mod trial;
 mod tuning;
 mod vector;
 mod wait;
@@ -80,7 +81,8 @@ use crate::{Error, Result};
 pub use kernel::{DType, Element, ReduceOp};
 pub use multicast::McastGroup;
 pub use tuning::{
-    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTuning, McastAlgo, ReduceAlgo, VectorAlgo,
+    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTrials, CollTuning, McastAlgo, ReduceAlgo,
+    VectorAlgo,
 };
 
 /// Bits of a signal value below the sequence number (the step).
@@ -231,6 +233,8 @@ pub struct Team<'ep> {
     /// The headers a vector collective received (`vector.rs`), kept for the
     /// next call.
     vector_words: Vec<usize>,
+    /// The automatic choices this team tries out before it keeps one (`trial.rs`).
+    trials: trial::Trials,
 }
 
 impl Endpoint {
@@ -351,6 +355,7 @@ impl<'ep> Team<'ep> {
             announced_cpu: None,
             work: Default::default(),
             vector_words: Vec::new(),
+            trials: trial::Trials::default(),
             ranks,
         };
         if shm {
@@ -665,6 +670,45 @@ impl<'ep> Team<'ep> {
         // megabytes for the team's lifetime.
         if buf.capacity() <= self.lay.full {
             self.work[which] = buf;
+        }
+    }
+
+    /// Whether the automatic choice for `block`-byte blocks of allgather or
+    /// alltoall is left to trials (`trial.rs`): single-copy reads through a
+    /// costly kernel copy, from the size where single copy may pay (as
+    /// `MW_COLL_TRIALS` says).
+    fn trials_decide(&self, block: usize) -> bool {
+        self.p() > 1 && tuning::trial_pays(self.tuning.trials, self.single_copy, block)
+    }
+
+    /// Runs `run(candidate)` for one call of an automatic choice that
+    /// trials decide between `candidate` 0 (the fixed rule's) and 1, on
+    /// `block`-byte blocks: untimed, timed for the trials, or after the
+    /// decision (an allgather of every member's scores first). Every
+    /// member takes the same step, since it depends only on the calls
+    /// the team made.
+    fn run_trialed(
+        &mut self,
+        op: trial::Trialed,
+        block: usize,
+        mut run: impl FnMut(&mut Self, usize) -> Result<()>,
+    ) -> Result<()> {
+        let class = trial::size_class(block);
+        match self.trials.step(op, class) {
+            trial::Step::Run { candidate, timed: false } => run(self, candidate),
+            trial::Step::Run { candidate, timed: true } => {
+                let start = std::time::Instant::now();
+                let result = run(self, candidate);
+                let took = result.is_ok().then(|| start.elapsed());
+                self.trials.record(op, class, candidate, took);
+                result
+            }
+            trial::Step::Decide => {
+                let scores = self.trials.scores(op, class);
+                let gathered = self.allgather_small(&scores)?;
+                let candidate = self.trials.decide(op, class, &gathered);
+                run(self, candidate)
+            }
         }
     }
 

@@ -189,6 +189,36 @@ pub struct CollTuning {
     /// the README's Collectives section); by default ranks of an
     /// all-shared-memory team crowded on one CPU are nudged apart once.
     pub no_spread: bool,
+    /// `MW_COLL_TRIALS`: where allgather and alltoall try a single-copy
+    /// and a slot algorithm on their first calls of a size before keeping
+    /// the faster (see the README's Collectives section).
+    pub trials: CollTrials,
+}
+
+/// Where automatic choices are made by trials (`MW_COLL_TRIALS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CollTrials {
+    /// Default (`1`): on teams whose single-copy reads go through a costly
+    /// kernel copy, from 16 KiB blocks.
+    #[default]
+    Costly,
+    /// `0`: never; the fixed rules decide everything.
+    Off,
+    /// `always`: on every team that can read directly, from 16 KiB blocks
+    /// (for tests and for comparing with the fixed rules).
+    Always,
+}
+
+impl CollTrials {
+    /// Parses a `MW_COLL_TRIALS` value.
+    pub fn parse(name: &str) -> Option<CollTrials> {
+        match name.trim() {
+            "1" | "on" | "yes" | "costly" => Some(CollTrials::Costly),
+            "0" | "off" | "no" => Some(CollTrials::Off),
+            "always" => Some(CollTrials::Always),
+            _ => None,
+        }
+    }
 }
 
 impl CollTuning {
@@ -230,6 +260,9 @@ impl CollTuning {
         }
         if let Some(a) = get(lookup, "MW_MCAST", McastAlgo::parse)? {
             t.mcast = a;
+        }
+        if let Some(v) = lookup("MW_COLL_TRIALS") {
+            t.trials = CollTrials::parse(&v).ok_or(Error::InvalidArgument("MW_COLL_TRIALS must be 0, 1 or always"))?;
         }
         if let Some(v) = lookup("MW_COLL_SPREAD") {
             t.no_spread = match v.trim() {
@@ -273,6 +306,20 @@ pub(crate) fn single_copy_pays(
         Some(false) => true,
         Some(true) => (oversubscribed_too || cpu_block == 1) && bytes >= COSTLY_DIRECT_FROM,
     }
+}
+
+/// Whether trials, not a fixed rule, choose between a single-copy and a
+/// slot algorithm for `block`-byte blocks on a team whose single-copy reads
+/// are `single_copy` (as for [`single_copy_pays`]): by default where they go
+/// through a costly kernel copy, from `DIRECT_FROM`. There the faster kind
+/// changes from host to host (`trial.rs`).
+pub(crate) fn trial_pays(mode: CollTrials, single_copy: Option<bool>, block: usize) -> bool {
+    let team = match mode {
+        CollTrials::Off => false,
+        CollTrials::Costly => single_copy == Some(true),
+        CollTrials::Always => single_copy.is_some(),
+    };
+    team && block >= DIRECT_FROM
 }
 
 pub(crate) fn pick_barrier(p: usize, local: bool) -> BarrierAlgo {
