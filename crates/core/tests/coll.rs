@@ -307,7 +307,7 @@ fn trials_keep_every_call_right_and_the_members_in_step() {
         run_job(n, config.clone(), |ep| {
             let mut team = ep.team_world().unwrap();
             let (p, me) = (team.size() as usize, team.rank());
-            for round in 0..14u32 {
+            for round in 0..30u32 {
                 for size in [16 << 10, (40 << 10) + 8] {
                     let tag = format!("p {p} rank {me} round {round} block {size}");
                     let mut recv = vec![0xEE; size * p];

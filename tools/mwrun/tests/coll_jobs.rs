@@ -229,7 +229,7 @@ fn trials(ep: &Endpoint) {
     let mut team = ep.team_world().expect("team");
     let (p, me) = (team.size() as usize, team.rank() as usize);
     let byte = |from: usize, to: usize, round: usize, i: usize| (from * 31 + to * 7 + round * 3 + i % 251) as u8;
-    for round in 0..14 {
+    for round in 0..30 {
         for n in [16 << 10, 64 << 10] {
             let mine: Vec<u8> = (0..n).map(|i| byte(me, 0, round, i)).collect();
             let mut all = vec![0u8; n * p];

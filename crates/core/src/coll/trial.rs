@@ -15,13 +15,14 @@
 //!
 //! The protocol, identical on every member because it depends only on how
 //! many calls of the class the team has made (members call collectives in
-//! the same order with the same block size): calls alternate between the
-//! two candidates, [`WARM_UP`] of each unmeasured (first touches of the
-//! buffers, pinned pages) and then [`MEASURED`] of each timed by the caller;
-//! the next call first gathers every member's median per candidate (the
-//! caller's allgather) and takes the candidate whose slowest member was
-//! fastest, the fixed rule's own choice on a tie. From then on that class
-//! runs its winner without timing.
+//! the same order with the same block size): a round runs each candidate
+//! for [`WARM_UP`] untimed calls (the first round only: first touches of
+//! buffers and page tables), then alternates timed blocks of [`BLOCK`]
+//! consecutive calls, [`BLOCKS`] per candidate. The next call first gathers
+//! every member's score per candidate (the time of its faster block) and
+//! takes the candidate whose slowest member was fastest, the fixed rule's
+//! own choice on a tie; from then on the class runs it untimed, until the
+//! rounds at [`RETRY_AT`] calls check the decision again.
 //!
 //! Owns: the per-(collective, size class) trial state and the decision.
 //! Must not: read a clock, or talk to the team (the caller times its calls
@@ -30,12 +31,21 @@
 
 use std::time::Duration;
 
-/// Calls of each candidate that are run but not timed.
-pub(crate) const WARM_UP: u32 = 1;
-/// Calls of each candidate that are timed.
-pub(crate) const MEASURED: usize = 3;
-/// Calls of a size class before the decision.
-const TRIAL_CALLS: u32 = 2 * (WARM_UP + MEASURED as u32);
+/// Calls of each candidate run untimed before the first round's timing.
+const WARM_UP: u64 = 2;
+/// Consecutive calls of one candidate timed together: their sum, not a
+/// single call, is what counts, because a member's time for one call is
+/// mostly how long it waited for the last member to arrive, which the
+/// next call gives back.
+const BLOCK: u64 = 4;
+/// Timed blocks of each candidate per round (alternating, `A B A B`); the
+/// faster block counts, so one disturbed block (a preemption) does not decide.
+const BLOCKS: usize = 2;
+/// Calls of a class at which the decision is tried again: the first
+/// round's calls are a job's first, in buffers and page tables still cold,
+/// and may mislead (measured: 2 processes, 256 KiB alltoall, the direct
+/// algorithm at 27-49 µs in its first calls and 14 µs from then on).
+const RETRY_AT: [u64; 2] = [256, 4096];
 
 /// The collectives that run trials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +60,7 @@ pub(crate) enum Step {
     /// Run candidate `0` (the fixed rule's choice) or `1`; a `timed` call
     /// reports its duration with [`Trials::record`].
     Run { candidate: usize, timed: bool },
-    /// Every trial is done: gather every member's
+    /// A round's trials are done: gather every member's
     /// [`scores`](Trials::scores), hand them to [`decide`](Trials::decide),
     /// and run the candidate it returns.
     Decide,
@@ -61,10 +71,26 @@ struct Class {
     op: Trialed,
     /// `ceil(log2(block bytes))`.
     size_class: u32,
-    calls: u32,
-    /// Nanoseconds of the timed calls, per candidate (`u64::MAX`: the call failed).
-    times: [[u64; MEASURED]; 2],
-    decided: Option<usize>,
+    /// Calls of the class so far.
+    calls: u64,
+    /// Rounds decided so far.
+    rounds: usize,
+    /// In a round, since this call; `None` between rounds.
+    round_from: Option<u64>,
+    /// Nanoseconds of each timed block of the current round, per candidate
+    /// (`u64::MAX` once a call in it failed).
+    blocks: [[u64; BLOCKS]; 2],
+    decided: usize,
+}
+
+impl Class {
+    fn warm_up(&self) -> u64 {
+        if self.rounds == 0 {
+            2 * WARM_UP
+        } else {
+            0
+        }
+    }
 }
 
 /// One team's trials.
@@ -83,8 +109,15 @@ impl Trials {
         let at = match self.classes.iter().position(|c| c.op == op && c.size_class == size_class) {
             Some(at) => at,
             None => {
-                let times = [[u64::MAX; MEASURED]; 2];
-                self.classes.push(Class { op, size_class, calls: 0, times, decided: None });
+                self.classes.push(Class {
+                    op,
+                    size_class,
+                    calls: 0,
+                    rounds: 0,
+                    round_from: Some(0),
+                    blocks: [[0; BLOCKS]; 2],
+                    decided: 0,
+                });
                 self.classes.len() - 1
             }
         };
@@ -94,42 +127,60 @@ impl Trials {
     /// The step of this call of `op` on blocks of `size_class`.
     pub(crate) fn step(&mut self, op: Trialed, size_class: u32) -> Step {
         let class = self.class(op, size_class);
-        if let Some(candidate) = class.decided {
-            return Step::Run { candidate, timed: false };
+        let from = match class.round_from {
+            Some(from) => from,
+            None if RETRY_AT.get(class.rounds - 1) == Some(&class.calls) => {
+                class.round_from = Some(class.calls);
+                class.blocks = [[0; BLOCKS]; 2];
+                class.calls
+            }
+            None => {
+                class.calls += 1;
+                return Step::Run { candidate: class.decided, timed: false };
+            }
+        };
+        let at = class.calls - from;
+        let warm_up = class.warm_up();
+        if at < warm_up {
+            class.calls += 1;
+            return Step::Run { candidate: (at / WARM_UP) as usize, timed: false };
         }
-        if class.calls == TRIAL_CALLS {
+        let timed = at - warm_up;
+        if timed == 2 * BLOCKS as u64 * BLOCK {
             return Step::Decide;
         }
-        let call = class.calls;
         class.calls += 1;
-        Step::Run { candidate: (call % 2) as usize, timed: call >= 2 * WARM_UP }
+        Step::Run { candidate: ((timed / BLOCK) % 2) as usize, timed: true }
     }
 
-    /// The duration of the last timed call of `candidate` (`None`: it failed).
+    /// The duration of the last (timed) call of `candidate` (`None`: it failed).
     pub(crate) fn record(&mut self, op: Trialed, size_class: u32, candidate: usize, took: Option<Duration>) {
         let class = self.class(op, size_class);
-        let nth = ((class.calls - 1 - 2 * WARM_UP) / 2) as usize;
-        if let Some(slot) = class.times[candidate].get_mut(nth) {
-            *slot = took.map_or(u64::MAX, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let Some(from) = class.round_from else { return };
+        let timed = (class.calls - 1 - from).saturating_sub(class.warm_up());
+        let block = (timed / (2 * BLOCK)) as usize;
+        if let Some(sum) = class.blocks[candidate].get_mut(block) {
+            let nanos = took.map_or(u64::MAX, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+            *sum = sum.saturating_add(nanos);
         }
     }
 
-    /// This member's median time per candidate, as the bytes it contributes
-    /// to the gather before [`decide`](Trials::decide).
+    /// This member's score per candidate (its faster block's time), as the
+    /// bytes it contributes to the gather before [`decide`](Trials::decide).
     pub(crate) fn scores(&mut self, op: Trialed, size_class: u32) -> [u8; 16] {
         let class = self.class(op, size_class);
         let mut out = [0u8; 16];
-        for (candidate, times) in class.times.iter().enumerate() {
-            let mut sorted = *times;
-            sorted.sort_unstable();
-            out[candidate * 8..][..8].copy_from_slice(&sorted[MEASURED / 2].to_le_bytes());
+        for (candidate, blocks) in class.blocks.iter().enumerate() {
+            let best = blocks.iter().copied().min().unwrap_or(u64::MAX);
+            out[candidate * 8..][..8].copy_from_slice(&best.to_le_bytes());
         }
         out
     }
 
     /// Decides from every member's [`scores`](Trials::scores) (concatenated,
     /// in team order: the same bytes on every member, so the same answer):
-    /// the candidate whose slowest member was fastest, `0` on a tie.
+    /// the candidate whose slowest member was fastest, `0` on a tie. The
+    /// call that runs the answer is this class's next.
     pub(crate) fn decide(&mut self, op: Trialed, size_class: u32, gathered: &[u8]) -> usize {
         let slowest = |candidate: usize| {
             gathered
@@ -139,7 +190,11 @@ impl Trials {
                 .unwrap_or(u64::MAX)
         };
         let winner = usize::from(slowest(1) < slowest(0));
-        self.class(op, size_class).decided = Some(winner);
+        let class = self.class(op, size_class);
+        class.decided = winner;
+        class.rounds += 1;
+        class.round_from = None;
+        class.calls += 1;
         winner
     }
 }
@@ -148,70 +203,104 @@ impl Trials {
 mod tests {
     use super::*;
 
-    /// Plays one member's side: the steps of the first calls, with `took`
-    /// as the time of each timed call of a candidate.
-    fn run_trials(trials: &mut Trials, took: [u64; 2]) -> Vec<Step> {
+    /// Plays one member's side of a round: its steps, with `took[c]` the
+    /// time of every timed call of candidate `c`; stops at the decision.
+    fn play_round(trials: &mut Trials, op: Trialed, class: u32, took: [u64; 2]) -> Vec<Step> {
         let mut steps = Vec::new();
         loop {
-            let step = trials.step(Trialed::Alltoall, 16);
+            let step = trials.step(op, class);
             steps.push(step);
             match step {
-                Step::Run { candidate, timed } => {
-                    if timed {
-                        let d = Duration::from_nanos(took[candidate]);
-                        trials.record(Trialed::Alltoall, 16, candidate, Some(d));
-                    }
+                Step::Run { candidate, timed: true } => {
+                    trials.record(op, class, candidate, Some(Duration::from_nanos(took[candidate])));
                 }
+                Step::Run { .. } => {}
                 Step::Decide => return steps,
             }
         }
     }
 
+    fn run(candidate: usize, timed: bool) -> Step {
+        Step::Run { candidate, timed }
+    }
+
+    fn score(scores: &[u8; 16], candidate: usize) -> u64 {
+        u64::from_le_bytes(scores[candidate * 8..][..8].try_into().unwrap())
+    }
+
     #[test]
-    fn candidates_alternate_warm_up_untimed_then_decide() {
+    fn a_round_warms_up_then_alternates_timed_blocks_and_retries_later() {
         let mut trials = Trials::default();
-        let steps = run_trials(&mut trials, [100, 50]);
-        let expected: Vec<Step> = (0..TRIAL_CALLS)
-            .map(|call| Step::Run { candidate: (call % 2) as usize, timed: call >= 2 * WARM_UP })
-            .chain([Step::Decide])
-            .collect();
+        let steps = play_round(&mut trials, Trialed::Alltoall, 16, [100, 50]);
+        let mut expected = vec![run(0, false), run(0, false), run(1, false), run(1, false)];
+        for _ in 0..BLOCKS {
+            expected.extend([run(0, true); BLOCK as usize]);
+            expected.extend([run(1, true); BLOCK as usize]);
+        }
+        expected.push(Step::Decide);
         assert_eq!(steps, expected);
         // Still undecided until the scores are in.
         assert_eq!(trials.step(Trialed::Alltoall, 16), Step::Decide);
+        let scores = trials.scores(Trialed::Alltoall, 16);
+        assert_eq!((score(&scores, 0), score(&scores, 1)), (400, 200), "a block's sum");
+        assert_eq!(trials.decide(Trialed::Alltoall, 16, &scores), 1);
+        // Decided: untimed calls of the winner up to the first retry, then a
+        // round without warm-up, whose decision may differ.
+        let decided_calls = RETRY_AT[0] - (steps.len() as u64);
+        for _ in 0..decided_calls {
+            assert_eq!(trials.step(Trialed::Alltoall, 16), run(1, false));
+        }
+        let retry = play_round(&mut trials, Trialed::Alltoall, 16, [30, 50]);
+        assert_eq!(retry.len(), 2 * BLOCKS * BLOCK as usize + 1);
+        assert_eq!(retry[0], run(0, true));
+        let scores = trials.scores(Trialed::Alltoall, 16);
+        assert_eq!(trials.decide(Trialed::Alltoall, 16, &scores), 0);
+        let decided_calls = RETRY_AT[1] - RETRY_AT[0] - retry.len() as u64;
+        for _ in 0..decided_calls {
+            assert_eq!(trials.step(Trialed::Alltoall, 16), run(0, false));
+        }
+        play_round(&mut trials, Trialed::Alltoall, 16, [90, 50]);
+        let scores = trials.scores(Trialed::Alltoall, 16);
+        assert_eq!(trials.decide(Trialed::Alltoall, 16, &scores), 1);
+        // No rounds after the last retry.
+        for _ in 0..100_000 {
+            assert_eq!(trials.step(Trialed::Alltoall, 16), run(1, false));
+        }
     }
 
     #[test]
     fn the_slowest_member_decides_and_a_tie_keeps_the_fixed_choice() {
         // Member A: candidate 1 faster; member B: candidate 1 far slower.
         let (mut a, mut b) = (Trials::default(), Trials::default());
-        run_trials(&mut a, [100, 40]);
-        run_trials(&mut b, [100, 300]);
+        play_round(&mut a, Trialed::Alltoall, 16, [100, 40]);
+        play_round(&mut b, Trialed::Alltoall, 16, [100, 300]);
         let gathered = [a.scores(Trialed::Alltoall, 16), b.scores(Trialed::Alltoall, 16)].concat();
         assert_eq!(a.decide(Trialed::Alltoall, 16, &gathered), 0);
         assert_eq!(b.decide(Trialed::Alltoall, 16, &gathered), 0);
-        assert_eq!(a.step(Trialed::Alltoall, 16), Step::Run { candidate: 0, timed: false });
+        assert_eq!(a.step(Trialed::Alltoall, 16), run(0, false));
 
         let (mut a, mut b) = (Trials::default(), Trials::default());
-        run_trials(&mut a, [100, 40]);
-        run_trials(&mut b, [90, 60]);
+        play_round(&mut a, Trialed::Alltoall, 16, [100, 40]);
+        play_round(&mut b, Trialed::Alltoall, 16, [90, 60]);
         let gathered = [a.scores(Trialed::Alltoall, 16), b.scores(Trialed::Alltoall, 16)].concat();
         assert_eq!(a.decide(Trialed::Alltoall, 16, &gathered), 1);
-        assert_eq!(a.step(Trialed::Alltoall, 16), Step::Run { candidate: 1, timed: false });
+        assert_eq!(a.step(Trialed::Alltoall, 16), run(1, false));
 
         let mut tie = Trials::default();
-        run_trials(&mut tie, [70, 70]);
+        play_round(&mut tie, Trialed::Alltoall, 16, [70, 70]);
         let gathered = tie.scores(Trialed::Alltoall, 16);
         assert_eq!(tie.decide(Trialed::Alltoall, 16, &gathered), 0);
     }
 
     #[test]
-    fn the_median_ignores_one_outlier_and_a_failed_call_loses() {
+    fn the_faster_block_counts_and_a_failed_call_spoils_its_block() {
         let mut trials = Trials::default();
-        let mut timed = [vec![50, 5000, 60].into_iter(), vec![80, 81, 82].into_iter()];
+        // Candidate 0: one call of its first block preempted.
+        let mut times = [vec![10, 5000, 10, 10, 12, 12, 12, 12], vec![20; 8]];
         loop {
             match trials.step(Trialed::Allgather, 20) {
                 Step::Run { candidate, timed: true } => {
-                    let d = Duration::from_nanos(timed[candidate].next().unwrap());
+                    let d = Duration::from_nanos(times[candidate].remove(0));
                     trials.record(Trialed::Allgather, 20, candidate, Some(d));
                 }
                 Step::Run { .. } => {}
@@ -219,8 +308,7 @@ mod tests {
             }
         }
         let scores = trials.scores(Trialed::Allgather, 20);
-        assert_eq!(u64::from_le_bytes(scores[..8].try_into().unwrap()), 60);
-        assert_eq!(u64::from_le_bytes(scores[8..].try_into().unwrap()), 81);
+        assert_eq!((score(&scores, 0), score(&scores, 1)), (48, 80));
         assert_eq!(trials.decide(Trialed::Allgather, 20, &scores), 0);
 
         let mut failing = Trials::default();
@@ -235,6 +323,7 @@ mod tests {
             }
         }
         let scores = failing.scores(Trialed::Allgather, 20);
+        assert_eq!(score(&scores, 0), u64::MAX);
         assert_eq!(failing.decide(Trialed::Allgather, 20, &scores), 1);
     }
 
@@ -243,9 +332,9 @@ mod tests {
         assert_eq!((size_class(16 << 10), size_class((16 << 10) + 1), size_class(32 << 10)), (14, 15, 15));
         assert_eq!(size_class(0), 0);
         let mut trials = Trials::default();
-        run_trials(&mut trials, [1, 2]);
-        assert_eq!(trials.step(Trialed::Alltoall, 17), Step::Run { candidate: 0, timed: false });
-        assert_eq!(trials.step(Trialed::Allgather, 16), Step::Run { candidate: 0, timed: false });
+        play_round(&mut trials, Trialed::Alltoall, 16, [1, 2]);
+        assert_eq!(trials.step(Trialed::Alltoall, 17), run(0, false));
+        assert_eq!(trials.step(Trialed::Allgather, 16), run(0, false));
         assert_eq!(trials.step(Trialed::Alltoall, 16), Step::Decide);
     }
 }
