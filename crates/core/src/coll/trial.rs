@@ -17,8 +17,9 @@
 //! many calls of the class the team has made (members call collectives in
 //! the same order with the same block size): a round runs each candidate
 //! for [`WARM_UP`] untimed calls (the first round only: first touches of
-//! buffers and page tables), then alternates timed blocks of [`BLOCK`]
-//! consecutive calls, [`BLOCKS`] per candidate. The next call first gathers
+//! buffers and page tables), then alternates blocks of [`BLOCK`]
+//! consecutive timed calls, each opened by [`BLOCK_OPENING`] untimed one,
+//! [`BLOCKS`] per candidate. The next call first gathers
 //! every member's score per candidate (the time of its faster block) and
 //! takes the candidate whose slowest member was fastest, the fixed rule's
 //! own choice on a tie; from then on the class runs it untimed, until the
@@ -38,6 +39,13 @@ const WARM_UP: u64 = 2;
 /// mostly how long it waited for the last member to arrive, which the
 /// next call gives back.
 const BLOCK: u64 = 4;
+/// Untimed calls that open each block: the first call after the other
+/// candidate's block pays for the switch (measured: 4 processes on 2 CPUs,
+/// 64 KiB alltoall, a direct block's first call 1.5-2.5 times its others),
+/// which a job that keeps one algorithm never does.
+const BLOCK_OPENING: u64 = 1;
+/// Calls of one block, opening included.
+const BLOCK_CALLS: u64 = BLOCK_OPENING + BLOCK;
 /// Timed blocks of each candidate per round (alternating, `A B A B`); the
 /// faster block counts, so one disturbed block (a preemption) does not decide.
 const BLOCKS: usize = 2;
@@ -145,20 +153,21 @@ impl Trials {
             class.calls += 1;
             return Step::Run { candidate: (at / WARM_UP) as usize, timed: false };
         }
-        let timed = at - warm_up;
-        if timed == 2 * BLOCKS as u64 * BLOCK {
+        let blocks_at = at - warm_up;
+        if blocks_at == 2 * BLOCKS as u64 * BLOCK_CALLS {
             return Step::Decide;
         }
         class.calls += 1;
-        Step::Run { candidate: ((timed / BLOCK) % 2) as usize, timed: true }
+        let candidate = ((blocks_at / BLOCK_CALLS) % 2) as usize;
+        Step::Run { candidate, timed: blocks_at % BLOCK_CALLS >= BLOCK_OPENING }
     }
 
     /// The duration of the last (timed) call of `candidate` (`None`: it failed).
     pub(crate) fn record(&mut self, op: Trialed, size_class: u32, candidate: usize, took: Option<Duration>) {
         let class = self.class(op, size_class);
         let Some(from) = class.round_from else { return };
-        let timed = (class.calls - 1 - from).saturating_sub(class.warm_up());
-        let block = (timed / (2 * BLOCK)) as usize;
+        let blocks_at = (class.calls - 1 - from).saturating_sub(class.warm_up());
+        let block = (blocks_at / (2 * BLOCK_CALLS)) as usize;
         if let Some(sum) = class.blocks[candidate].get_mut(block) {
             let nanos = took.map_or(u64::MAX, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
             *sum = sum.saturating_add(nanos);
@@ -234,8 +243,10 @@ mod tests {
         let steps = play_round(&mut trials, Trialed::Alltoall, 16, [100, 50]);
         let mut expected = vec![run(0, false), run(0, false), run(1, false), run(1, false)];
         for _ in 0..BLOCKS {
-            expected.extend([run(0, true); BLOCK as usize]);
-            expected.extend([run(1, true); BLOCK as usize]);
+            for candidate in [0, 1] {
+                expected.extend([run(candidate, false); BLOCK_OPENING as usize]);
+                expected.extend([run(candidate, true); BLOCK as usize]);
+            }
         }
         expected.push(Step::Decide);
         assert_eq!(steps, expected);
@@ -251,8 +262,8 @@ mod tests {
             assert_eq!(trials.step(Trialed::Alltoall, 16), run(1, false));
         }
         let retry = play_round(&mut trials, Trialed::Alltoall, 16, [30, 50]);
-        assert_eq!(retry.len(), 2 * BLOCKS * BLOCK as usize + 1);
-        assert_eq!(retry[0], run(0, true));
+        assert_eq!(retry.len(), 2 * BLOCKS * BLOCK_CALLS as usize + 1);
+        assert_eq!((retry[0], retry[BLOCK_OPENING as usize]), (run(0, false), run(0, true)));
         let scores = trials.scores(Trialed::Alltoall, 16);
         assert_eq!(trials.decide(Trialed::Alltoall, 16, &scores), 0);
         let decided_calls = RETRY_AT[1] - RETRY_AT[0] - retry.len() as u64;
