@@ -288,6 +288,8 @@ const DIRECT_FROM: usize = 16 << 10;
 /// `memcpy`): at 2 ranks, 16 KiB bcast 2.3-2.9 µs binomial vs 2.9-3.3
 /// direct, allgather 2.8-3.5 RD vs 4.3-4.4, alltoall 2.8 pairwise vs 3.4;
 /// at 64 KiB direct wins (6.3-6.9 vs 8.8-11, 8.9-9.3 vs 10-13, 7.5 vs 10.3).
+/// For allgather and alltoall this rule only orders the two candidates of
+/// their trials (`trial_pays`): on another host it picked the slower one.
 const COSTLY_DIRECT_FROM: usize = 64 << 10;
 
 /// Whether an automatic choice may take a single-copy algorithm for

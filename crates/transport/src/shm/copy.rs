@@ -165,7 +165,8 @@ pub fn vm_write(pid: u32, remote: u64, data: &[u8]) -> io::Result<()> {
 /// memory: the same kernel path as reading a peer). Where it does, copying
 /// a message twice through shared memory beats copying it once through the
 /// kernel up to larger sizes. ~30 µs. On the host of 2026-11-25 the kernel's
-/// copy took ~3 times a `memcpy`; on the earlier host about one. `false`
+/// copy took ~3 times a `memcpy`, on that of 2026-11-26 ~2.2, on the
+/// earlier host about one. `false`
 /// when the kernel refuses the copy (whether it may be used is decided
 /// elsewhere; this only compares costs).
 pub fn kernel_copy_is_costly() -> bool {
