@@ -37,6 +37,7 @@ fn main() -> ExitCode {
         ("a_rank_that_fails_makes_mwrun_fail_naming_it", a_rank_that_fails_makes_mwrun_fail_naming_it),
         ("a_computing_rank_is_served_and_not_taken_for_dead", a_computing_rank_is_served_and_not_taken_for_dead),
         ("a_peer_dying_during_a_barrier_fails_the_barrier", a_peer_dying_during_a_barrier_fails_the_barrier),
+        ("a_peer_dying_before_a_single_copy_alltoall_fails_it", a_peer_dying_before_a_single_copy_alltoall_fails_it),
         ("netns_every_one_sided_op_on_4_hosts_under_loss", netns::every_one_sided_op_on_4_hosts_under_loss),
         ("netns_every_op_on_4_hosts_through_the_lossy_relay", netns::every_op_on_4_hosts_through_the_lossy_relay),
         (
@@ -207,6 +208,15 @@ fn a_peer_dying_during_a_barrier_fails_the_barrier() {
     assert_survivors_ok(children, 2, "dies-in-barrier");
 }
 
+/// The single-copy alltoall waits for members in the order they expose
+/// their buffers: with rank 2 killed before it, each survivor reads the
+/// other's block, then gets `PeerUnreachable` instead of waiting forever
+/// (and still waits for the other survivor to finish reading its buffer).
+fn a_peer_dying_before_a_single_copy_alltoall_fails_it() {
+    let children = spawn_env_mode(3, "dies-before-alltoall", &[("MW_PEER_DEAD_MS", "500")]);
+    assert_survivors_ok(children, 2, "dies-before-alltoall");
+}
+
 fn a_rank_that_fails_makes_mwrun_fail_naming_it() {
     let out = mwrun(&["-n", "3"], "fail-rank-1");
     assert!(!out.status.success());
@@ -249,6 +259,24 @@ fn rank_main(role: &str) -> ExitCode {
                 other => panic!("barrier with a dead rank returned {other:?}"),
             }
             println!("dies-in-barrier ok");
+            return ExitCode::SUCCESS;
+        }
+        "dies-before-alltoall" => {
+            let mut team = ep.team_world().expect("team");
+            team.barrier().expect("barrier");
+            if ep.rank() == 2 {
+                let _ = Command::new("kill").args(["-KILL", &std::process::id().to_string()]).status();
+                std::thread::sleep(Duration::from_secs(60));
+                return ExitCode::from(7);
+            }
+            let n = 64 << 10;
+            let send = vec![ep.rank() as u8 + 1; 3 * n];
+            let mut recv = vec![0u8; 3 * n];
+            match team.alltoall_with(mw_core::AlltoallAlgo::Direct, &send, &mut recv) {
+                Err(Error::PeerUnreachable { rank }) => assert!(rank != ep.rank() && rank <= 2, "named rank {rank}"),
+                other => panic!("alltoall with a dead rank returned {other:?}"),
+            }
+            println!("dies-before-alltoall ok");
             return ExitCode::SUCCESS;
         }
         "fail-rank-1" => {

@@ -254,7 +254,7 @@ impl Team<'_> {
 
     /// Whether spinning for team rank `peer` is pointless now: it last ran
     /// on the CPU we are running on, so it cannot be running.
-    fn shares_my_cpu(&self, peer: usize) -> bool {
+    pub(super) fn shares_my_cpu(&self, peer: usize) -> bool {
         let theirs = self.mem.load_u64(self.lay.cpu(peer) as usize);
         theirs != 0 && mw_transport::wait::current_cpu().is_some_and(|mine| u64::from(mine) + 1 == theirs)
     }
