@@ -264,6 +264,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_COLL_REDUCE", "reduce: auto, binomial, reduce_scatter_gather"),
     ("MW_COLL_VECTOR", "allgatherv and alltoallv: auto, exchange, direct"),
     (
+        "MW_COLL_TRIALS",
+        "where allgather and alltoall try both single-copy and slot algorithms before keeping one: 1 (default: teams whose single-copy reads are costly), 0 (never), always",
+    ),
+    (
         "MW_COLL_SPREAD",
         "0: never nudge a thread waiting in a collective onto another CPU (default 1: team members crowded on one CPU are moved apart once)",
     ),
