@@ -60,6 +60,7 @@ fn main() {
     }
     let (a, b) = start_pair();
     let data = [3u8; 8];
+    let started = std::time::Instant::now();
     let mut buf = [0u8; 8];
     match op.as_str() {
         "send_recv" => {
@@ -99,7 +100,10 @@ fn main() {
             }
         }
     }
-    println!("cost_probe: {iters} round trips of {op}");
+    // The wall clock too: lockstep, so this is the software alone (no
+    // cache line crosses cores), a steadier A/B measure than a ping-pong.
+    let per_trip = started.elapsed().as_secs_f64() * 1e9 / iters as f64;
+    println!("cost_probe: {iters} round trips of {op}, {per_trip:.1} ns each (wall clock)");
     // Skips the orderly finalize (a barrier between two endpoints that this
     // one thread would have to drive in turn): the counts are what matter.
     std::process::exit(0);

@@ -613,7 +613,7 @@ impl State {
         let taken = shm.take_if(source, |payload| {
             let Some((eager, charge)) = want.eager_from(source, payload) else { return false };
             let len = eager.body.len();
-            buf[..len].copy_from_slice(eager.body);
+            mw_transport::shm::copy_short(buf, eager.body);
             msg.tagged.owed[source as usize] = want.owed + charge;
             received = Some(RecvStatus { source, tag: eager.tag, len });
             true

@@ -28,7 +28,7 @@ pub use assist::{AssistSlot, Chunk, Offer, MAX_ASSISTED};
 pub use control::{Control, DirEntry, ASSIST_SLOTS, DIR_SLOTS};
 pub use copy::{kernel_copy_is_costly, read_lent, vm_read, vm_read_part, vm_write, write_lent, CopyDest, Far};
 pub use fence::full_fence;
-pub use ring::{parts_len, Consumer, Corrupt, Producer, PushError, RingPeek, RingView};
+pub use ring::{copy_short, parts_len, Consumer, Corrupt, Producer, PushError, RingPeek, RingView};
 pub use segment::Segment;
 pub use stage::{copy_lines, Stage, STAGE_BUFFERS, STAGE_CHUNK, STAGE_LEN};
 
