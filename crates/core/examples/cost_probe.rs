@@ -17,37 +17,21 @@
 //! Lockstep means the nonblocking `am_request_nb` plus an explicit
 //! `progress` of the target, where a real job uses `am_request`.
 
-use std::collections::HashMap;
+mod common;
 
+use common::LocalJob;
 use mw_core::{Access, Cmp, Config, Endpoint, Signal, SignalOp};
 
 /// Starts a 2-rank job in this process; returns rank 0's and rank 1's endpoints.
 fn start_pair() -> (Endpoint, Endpoint) {
-    let key = mw_bootstrap::random_job_key().expect("job key");
-    let server = mw_bootstrap::RendezvousServer::bind("127.0.0.1:0", 2, key).expect("rendezvous");
-    let vars: HashMap<&str, String> = HashMap::from([
-        ("MW_SIZE", "2".to_owned()),
-        ("MW_BOOTSTRAP", server.local_addr().to_string()),
-        ("MW_JOB_KEY", mw_bootstrap::job_key_to_hex(&key)),
-        ("MW_HOST", "probe".to_owned()),
-    ]);
-    let _server = server.spawn().expect("rendezvous thread");
+    let job = LocalJob::new(2);
     // Both ranks must join the rendezvous at once: one thread each.
-    let starts: Vec<_> = (0..2u32)
-        .map(|rank| {
-            let vars = vars.clone();
-            std::thread::spawn(move || {
-                let lookup = |name: &str| match name {
-                    "MW_RANK" => Some(rank.to_string()),
-                    other => vars.get(other).cloned(),
-                };
-                let boot = mw_bootstrap::Bootstrap::from_lookup(lookup).expect("bootstrap");
-                Endpoint::init_with_bootstrap(Config::default(), boot).expect("endpoint")
-            })
-        })
-        .collect();
-    let mut endpoints = starts.into_iter().map(|start| start.join().expect("rank thread"));
-    (endpoints.next().expect("rank 0"), endpoints.next().expect("rank 1"))
+    let (a, b) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| job.endpoint(0, Config::default()));
+        let b = scope.spawn(|| job.endpoint(1, Config::default()));
+        (a.join().expect("rank 0"), b.join().expect("rank 1"))
+    });
+    (a, b)
 }
 
 fn main() {
@@ -60,7 +44,7 @@ fn main() {
     }
     let (a, b) = start_pair();
     let data = [3u8; 8];
-    let started = std::time::Instant::now();
+    let mut started = std::time::Instant::now();
     let mut buf = [0u8; 8];
     match op.as_str() {
         "send_recv" => {
@@ -90,6 +74,7 @@ fn main() {
             // Let each side's directory entry reach the other.
             std::thread::sleep(std::time::Duration::from_millis(50));
             let (ka, kb) = (ra.key(), rb.key());
+            started = std::time::Instant::now(); // after the setup's sleep
             for round in 1..=iters as u64 {
                 let to_b = Signal { key: kb, offset: 0, op: SignalOp::Set, value: round };
                 a.put_signal_nb(1, kb, 64, &data, to_b).expect("put_signal").wait().expect("put_signal");

@@ -10,14 +10,22 @@
 //! cargo run --release --example pingpong_blocks -p mw-core -- [ROUNDS] [BLOCK]
 //! ```
 //!
+//! Operations: `put_signal`, `line` (one cache line bounced between the
+//! threads: the floor), `ring` (8-byte records through two bare
+//! `mw_transport` rings: no endpoint, lock, matching or credit),
+//! `send_recv` and `am` (the target waits in a barrier, as in `mwbench`).
+//! `PB_OPS=put_signal,am` runs only those (the others print `NaN`).
+//!
 //! Prints, per operation, the median over rounds of the block's mean half
 //! round trip, and the median of the per-round ratios against put_signal.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Instant;
 
+mod common;
+
+use common::LocalJob;
 use mw_core::{Access, Cmp, Config, Endpoint, Signal, SignalOp};
 use mw_transport::shm::ring::ring_len;
 use mw_transport::shm::{Consumer, Producer, RingView, Segment};
@@ -28,27 +36,13 @@ const RING_CAP: usize = 1 << 20;
 
 /// Starts a 2-rank job as two threads of this process; each runs `body`.
 fn run_pair<R: Send>(body: impl Fn(&Endpoint) -> R + Sync) -> Vec<R> {
-    let key = mw_bootstrap::random_job_key().expect("job key");
-    let server = mw_bootstrap::RendezvousServer::bind("127.0.0.1:0", 2, key).expect("rendezvous");
-    let vars: HashMap<&str, String> = HashMap::from([
-        ("MW_SIZE", "2".to_owned()),
-        ("MW_BOOTSTRAP", server.local_addr().to_string()),
-        ("MW_JOB_KEY", mw_bootstrap::job_key_to_hex(&key)),
-    ]);
-    let _server = server.spawn().expect("rendezvous thread");
+    let job = LocalJob::new(2);
     std::thread::scope(|scope| {
-        let body = &body;
+        let (job, body) = (&job, &body);
         let threads: Vec<_> = (0..2u32)
             .map(|rank| {
-                let vars = vars.clone();
                 scope.spawn(move || {
-                    let lookup = |name: &str| match name {
-                        "MW_RANK" => Some(rank.to_string()),
-                        other => vars.get(other).cloned(),
-                    };
-                    let boot = mw_bootstrap::Bootstrap::from_lookup(lookup).expect("bootstrap");
-                    let config = Config::from_env().expect("MW_* settings");
-                    let ep = Endpoint::init_with_bootstrap(config, boot).expect("endpoint");
+                    let ep = job.endpoint(rank, Config::from_env().expect("MW_* settings"));
                     let result = body(&ep);
                     ep.finalize().expect("finalize");
                     result
