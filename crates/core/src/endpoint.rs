@@ -614,6 +614,9 @@ impl Endpoint {
         let mut rounds_since_clock = 1u32;
         // A record-driven round did work since the last clock read.
         let mut restart_idle = false;
+        // Record-driven rounds since the last clock read (see below).
+        const RECORDS_BEFORE_CLOCK: u32 = 16;
+        let mut records_unclocked = 0u32;
         loop {
             // Between the rounds that take the lock (periodic ones, and any
             // with a record waiting in a ring) the spin only peeks at the
@@ -656,14 +659,18 @@ impl Endpoint {
                     busy = worked || state.local_work_pending();
                     worked
                 };
-                if worked && record_driven {
+                if worked && record_driven && records_unclocked < RECORDS_BEFORE_CLOCK {
                     // Straight back to peeking: the next record (a
                     // request-reply partner's next request) often lands
                     // within ~100 ns, and a clock read and a periodic round
                     // right here were in its way (8-byte am target waiting
                     // in a barrier: 0.118 -> 0.113 us per half round trip,
                     // `examples/pingpong_blocks`). The clock read that ends
-                    // the next few idle rounds restarts the idle time.
+                    // the next few idle rounds restarts the idle time; a
+                    // stream of records with no idle round between them
+                    // still reads it (deadline, periodic round: sockets and
+                    // timers) every RECORDS_BEFORE_CLOCK records.
+                    records_unclocked += 1;
                     rounds_since_clock = 1;
                     restart_idle = true;
                     continue;
@@ -671,6 +678,7 @@ impl Endpoint {
                 if worked {
                     clock = std::time::Instant::now();
                     rounds_since_clock = 0;
+                    records_unclocked = 0;
                     idle_since = clock;
                     continue;
                 }
@@ -682,6 +690,7 @@ impl Endpoint {
             }
             clock = std::time::Instant::now();
             rounds_since_clock = 0;
+            records_unclocked = 0;
             if std::mem::take(&mut restart_idle) {
                 idle_since = clock;
             }
