@@ -435,22 +435,23 @@ impl Endpoint {
         mut advance: impl FnMut(&mut State) -> bool,
     ) -> Option<(Result<()>, Output)> {
         let mut ready = |state: &mut State| state.requests.is_done(id) != Some(false) || advance(state);
-        {
+        let first_look = {
             let mut state = self.lock();
             if ready(&mut state) {
                 return state.requests.take(id);
             }
-        }
+            state
+        };
         let mut taken = None;
-        if ring_spin
-            && self.spin_for_ring_record(|state| {
-                if !ready(state) {
-                    return false;
-                }
-                taken = state.requests.take(id);
-                true
-            })
-        {
+        if !ring_spin {
+            drop(first_look);
+        } else if self.spin_for_ring_record(first_look, |state| {
+            if !ready(state) {
+                return false;
+            }
+            taken = state.requests.take(id);
+            true
+        }) {
             return taken;
         }
         self.wait_for(|state| {
@@ -475,13 +476,35 @@ impl Endpoint {
     /// memory took 0.121-0.126 µs per hop through it and 0.106-0.111 with
     /// this spin in front (alternating runs, before the rings' lap jumps).
     /// Only for waits a ring ends: a UDP reply would wait out the spin.
-    pub(crate) fn spin_for_ring_record(&self, take: impl FnOnce(&mut State) -> bool) -> bool {
+    ///
+    /// `first_look` is the guard of the caller's first look (which found
+    /// nothing): the spin keeps the lock while it peeks, so the record is
+    /// taken without another locked instruction between its landing and the
+    /// caller's return (~6 ns a hop on the Intel Xeon test VM, where an
+    /// uncontended compare-exchange costs more than on the EPYC: an 8-byte
+    /// send_recv ping-pong over shared memory does two per hop, one here
+    /// and one in the send). It lets go as soon as another thread waits
+    /// for the lock (`StateLock::is_wanted`: the progress thread, another
+    /// application thread), and peeks without it from then on.
+    pub(crate) fn spin_for_ring_record(
+        &self,
+        first_look: StateGuard<'_, State>,
+        take: impl FnOnce(&mut State) -> bool,
+    ) -> bool {
         // ~15 ns a round (a pause and a peek per ring): ~4 µs in all.
         const ROUNDS: u32 = 256;
         let Some(shm) = self.shared.shm.as_deref() else { return false };
+        let mut held = Some(first_look);
         for _ in 0..ROUNDS {
             if shm.inbound_pending() {
-                return take(&mut self.lock());
+                let mut state = match held {
+                    Some(state) => state,
+                    None => self.lock(),
+                };
+                return take(&mut state);
+            }
+            if held.is_some() && self.shared.state.is_wanted() {
+                held = None;
             }
             std::hint::spin_loop();
         }
@@ -617,7 +640,16 @@ impl Endpoint {
         // Record-driven rounds since the last clock read (see below).
         const RECORDS_BEFORE_CLOCK: u32 = 16;
         let mut records_unclocked = 0u32;
+        // The lock, kept from the last locked round while the spin only
+        // peeks, so that a record is executed without a locked instruction
+        // between its landing and the reply (module docs of `lock`,
+        // "Holding while spinning"); dropped when another thread wants it
+        // and before the CPU is yielded.
+        let mut held: Option<StateGuard<'_, State>> = None;
         loop {
+            if held.is_some() && self.shared.state.is_wanted() {
+                held = None;
+            }
             // Between the rounds that take the lock (periodic ones, and any
             // with a record waiting in a ring) the spin only peeks at the
             // rings: a locked round of progress is a few hundred
@@ -631,7 +663,10 @@ impl Endpoint {
             if periodic || shm.inbound_pending() {
                 let record_driven = !periodic;
                 let worked = {
-                    let mut state = self.shared.lock();
+                    let mut state = match held.take() {
+                        Some(state) => state,
+                        None => self.shared.lock(),
+                    };
                     // The condition first when a record is there: a receive
                     // takes its own message straight from the ring
                     // (`State::recv_from_ring`).
@@ -657,6 +692,7 @@ impl Endpoint {
                         return Some(true);
                     }
                     busy = worked || state.local_work_pending();
+                    held = Some(state);
                     worked
                 };
                 if worked && record_driven && records_unclocked < RECORDS_BEFORE_CLOCK {
@@ -702,6 +738,7 @@ impl Endpoint {
                 return None;
             }
             if idle >= YIELD_AFTER {
+                held = None;
                 std::thread::yield_now();
             } else {
                 // One pause only: it costs ~14 ns on these CPUs, and every

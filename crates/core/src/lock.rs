@@ -24,6 +24,17 @@
 //!
 //! A holder that panics unlocks on unwind (the guard's drop), like a
 //! poisoned `std` mutex whose poison every caller ignores.
+//!
+//! **Holding while spinning.** A thread about to spin for a same-host
+//! record may keep the lock it took for its first look, so that the record
+//! is taken without a second locked instruction on the message's critical
+//! path (`Endpoint::spin_for_ring_record`). Such a holder must give the
+//! lock up as soon as [`StateLock::is_wanted`] says another thread waits
+//! for it: a waiter raises that flag before it spins, so it waits one
+//! round of the holder's spin, not the whole spin. The flag is a hint
+//! either way: one left raised costs a later spinner its head start, one
+//! cleared by another waiter's success costs this waiter at most the
+//! holder's spin (a few microseconds).
 #![allow(unsafe_code)]
 
 use std::cell::UnsafeCell;
@@ -36,6 +47,9 @@ const SPINS_BEFORE_YIELD: u32 = 100;
 /// A lock around a `T`; see the module docs.
 pub(crate) struct StateLock<T> {
     locked: AtomicBool,
+    /// A thread waits for the lock (module docs, "Holding while spinning").
+    /// Beside `locked`: the spinning holder reads it from its own line.
+    wanted: AtomicBool,
     value: UnsafeCell<T>,
 }
 
@@ -48,7 +62,7 @@ unsafe impl<T: Send> Send for StateLock<T> {}
 
 impl<T> StateLock<T> {
     pub(crate) fn new(value: T) -> StateLock<T> {
-        StateLock { locked: AtomicBool::new(false), value: UnsafeCell::new(value) }
+        StateLock { locked: AtomicBool::new(false), wanted: AtomicBool::new(false), value: UnsafeCell::new(value) }
     }
 
     /// Takes the lock, waiting (spinning, then yielding) while another
@@ -64,10 +78,14 @@ impl<T> StateLock<T> {
     #[cold]
     fn lock_contended(&self) -> StateGuard<'_, T> {
         loop {
+            // Once per batch of attempts: a holder spinning for a record
+            // lets go when it sees this (module docs).
+            self.wanted.store(true, Ordering::Relaxed);
             for _ in 0..SPINS_BEFORE_YIELD {
                 // Read-only while taken: the holder keeps its line.
                 if !self.locked.load(Ordering::Relaxed) {
                     if let Some(guard) = self.try_lock() {
+                        self.wanted.store(false, Ordering::Relaxed);
                         return guard;
                     }
                 }
@@ -75,6 +93,13 @@ impl<T> StateLock<T> {
             }
             std::thread::yield_now();
         }
+    }
+
+    /// Whether another thread waits for the lock: a holder that is only
+    /// spinning must drop its guard (module docs, "Holding while spinning").
+    #[inline]
+    pub(crate) fn is_wanted(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed)
     }
 
     /// Takes the lock if it is free.
@@ -149,6 +174,28 @@ mod tests {
             thread.join().unwrap();
         }
         assert_eq!(*lock.lock(), 400_000);
+    }
+
+    #[test]
+    fn a_waiter_raises_wanted_and_a_holder_that_lets_go_lets_it_in() {
+        let lock = Arc::new(StateLock::new(0u32));
+        let guard = lock.lock();
+        assert!(!lock.is_wanted(), "nobody waits yet");
+        let waiter = {
+            let lock = Arc::clone(&lock);
+            std::thread::spawn(move || *lock.lock() += 1)
+        };
+        // The holder spins as `Endpoint::spin_for_ring_record` does, letting
+        // go when asked.
+        let started = std::time::Instant::now();
+        while !lock.is_wanted() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "the waiter never asked");
+            std::hint::spin_loop();
+        }
+        drop(guard);
+        waiter.join().unwrap();
+        assert_eq!(*lock.lock(), 1);
+        assert!(!lock.is_wanted(), "the waiter that got the lock lowers the flag");
     }
 
     #[test]

@@ -833,9 +833,12 @@ impl Endpoint {
         if self.progress_thread_runs() {
             return None;
         }
-        let mut outcome = self.lock().recv_unposted(context, source, tag, buf);
-        if outcome == Unposted::Wait {
-            self.spin_for_ring_record(|state| {
+        let mut first_look = self.lock();
+        let mut outcome = first_look.recv_unposted(context, source, tag, buf);
+        if outcome != Unposted::Wait {
+            drop(first_look);
+        } else {
+            self.spin_for_ring_record(first_look, |state| {
                 outcome = state.recv_unposted(context, source, tag, buf);
                 outcome != Unposted::Wait
             });
