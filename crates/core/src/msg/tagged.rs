@@ -589,8 +589,11 @@ impl State {
     /// the next look finds it and answers `Post`.
     pub(crate) fn recv_unposted(&mut self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Unposted {
         let tagged = &self.msg.tagged;
+        // `is_empty` first: iterating an empty deque still costs ~30
+        // instructions, on every same-host receive's critical path.
         if !tagged.posted.is_empty()
-            || tagged.unexpected.iter().any(|u| accepts(context, source, tag, u.context, u.source, u.tag))
+            || (!tagged.unexpected.is_empty()
+                && tagged.unexpected.iter().any(|u| accepts(context, source, tag, u.context, u.source, u.tag)))
         {
             return Unposted::Post;
         }
