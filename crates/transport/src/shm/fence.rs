@@ -69,8 +69,12 @@ mod tests {
             let (flags, seen, go, finished) = (&flags, &seen, &go, &finished);
             scope.spawn(move || {
                 for round in 1..=ROUNDS {
+                    // Spins first (the rounds must overlap), then yields: with
+                    // other tests on the same two CPUs the partner may not be
+                    // running, and pure spinning took ~2 minutes.
+                    let backoff = crossbeam_utils::Backoff::new();
                     while go.load(Ordering::Acquire) < round {
-                        std::hint::spin_loop();
+                        backoff.snooze();
                     }
                     flags[1].store(round, Ordering::Relaxed);
                     full_fence();
@@ -83,8 +87,9 @@ mod tests {
                 flags[0].store(round, Ordering::Relaxed);
                 full_fence();
                 seen[0].store(flags[1].load(Ordering::Relaxed), Ordering::Relaxed);
+                let backoff = crossbeam_utils::Backoff::new();
                 while finished[1].load(Ordering::Acquire) < round {
-                    std::hint::spin_loop();
+                    backoff.snooze();
                 }
                 if seen[0].load(Ordering::Relaxed) < round && seen[1].load(Ordering::Relaxed) < round {
                     both_missed += 1;

@@ -926,23 +926,35 @@ mod tests {
     fn two_threads_stream_through_a_small_ring() {
         let (mut tx, mut rx) = ring(512);
         const N: u64 = 100_000;
+        // Each side backs off to yielding while the other makes no progress:
+        // with other tests' threads on the same two CPUs, pure spinning made
+        // each hand-over wait for a time slice (the test took ~2 minutes).
         let producer = std::thread::spawn(move || {
+            let backoff = crossbeam_utils::Backoff::new();
             let mut i = 0u64;
             while i < N {
                 if tx.push(&[&i.to_le_bytes()]).is_ok() {
                     i += 1;
+                    backoff.reset();
                 } else {
-                    std::hint::spin_loop();
+                    backoff.snooze();
                 }
             }
         });
+        let backoff = crossbeam_utils::Backoff::new();
         let mut expect = 0u64;
         while expect < N {
-            rx.pop(|msg| {
-                assert_eq!(u64::from_le_bytes(msg.try_into().unwrap()), expect);
-                expect += 1;
-            })
-            .unwrap();
+            let took = rx
+                .pop(|msg| {
+                    assert_eq!(u64::from_le_bytes(msg.try_into().unwrap()), expect);
+                    expect += 1;
+                })
+                .unwrap();
+            if took {
+                backoff.reset();
+            } else {
+                backoff.snooze();
+            }
         }
         producer.join().unwrap();
     }
@@ -1217,34 +1229,47 @@ mod tests {
         let cap = 1024;
         let ((mut a_tx, mut a_rx), (mut b_tx, mut b_rx)) = pair_of_peers(cap);
         const N: u64 = 50_000;
+        // Both sides back off to yielding while nothing moves (see
+        // `two_threads_stream_through_a_small_ring`).
         let echo = std::thread::spawn(move || {
+            let backoff = crossbeam_utils::Backoff::new();
             let mut seen = 0u64;
             while seen < N {
                 let mut got = None;
                 if b_rx.pop(|m| got = Some(u64::from_le_bytes(m[..8].try_into().unwrap()))).unwrap() {
                     assert_eq!(got, Some(seen));
                     seen += 1;
+                    backoff.reset();
                     // Echo every third, so some stretches stream one way.
                     if seen % 3 == 0 {
                         while b_tx.push(&[&seen.to_le_bytes()]).is_err() {
-                            std::hint::spin_loop();
+                            backoff.snooze();
                         }
                     }
                 } else {
-                    std::hint::spin_loop();
+                    backoff.snooze();
                 }
             }
         });
+        let backoff = crossbeam_utils::Backoff::new();
         let (mut sent, mut echoes) = (0u64, 0u64);
         while sent < N || echoes < N / 3 {
+            let mut moved = false;
             if sent < N && a_tx.push(&[&sent.to_le_bytes(), &[1u8; 20]]).is_ok() {
                 sent += 1;
+                moved = true;
             }
-            a_rx.pop(|m| {
-                echoes += 1;
-                assert_eq!(u64::from_le_bytes(m.try_into().unwrap()), echoes * 3);
-            })
-            .unwrap();
+            moved |= a_rx
+                .pop(|m| {
+                    echoes += 1;
+                    assert_eq!(u64::from_le_bytes(m.try_into().unwrap()), echoes * 3);
+                })
+                .unwrap();
+            if moved {
+                backoff.reset();
+            } else {
+                backoff.snooze();
+            }
         }
         echo.join().unwrap();
     }
