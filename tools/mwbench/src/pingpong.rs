@@ -39,6 +39,9 @@ fn row(job: &Job, op: &str, transport: &str, size: usize, samples: Option<Vec<f6
 
 /// Measures memwire op `op` (a pingpong op name) at `size` bytes.
 pub fn measure(job: &Job, op: &str, transport: &'static str, size: usize, iters: usize) -> Vec<Row> {
+    if let Some(members) = crate::plan::group_members(op) {
+        return interleaved(job, members.to_vec(), transport, size, iters);
+    }
     match op {
         "put_signal" => row(job, op, transport, size, job.pair(transport, None, move |ep| put_signal(ep, size, iters))),
         "put_signal_auth" => put_signal_pair(job, "put_signal_auth", size, iters, |c, on| c.auth = Some(on)),
@@ -114,6 +117,38 @@ fn put_signal_pair(
     let mut rows = row(job, "put_signal", "udp", size, Some(plain));
     rows.extend(row(job, op, "udp", size, Some(with)));
     rows
+}
+
+/// Ping-pongs of `ops` (of put_signal, send_recv and am) in one job, in
+/// `BLOCKS` alternating blocks of an `iters / BLOCKS` share each (the
+/// order rotated block by block, each with its own warm-up), so that where
+/// the host places the two vCPUs, which changes several times an hour on
+/// the test VMs, weighs on each op alike (plan: `INTERLEAVED`). One row per
+/// op, of all its blocks' samples.
+fn interleaved(job: &Job, ops: Vec<&'static str>, transport: &'static str, size: usize, iters: usize) -> Vec<Row> {
+    const BLOCKS: usize = 8;
+    let per_block = iters.div_ceil(BLOCKS);
+    let names = ops.clone();
+    let samples = job.pair(transport, None, move |ep| {
+        let mut all = vec![Vec::with_capacity(per_block * BLOCKS); ops.len()];
+        for block in 0..BLOCKS {
+            for k in 0..ops.len() {
+                let i = (block + k) % ops.len();
+                let block_samples = match ops[i] {
+                    "put_signal" => put_signal(ep, size, per_block),
+                    "send_recv" => send_recv(ep, size, per_block),
+                    "am" => am(ep, size, per_block),
+                    other => unreachable!("{other} is not interleaved (plan: INTERLEAVED)"),
+                };
+                all[i].extend(block_samples);
+            }
+        }
+        all
+    });
+    match samples {
+        Some(all) => names.iter().zip(all).flat_map(|(op, s)| row(job, op, transport, size, Some(s))).collect(),
+        None => Vec::new(),
+    }
 }
 
 /// Round trip of a fetching 64-bit atomic (reported as half).
