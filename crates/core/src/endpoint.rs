@@ -970,15 +970,17 @@ impl Endpoint {
             }
             seq
         };
-        let mut failed = None;
+        let mut outcome = None;
         self.wait_for(|state| {
-            failed = state.internal.failed_peer;
-            failed.is_some() || state.internal.has_result(seq)
+            // The result wins over a failed peer (`Internal::outcome`).
+            outcome = state.internal.outcome(seq);
+            outcome.is_some()
         });
-        if let Some(rank) = failed {
-            return Err(Error::PeerUnreachable { rank });
+        match outcome {
+            Some(Ok(all)) => Ok(all),
+            Some(Err(rank)) => Err(Error::PeerUnreachable { rank }),
+            None => Err(Error::InvalidArgument("internal gather ended without an outcome")),
         }
-        Ok(self.lock().internal.take_result(seq).unwrap_or_default())
     }
 }
 

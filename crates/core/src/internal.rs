@@ -89,12 +89,25 @@ impl Internal {
     }
 
     /// Whether gather `seq` has a result.
+    #[cfg(test)]
     pub fn has_result(&self, seq: u64) -> bool {
         self.results.contains_key(&seq)
     }
 
     pub fn peer_failed(&mut self, peer: u32) {
         self.failed_peer.get_or_insert(peer);
+    }
+
+    /// How gather `seq` ended, if it did: its result when there is one,
+    /// even after a peer failed (a peer that got its own result and left,
+    /// as after `finalize`'s barrier, is gone by the time a slower member
+    /// reads the root's answer, and that member's gather succeeded all the
+    /// same); otherwise the failed peer.
+    pub fn outcome(&mut self, seq: u64) -> Option<Result<Vec<Vec<u8>>, u32>> {
+        if let Some(result) = self.take_result(seq) {
+            return Some(Ok(result));
+        }
+        self.failed_peer.map(Err)
     }
 }
 
@@ -128,6 +141,19 @@ mod tests {
         assert_eq!(decode(&encode(&parts), 3), Some(parts));
         assert_eq!(decode(&[1, 0, 0], 1), None);
         assert_eq!(decode(&encode(&[b"a".to_vec()]), 2), None);
+    }
+
+    #[test]
+    fn a_result_that_arrived_wins_over_a_peer_that_left_since() {
+        let mut member = Internal::new(1, 3);
+        assert_eq!(member.outcome(0), None, "nothing yet");
+        // The root's answer is in; then rank 2, done with its own copy, exits.
+        let all = encode(&[b"r0".to_vec(), b"r1".to_vec(), b"r2".to_vec()]);
+        assert!(member.on_message(0, HANDLER_RESULT, 0, &all));
+        member.peer_failed(2);
+        assert_eq!(member.outcome(0), Some(Ok(vec![b"r0".to_vec(), b"r1".to_vec(), b"r2".to_vec()])));
+        // A gather whose answer never came fails with the peer.
+        assert_eq!(member.outcome(1), Some(Err(2)));
     }
 
     #[test]

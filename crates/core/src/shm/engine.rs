@@ -490,6 +490,18 @@ impl State {
             .filter(|link| !self.dead[link.rank as usize] && !process_alive(link.pid))
             .map(|link| link.rank)
             .collect();
+        if gone.is_empty() {
+            return;
+        }
+        // First take what is in the rings now: what the gone peer published
+        // before it exited, and what others sent since this round's poll (a
+        // peer that finished `finalize`'s barrier exits at once, and the
+        // root's answer that ends ours may have landed just after our poll:
+        // declaring the peer dead before reading it failed that barrier in
+        // a 4-process CI job). A gone peer adds nothing more; a live one that
+        // keeps sending is read this far, no further.
+        const DRAIN_BEFORE_DEAD: usize = 1 << 14;
+        self.poll_shm_rings_to(now, DRAIN_BEFORE_DEAD, &[]);
         for peer in gone {
             self.shm_peer_dead(peer);
         }
