@@ -27,8 +27,8 @@ pub(crate) struct Internal {
     /// Sequence numbers are this job's own (counted by the members, never
     /// chosen by an outsider), so the one-multiply hasher is enough: a rank
     /// waiting in a barrier looks its result up on every round of the wait,
-    /// also just before it executes an arriving active message, and the
-    /// default SipHash made that lookup ~20 ns.
+    /// also just before it executes an arriving active message (the
+    /// default SipHash was 2.7% of an 8-byte am ping-pong's `perf` profile).
     contributions: KeyMap<u64, Vec<Option<Vec<u8>>>>,
     /// Completed results per sequence number.
     results: KeyMap<u64, Vec<Vec<u8>>>,
