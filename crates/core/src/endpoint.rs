@@ -491,11 +491,9 @@ impl Endpoint {
         first_look: StateGuard<'_, State>,
         take: impl FnOnce(&mut State) -> bool,
     ) -> bool {
-        // ~15 ns a round (a pause and a peek per ring): ~4 µs in all.
-        const ROUNDS: u32 = 256;
         let Some(shm) = self.shared.shm.as_deref() else { return false };
         let mut held = Some(first_look);
-        for _ in 0..ROUNDS {
+        for _ in 0..RING_SPIN_ROUNDS {
             if shm.inbound_pending() {
                 let mut state = match held {
                     Some(state) => state,
@@ -509,6 +507,33 @@ impl Endpoint {
             std::hint::spin_loop();
         }
         false
+    }
+
+    /// [`spin_for_ring_record`](Self::spin_for_ring_record) for a caller
+    /// that must not let go of the lock until it has finished what it
+    /// started under it (`am_begin`: a request published under the id the
+    /// next allocation gives, not allocated yet). Polls the rings' stamps
+    /// with `held` kept, offers the first record that lands to `take`, and
+    /// hands the guard back: after `take` (with what it returned), or with
+    /// `false` as soon as another thread waits for the lock or the spin
+    /// (~4 µs) is over.
+    pub(crate) fn spin_holding_lock<'a>(
+        &'a self,
+        mut held: StateGuard<'a, State>,
+        take: impl FnOnce(&mut State) -> bool,
+    ) -> (StateGuard<'a, State>, bool) {
+        let Some(shm) = self.shared.shm.as_deref() else { return (held, false) };
+        for _ in 0..RING_SPIN_ROUNDS {
+            if shm.inbound_pending() {
+                let taken = take(&mut held);
+                return (held, taken);
+            }
+            if self.shared.state.is_wanted() {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        (held, false)
     }
 
     /// [`wait_for`](Self::wait_for), giving up at `until`: returns whether
@@ -985,6 +1010,11 @@ impl Endpoint {
         }
     }
 }
+
+/// Rounds of the spins that wait for a ring record (`Endpoint::
+/// spin_for_ring_record`, `Endpoint::spin_holding_lock`): ~15 ns a round
+/// (a pause and a peek per ring), ~4 µs in all.
+const RING_SPIN_ROUNDS: u32 = 256;
 
 /// Marks an application thread as waiting inside the library (in
 /// `Shared::app_waiting`) until [`end`](WaitingMark::end) or its drop (also

@@ -575,6 +575,84 @@ fn active_messages() {
     }
 }
 
+/// A blocking request to a same-host peer waits for its reply holding the
+/// lock, before its request is allocated, and hands over to the general
+/// path whenever it cannot take the reply itself: another record from the
+/// target in front of the reply, a handler slower than the spin, another
+/// thread wanting the lock (two threads requesting at once), an error or a
+/// large reply. Every reply must reach its own request, and nothing may
+/// stay allocated.
+#[test]
+fn blocking_requests_to_a_same_host_peer_hand_over_when_they_must() {
+    run_job(2, common::shm(Config::default()), |ep| {
+        ep.register_handler(1, |ctx, m| {
+            ctx.reply(&[m.args[0] + 1], m.payload).unwrap();
+        })
+        .unwrap();
+        ep.register_handler(2, |ctx, m| {
+            // Well past the requester's spin (~4 µs).
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            ctx.reply(&[m.args[0] * 2], &[]).unwrap();
+        })
+        .unwrap();
+        ep.register_handler(3, |ctx, _m| {
+            ctx.reply(&[], &pattern(3, 100_000)).unwrap();
+        })
+        .unwrap();
+        ep.barrier().unwrap();
+        let mut reply = mw_core::AmReplyData::default();
+        if ep.rank() == 1 {
+            // Answers each message from rank 0 with one of its own, then
+            // waits for the next: the request rank 0 sent after its message
+            // runs in that wait, so its reply lands behind our message.
+            for _ in 0..20 {
+                let mut buf = [0u8; 8];
+                ep.recv(0, 8, &mut buf).unwrap();
+                ep.send(0, 9, &buf).unwrap();
+            }
+        } else {
+            for i in 0..20u64 {
+                ep.send(1, 8, &i.to_le_bytes()).unwrap();
+                ep.am_request_into(1, 1, &[i], &[i as u8; 3], &mut reply).unwrap();
+                assert_eq!(reply, mw_core::AmReplyData { args: vec![i + 1], payload: vec![i as u8; 3] });
+            }
+            // The messages that came in front of the replies are all there, in order.
+            for i in 0..20u64 {
+                let mut buf = [0u8; 8];
+                ep.recv(1, 9, &mut buf).unwrap();
+                assert_eq!(u64::from_le_bytes(buf), i);
+            }
+        }
+        ep.barrier().unwrap();
+        if ep.rank() == 0 {
+            ep.am_request_into(1, 2, &[21], b"", &mut reply).unwrap();
+            assert_eq!(reply, mw_core::AmReplyData { args: vec![42], payload: vec![] }, "slow handler");
+            ep.am_request_into(1, 3, &[], b"", &mut reply).unwrap();
+            assert_eq!(reply.payload, pattern(3, 100_000), "large reply");
+            assert_eq!(ep.am_request_into(1, 77, &[], b"", &mut reply).unwrap_err(), Error::NoHandler);
+            assert_eq!(reply, mw_core::AmReplyData::default(), "an error leaves the reply empty");
+            // Two threads at once: each sees its own replies.
+            std::thread::scope(|s| {
+                for t in 0..2u64 {
+                    s.spawn(move || {
+                        let mut reply = mw_core::AmReplyData::default();
+                        for i in 0..2000u64 {
+                            let arg = t << 32 | i;
+                            ep.am_request_into(1, 1, &[arg], &arg.to_le_bytes(), &mut reply).unwrap();
+                            assert_eq!(reply.args, [arg + 1]);
+                            assert_eq!(reply.payload, arg.to_le_bytes());
+                        }
+                    });
+                }
+            });
+            let stats = ep.msg_stats();
+            assert!(stats.am_replies_in_place > 0, "no reply taken from the ring");
+        }
+        ep.barrier().unwrap();
+        assert_eq!(ep.stats().0.requests_live, 0, "requests left allocated");
+    });
+}
+
 #[test]
 fn fifo_backpressure_and_watermark() {
     for (name, cfg) in configs() {
