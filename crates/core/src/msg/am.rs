@@ -447,9 +447,18 @@ impl crate::endpoint::State {
     /// front of that peer's ring, read in place: the successful inline
     /// reply the generic path (`on_reply`) would land, written straight into
     /// the caller's `out` (its buffers reused), and the request freed.
-    /// Anything else (an error status, a rendezvous reply, another record)
-    /// stays in the ring for the next poll. Returns whether it completed.
-    pub(crate) fn am_reply_from_ring(&mut self, id: RequestId, rank: u32, out: &mut AmReplyData) -> bool {
+    /// `allocated` false: `id` was published and not allocated yet
+    /// (`Endpoint::am_begin`, which holds the lock from the publication
+    /// on), so there is no request to check or free. Anything else (an
+    /// error status, a rendezvous reply, another record) stays in the ring
+    /// for the next poll. Returns whether it completed.
+    pub(crate) fn am_reply_from_ring(
+        &mut self,
+        id: RequestId,
+        rank: u32,
+        out: &mut AmReplyData,
+        allocated: bool,
+    ) -> bool {
         if self.dead.get(rank as usize) != Some(&false) {
             return false;
         }
@@ -457,32 +466,12 @@ impl crate::endpoint::State {
         let Some(shm) = shm.as_mut() else { return false };
         let taken = shm.take_if(rank, |payload| {
             let Some(reply) = inline_reply_to(id, payload) else { return false };
-            if !matches!(requests.msg_mut(id), Some(MsgOutput::AmReply { .. })) {
-                return false;
+            if allocated {
+                if !matches!(requests.msg_mut(id), Some(MsgOutput::AmReply { .. })) {
+                    return false;
+                }
+                requests.retire(id);
             }
-            requests.retire(id);
-            out.fill(reply.args.as_slice(), reply.body);
-            true
-        });
-        if taken {
-            stats.shm_ring_received += 1;
-            msg.stats.am_replies_in_place += 1;
-        }
-        taken
-    }
-
-    /// [`am_reply_from_ring`](Self::am_reply_from_ring) for a request
-    /// published under `id` and not allocated yet (`Endpoint::am_begin`,
-    /// which holds the lock from the publication on): the same successful
-    /// inline reply, with no request to check or free.
-    pub(crate) fn am_reply_unallocated(&mut self, id: RequestId, rank: u32, out: &mut AmReplyData) -> bool {
-        if self.dead.get(rank as usize) != Some(&false) {
-            return false;
-        }
-        let crate::endpoint::State { shm, stats, msg, .. } = self;
-        let Some(shm) = shm.as_mut() else { return false };
-        let taken = shm.take_if(rank, |payload| {
-            let Some(reply) = inline_reply_to(id, payload) else { return false };
             out.fill(reply.args.as_slice(), reply.body);
             true
         });
@@ -549,7 +538,7 @@ impl AmHandle<'_> {
         // nothing.
         let ring_spin = from_ring && !self.ep.progress_thread_runs();
         let taken = self.ep.wait_and_take_with(id, ring_spin, |state| {
-            in_place = from_ring && state.am_reply_from_ring(id, rank, reply);
+            in_place = from_ring && state.am_reply_from_ring(id, rank, reply, true);
             in_place
         });
         self.finished = true;
@@ -702,7 +691,8 @@ impl Endpoint {
                     // wanting the lock) allocates the request below before
                     // the lock goes, and the general wait takes over.
                     let taken;
-                    (state, taken) = self.spin_holding_lock(state, |state| state.am_reply_unallocated(req, rank, out));
+                    (state, taken) =
+                        self.spin_holding_lock(state, |state| state.am_reply_from_ring(req, rank, out, false));
                     if taken {
                         return Ok(Begun::Replied);
                     }
