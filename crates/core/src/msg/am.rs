@@ -686,10 +686,10 @@ impl Endpoint {
                     // general wait (8-byte `mwbench` ping-pong as two
                     // processes, EPYC VM, 9 alternating runs: median of the
                     // medians 0.141 -> 0.135 µs per half round trip, lower
-                    // in 7 of 9). Anything else
-                    // (another record first, the spin over, another thread
-                    // wanting the lock) allocates the request below before
-                    // the lock goes, and the general wait takes over.
+                    // in 7 of 9). Anything else (another record first, the
+                    // spin over, another thread wanting the lock) allocates
+                    // the request below before the lock goes, and the
+                    // general wait takes over.
                     let taken;
                     (state, taken) =
                         self.spin_holding_lock(state, |state| state.am_reply_from_ring(req, rank, out, false));
