@@ -468,6 +468,17 @@ fn active_messages() {
             })
             .unwrap();
             ep.register_handler(5, |_ctx, _m| panic!("handler failure")).unwrap();
+            // 6: all eight arguments back, reversed, after a refused reply
+            // of nine (which must leave no trace in the one that follows).
+            ep.register_handler(6, |ctx, m| {
+                assert_eq!(
+                    ctx.reply(&[u64::MAX; 9], b"nine").unwrap_err(),
+                    Error::InvalidArgument("at most 8 active-message arguments")
+                );
+                let args: Vec<u64> = m.args.iter().rev().copied().collect();
+                ctx.reply(&args, m.payload).unwrap();
+            })
+            .unwrap();
             assert!(ep.register_handler(1, |_, _| {}).is_err(), "taken id");
             assert!(ep.register_handler(RESERVED_HANDLER_BASE, |_, _| {}).is_err(), "reserved id");
             assert!(ep.register_handler(0xFFFF, |_, _| {}).is_err(), "reserved id");
@@ -521,6 +532,13 @@ fn active_messages() {
             assert_eq!(ep.am_request(right, 5, &[], b"").unwrap_err(), Error::Unsupported);
             assert!(ep.am_request(right, RESERVED_HANDLER_BASE, &[], b"").is_err());
             assert!(ep.am_request(right, 1, &[0; 9], b"").is_err());
+            // Every argument slot, both ways, then fewer into the same reply.
+            let eight: Vec<u64> = (1..=8).map(|i| i * 0x0101_0101_0101_0101).collect();
+            ep.am_request_into(right, 6, &eight, b"8", &mut reply).unwrap();
+            assert_eq!(reply.args, eight.iter().rev().copied().collect::<Vec<_>>());
+            assert_eq!(reply.payload, b"8");
+            ep.am_request_into(right, 6, &[3, 4], b"", &mut reply).unwrap();
+            assert_eq!(reply, mw_core::AmReplyData { args: vec![4, 3], payload: Vec::new() });
             // To self, and many in flight at once.
             assert_eq!(ep.am_request(me, 1, &[0], b"xy").unwrap().payload, b"yx");
             let handles: Vec<_> = (0..50u64).map(|i| ep.am_request_nb(right, 1, &[i], &[i as u8]).unwrap()).collect();

@@ -350,3 +350,98 @@ proptest! {
         decode_check::check(&bytes);
     }
 }
+
+/// Checks the in-place active-message forms against the full parsers on
+/// `bytes` (a message whose first byte may or may not be an AM opcode).
+fn check_am_views(bytes: &[u8]) -> Result<(), TestCaseError> {
+    match bytes.first().copied() {
+        Some(code) if code == OpCode::AmRequest as u8 => match (AmRequest::parse(bytes), AmRequestView::parse(bytes)) {
+            (Ok(full), Ok(view)) => {
+                prop_assert_eq!(
+                    (view.req, view.handler, view.want_reply, view.rndv),
+                    (full.req, full.handler, full.want_reply, full.rndv)
+                );
+                let mut args = [0u64; AM_MAX_ARGS];
+                prop_assert_eq!(view.args_into(&mut args), full.args.as_slice());
+                prop_assert_eq!(view.body(), full.body);
+            }
+            (Err(a), Err(b)) => prop_assert_eq!(a, b),
+            (full, view) => prop_assert!(false, "parse {:?} but view {:?}", full, view),
+        },
+        Some(code) if code == OpCode::AmReply as u8 => match (AmReply::parse(bytes), AmReplyView::parse(bytes)) {
+            (Ok(full), Ok(view)) => {
+                prop_assert_eq!((view.req, view.status, view.rndv), (full.req, full.status, full.rndv));
+                let args: Vec<u64> = (0..view.args_len()).map(|i| view.arg(i)).collect();
+                prop_assert_eq!(&args[..], full.args.as_slice());
+                prop_assert_eq!(view.body(), full.body);
+            }
+            (Err(a), Err(b)) => prop_assert_eq!(a, b),
+            (full, view) => prop_assert!(false, "parse {:?} but view {:?}", full, view),
+        },
+        _ => {}
+    }
+    Ok(())
+}
+
+proptest! {
+    // The in-place forms (AmRequestView, AmReplyView) accept exactly what
+    // the full parsers accept, with the same error, and read the same
+    // fields: valid messages, mutated ones and truncated ones.
+    #[test]
+    fn am_views_agree_with_the_parsers(
+        op in op(),
+        at in any::<prop::sample::Index>(),
+        value in any::<u8>(),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let valid = message(&op);
+        let mut mutated = valid.clone();
+        let i = at.index(mutated.len());
+        mutated[i] ^= value | 1;
+        let cut = cut.index(valid.len());
+        for bytes in [&valid[..], &mutated[..], &valid[..cut]] {
+            check_am_views(bytes)?;
+        }
+    }
+
+    // The in-place emitters write what the reprs write, and
+    // AmArgs::assign gives what from_slice gives (over any earlier value).
+    #[test]
+    fn am_in_place_emitters_match_the_reprs(
+        req in any::<u32>(),
+        handler in any::<u16>(),
+        want_reply in any::<bool>(),
+        args in am_args(),
+        earlier in am_args(),
+    ) {
+        let mut expected = [0xeeu8; AM_MAX_HEADER_LEN];
+        let mut written = [0x55u8; AM_MAX_HEADER_LEN];
+        let request = AmRequest { req, handler, want_reply, rndv: false, args, body: &[] };
+        let len = request.emit_header(&mut expected);
+        prop_assert_eq!(AmRequest::emit_plain_header(req, handler, want_reply, args.as_slice(), &mut written), Some(len));
+        prop_assert_eq!(&written[..len], &expected[..len]);
+        let reply = AmReply { req, status: Status::Ok, rndv: false, args, body: &[] };
+        let len = reply.emit_header(&mut expected);
+        prop_assert_eq!(AmReply::emit_ok_header(req, &args, &mut written), len);
+        prop_assert_eq!(&written[..len], &expected[..len]);
+        let mut assigned = earlier;
+        prop_assert!(assigned.assign(args.as_slice()));
+        prop_assert_eq!(assigned, args);
+    }
+}
+
+#[test]
+fn in_place_forms_refuse_more_than_eight_arguments() {
+    let nine = [7u64; AM_MAX_ARGS + 1];
+    let mut buf = [0u8; AM_MAX_HEADER_LEN + 8];
+    assert_eq!(AmRequest::emit_plain_header(1, 2, true, &nine, &mut buf), None);
+    assert_eq!(buf, [0u8; AM_MAX_HEADER_LEN + 8], "nothing written");
+    let mut args = AmArgs::from_slice(&[1, 2]).expect("two");
+    assert!(!args.assign(&nine));
+    assert_eq!(args.as_slice(), &[1, 2], "unchanged");
+    // A count of nine in the flags byte is refused by both parsers alike.
+    let mut msg = vec![OpCode::AmRequest as u8, 9, 0, 0, 0, 0, 0, 0];
+    msg.extend_from_slice(&[0u8; 80]);
+    assert_eq!(AmRequestView::parse(&msg).map(|_| ()), AmRequest::parse(&msg).map(|_| ()));
+    assert!(AmRequestView::parse(&msg).is_err());
+}

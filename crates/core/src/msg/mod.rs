@@ -555,9 +555,12 @@ impl State {
     }
 }
 
+/// The error for more than [`AM_MAX_ARGS`](mw_wire::op::AM_MAX_ARGS) arguments.
+pub(crate) const TOO_MANY_ARGS: Error = Error::InvalidArgument("at most 8 active-message arguments");
+
 /// Active-message arguments from a slice (at most eight).
 pub(crate) fn check_args(args: &[u64]) -> Result<AmArgs> {
-    AmArgs::from_slice(args).ok_or(Error::InvalidArgument("at most 8 active-message arguments"))
+    AmArgs::from_slice(args).ok_or(TOO_MANY_ARGS)
 }
 
 /// Takes a completed request's messaging output.

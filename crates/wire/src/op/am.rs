@@ -3,7 +3,18 @@
 //!
 //! Owns: [`AmArgs`] (up to [`AM_MAX_ARGS`] u64 arguments, a fixed-size value
 //! type), the layouts of [`AmRequest`] and [`AmReply`] (seed 003, PPRAM-Link's
-//! active messages; GASNet-style short/medium messages).
+//! active messages; GASNet-style short/medium messages), and the in-place
+//! forms a same-host round trip uses ([`AmRequestView`], [`AmReplyView`],
+//! [`AmRequest::emit_plain_header`], [`AmReply::emit_ok_header`]).
+//!
+//! Why in-place forms: an [`AmArgs`] is 72 bytes written field by field and
+//! then moved whole, through a `Result` or into a struct, several times
+//! between a record's arrival and the handler's reply. Each move reads
+//! back, in wide loads, what narrow stores wrote just before, and the CPU
+//! cannot forward those stores to the loads: it waits for them to reach the
+//! cache. On a same-host 8-byte active message that was on the critical
+//! path, on both sides: the views leave the arguments in the message and
+//! decode them straight into their destination.
 //!
 //! Must not: know which handler ids are reserved or what a handler does
 //! (mw-core's), or accept more than [`AM_MAX_ARGS`] arguments or unknown flag
@@ -87,6 +98,20 @@ impl AmArgs {
         Some(out)
     }
 
+    /// Replaces the arguments with `args` where they are (no [`AmArgs`]
+    /// built and moved in: see the module docs); `false`, and nothing
+    /// changed, if there are more than [`AM_MAX_ARGS`].
+    #[inline]
+    pub fn assign(&mut self, args: &[u64]) -> bool {
+        if args.len() > AM_MAX_ARGS {
+            return false;
+        }
+        self.values[..args.len()].copy_from_slice(args);
+        self.values[args.len()..].fill(0);
+        self.len = args.len() as u8;
+        true
+    }
+
     /// Appends one argument; gives it back if all [`AM_MAX_ARGS`] are in use.
     pub fn push(&mut self, value: u64) -> core::result::Result<(), u64> {
         let len = usize::from(self.len);
@@ -155,6 +180,126 @@ pub struct AmRequest<'a> {
     pub body: &'a [u8],
 }
 
+/// An [`AmRequest`] read in place: its fixed fields, with the arguments
+/// and the body left in the message (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmRequestView<'a> {
+    /// Request id; the [`AmReply`] carries it.
+    pub req: u32,
+    /// Handler id at the target.
+    pub handler: u16,
+    /// Whether the initiator waits for an [`AmReply`].
+    pub want_reply: bool,
+    /// The body is a [`RndvDesc`](super::RndvDesc), not the payload.
+    pub rndv: bool,
+    msg: &'a [u8],
+    nargs: usize,
+}
+
+impl<'a> AmRequestView<'a> {
+    /// Checks `msg` exactly as [`AmRequest::parse`] does (not its opcode)
+    /// and reads its fixed fields.
+    #[inline(always)]
+    pub fn parse(msg: &'a [u8]) -> Result<AmRequestView<'a>> {
+        need(msg, field::ARGS)?;
+        let flags = msg[field::FLAGS];
+        if flags & !(NARGS_MASK | FLAG_WANT_REPLY | FLAG_RNDV) != 0 {
+            return Err(Error::Malformed);
+        }
+        let nargs = args_len(msg, flags & NARGS_MASK)?;
+        Ok(AmRequestView {
+            req: get32(msg, field::REQ),
+            handler: get16(msg, field::HANDLER),
+            want_reply: flags & FLAG_WANT_REPLY != 0,
+            rndv: flags & FLAG_RNDV != 0,
+            msg,
+            nargs,
+        })
+    }
+
+    /// Decodes the arguments into `out` and returns them (a prefix of it).
+    #[inline(always)]
+    pub fn args_into<'o>(&self, out: &'o mut [u64; AM_MAX_ARGS]) -> &'o [u64] {
+        for (i, value) in out[..self.nargs].iter_mut().enumerate() {
+            *value = arg_at(self.msg, i);
+        }
+        &out[..self.nargs]
+    }
+
+    /// The payload (or, with `rndv`, its rendezvous descriptor).
+    #[inline(always)]
+    pub fn body(&self) -> &'a [u8] {
+        &self.msg[field::ARGS + self.nargs * field::ARG_SIZE..]
+    }
+}
+
+/// An [`AmReply`] read in place (see [`AmRequestView`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmReplyView<'a> {
+    /// The request this answers.
+    pub req: u32,
+    /// Outcome.
+    pub status: Status,
+    /// The body is a [`RndvDesc`](super::RndvDesc), not the payload.
+    pub rndv: bool,
+    msg: &'a [u8],
+    nargs: usize,
+}
+
+impl<'a> AmReplyView<'a> {
+    /// Checks `msg` exactly as [`AmReply::parse`] does (not its opcode)
+    /// and reads its fixed fields.
+    #[inline(always)]
+    pub fn parse(msg: &'a [u8]) -> Result<AmReplyView<'a>> {
+        need(msg, field::ARGS)?;
+        let flags = msg[field::REPLY_FLAGS];
+        if flags & !REPLY_FLAG_RNDV != 0 {
+            return Err(Error::Malformed);
+        }
+        let status = Status::from_u8(msg[field::STATUS])?;
+        let nargs = args_len(msg, msg[field::NARGS])?;
+        Ok(AmReplyView { req: get32(msg, field::REQ), status, rndv: flags & REPLY_FLAG_RNDV != 0, msg, nargs })
+    }
+
+    /// Number of arguments.
+    #[inline(always)]
+    pub fn args_len(&self) -> usize {
+        self.nargs
+    }
+
+    /// Argument `i` (below [`args_len`](Self::args_len)).
+    #[inline(always)]
+    pub fn arg(&self, i: usize) -> u64 {
+        assert!(i < self.nargs, "argument {i} of {}", self.nargs);
+        arg_at(self.msg, i)
+    }
+
+    /// The payload (or, with `rndv`, its rendezvous descriptor).
+    #[inline(always)]
+    pub fn body(&self) -> &'a [u8] {
+        &self.msg[field::ARGS + self.nargs * field::ARG_SIZE..]
+    }
+}
+
+/// How many arguments `msg` carries by its count field `count`, checked as
+/// `AmArgs::parse` checks it.
+#[inline(always)]
+fn args_len(msg: &[u8], count: u8) -> Result<usize> {
+    let nargs = usize::from(count);
+    if nargs > AM_MAX_ARGS {
+        return Err(Error::BadLength);
+    }
+    need(msg, field::ARGS + nargs * field::ARG_SIZE)?;
+    Ok(nargs)
+}
+
+/// Argument `i` of a message whose length was checked for it.
+#[inline(always)]
+fn arg_at(msg: &[u8], i: usize) -> u64 {
+    let at = field::ARGS + i * field::ARG_SIZE;
+    get64(msg, at..at + field::ARG_SIZE)
+}
+
 /// A handler's reply to an [`AmRequest`] (or the target's error status).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AmReply<'a> {
@@ -207,6 +352,27 @@ impl<'a> AmRequest<'a> {
         super::emit_header_of(buf, super::OpCode::AmRequest, self.header_len(), |b| self.emit(b))
     }
 
+    /// The header [`emit_header`](Self::emit_header) writes for an eager
+    /// request (no rendezvous) with `args`, written from the slice (no
+    /// [`AmArgs`] built first: see the module docs). `None`, and nothing
+    /// written, for more than [`AM_MAX_ARGS`] arguments.
+    #[inline]
+    pub fn emit_plain_header(req: u32, handler: u16, want_reply: bool, args: &[u64], buf: &mut [u8]) -> Option<usize> {
+        if args.len() > AM_MAX_ARGS {
+            return None;
+        }
+        let len = field::ARGS + args.len() * field::ARG_SIZE;
+        Some(super::emit_header_of(buf, super::OpCode::AmRequest, len, |b| {
+            b[field::FLAGS] = args.len() as u8 | if want_reply { FLAG_WANT_REPLY } else { 0 };
+            set16(b, field::HANDLER, handler);
+            set32(b, field::REQ, req);
+            for (i, &value) in args.iter().enumerate() {
+                let at = field::ARGS + i * field::ARG_SIZE;
+                set64(b, at..at + field::ARG_SIZE, value);
+            }
+        }))
+    }
+
     #[inline]
     pub(super) fn emit(&self, b: &mut [u8]) {
         let reply = if self.want_reply { FLAG_WANT_REPLY } else { 0 };
@@ -250,6 +416,20 @@ impl<'a> AmReply<'a> {
     #[inline]
     pub fn emit_header(&self, buf: &mut [u8]) -> usize {
         super::emit_header_of(buf, super::OpCode::AmReply, self.header_len(), |b| self.emit(b))
+    }
+
+    /// The header [`emit_header`](Self::emit_header) writes for a
+    /// successful inline reply to `req` carrying `args`, from `args` where
+    /// they are (see the module docs).
+    #[inline]
+    pub fn emit_ok_header(req: u32, args: &AmArgs, buf: &mut [u8]) -> usize {
+        super::emit_header_of(buf, super::OpCode::AmReply, args.wire_len(), |b| {
+            b[field::NARGS] = args.len;
+            b[field::STATUS] = Status::Ok as u8;
+            b[field::REPLY_FLAGS] = 0;
+            set32(b, field::REQ, req);
+            args.emit(b);
+        })
     }
 
     #[inline]

@@ -56,7 +56,7 @@ mod tests;
 
 use core::fmt;
 
-pub use am::{AmArgs, AmReply, AmRequest, AM_MAX_ARGS, AM_MAX_HEADER_LEN};
+pub use am::{AmArgs, AmReply, AmReplyView, AmRequest, AmRequestView, AM_MAX_ARGS, AM_MAX_HEADER_LEN};
 pub use atomic::{AtomicOp, AtomicRequest, AtomicResponse, AtomicWidth};
 pub use fifo::{Credit, FifoPush};
 pub use iov::{iov_header_len, IovIter, IovSegments, PutIov, IOV_MAX};
