@@ -692,6 +692,12 @@ impl Endpoint {
                         Some(state) => state,
                         None => self.shared.lock(),
                     };
+                    // An active-message request at a ring's front runs
+                    // first: its reply is on the peer's critical path.
+                    // `done` never takes a request from a ring itself, and
+                    // executing one first only brings forward what `done`
+                    // may be waiting for (an internal collective's step).
+                    let served = record_driven && state.serve_ring_requests(|| self.shared.at(clock));
                     // The condition first when a record is there: a receive
                     // takes its own message straight from the ring
                     // (`State::recv_from_ring`). A record-driven round saw
@@ -701,7 +707,8 @@ impl Endpoint {
                         return Some(true);
                     }
                     let now = self.shared.at(clock);
-                    let mut worked = if periodic && clock - last_full >= FULL_EVERY {
+                    let mut worked = served;
+                    worked |= if periodic && clock - last_full >= FULL_EVERY {
                         last_full = clock;
                         last_local = clock;
                         state.progress_with(now, 1)

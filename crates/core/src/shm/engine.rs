@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use mw_proto::time::Instant as ProtoInstant;
 use mw_transport::shm::{Consumer, DirEntry, Producer, PushError, RingView, DIR_SLOTS};
+use mw_wire::op;
 
 use super::{ShmShared, FLAG_LOGGED};
 use crate::endpoint::State;
@@ -412,30 +413,8 @@ impl State {
             let mut taken = 0;
             while taken < batch || consumer.position() < to {
                 taken += 1;
-                let overflowed = |state: &State| {
-                    let tx = state.shm.as_ref().and_then(|s| s.tx[peer as usize].as_ref());
-                    tx.map_or((0, true), |t| (t.overflowed, t.overflow.is_empty()))
-                };
-                let (before, _) = overflowed(self);
-                let popped = consumer.pop_holding(|msg| {
-                    if !self.am_from_ring(peer, msg) {
-                        self.deliver(peer, msg);
-                        self.after_delivery(now);
-                    }
-                    // What it set off in messaging (an active message's
-                    // reply, a credit grant) leaves now, not after the
-                    // look at the next slot: that line was last written a
-                    // lap ago and is likely a cache miss.
-                    if !self.msg.outbox.is_empty() {
-                        self.flush_outbox(now);
-                    }
-                    // An answer that did not fit the ring back waits in the
-                    // overflow queue (it is still there unless the queue
-                    // emptied): the peer must not see this message done
-                    // before it can see the answer.
-                    let (after, empty) = overflowed(self);
-                    after > before && !empty
-                });
+                let (before, _) = self.overflowed_toward(peer);
+                let popped = consumer.pop_holding(|msg| self.execute_ring_record(peer, msg, || now, before));
                 match popped {
                     Ok(true) => {
                         consumed_any = true;
@@ -449,30 +428,102 @@ impl State {
                     }
                 }
             }
-            if consumer.holds_done()
-                && self.shm.as_ref().is_some_and(|s| s.tx[peer as usize].as_ref().is_none_or(|t| t.overflow.is_empty()))
-            {
-                // Every held-back answer is in the ring now.
-                consumer.release_done();
-                consumed_any = true;
-            }
-            if consumed_any {
-                worked = true;
-                // Consumption is the producer's acknowledgement (a request
-                // completes when its record is consumed) and frees room for
-                // what it queued: wake it if it sleeps waiting for either.
-                // Without this, a rank blocked on an eager send or an
-                // overflowing ring sleeps until something else arrives.
-                let shared = &self.shm.as_ref().expect("checked").shared;
-                if let Some(link) = shared.link(peer) {
-                    shared.wake_for_ring(link);
-                }
-            }
+            worked |= self.after_ring_records(peer, consumer, consumed_any);
         }
         if let Some(shm) = self.shm.as_mut() {
             shm.rx = rx;
         }
         worked
+    }
+
+    /// Executes `msg`, a record `peer` sent through its ring (taken by a
+    /// `Consumer::pop_holding`-style call, whose `f` this is), and returns
+    /// whether `done` must stay below it. `before`: the overflow count
+    /// toward `peer` before (`overflowed_toward`). `now` is read only when
+    /// needed: the active-message fast path, on a request's critical path,
+    /// does not.
+    fn execute_ring_record(&mut self, peer: u32, msg: &[u8], now: impl Fn() -> ProtoInstant, before: u64) -> bool {
+        if !self.am_from_ring(peer, msg) {
+            self.deliver(peer, msg);
+            self.after_delivery(now());
+        }
+        // What it set off in messaging (an active message's reply, a credit
+        // grant) leaves now, not after the look at the next slot: that line
+        // was last written a lap ago and is likely a cache miss.
+        if !self.msg.outbox.is_empty() {
+            self.flush_outbox(now());
+        }
+        // An answer that did not fit the ring back waits in the overflow
+        // queue (it is still there unless the queue emptied): the peer must
+        // not see this message done before it can see the answer.
+        let (after, empty) = self.overflowed_toward(peer);
+        after > before && !empty
+    }
+
+    /// Messages ever queued in the overflow toward `peer`, and whether that
+    /// queue is empty now.
+    fn overflowed_toward(&self, peer: u32) -> (u64, bool) {
+        let tx = self.shm.as_ref().and_then(|s| s.tx[peer as usize].as_ref());
+        tx.map_or((0, true), |t| (t.overflowed, t.overflow.is_empty()))
+    }
+
+    /// After taking records from `peer`'s ring (`consumed_any`): lets
+    /// `done` catch up once every held-back answer is in the ring, and
+    /// wakes the peer if it sleeps. Returns whether anything was consumed.
+    fn after_ring_records(&mut self, peer: u32, consumer: &mut Consumer, mut consumed_any: bool) -> bool {
+        if consumer.holds_done() && self.overflowed_toward(peer).1 {
+            // Every held-back answer is in the ring now.
+            consumer.release_done();
+            consumed_any = true;
+        }
+        if consumed_any {
+            // Consumption is the producer's acknowledgement (a request
+            // completes when its record is consumed) and frees room for what
+            // it queued: wake it if it sleeps waiting for either. Without
+            // this, a rank blocked on an eager send or an overflowing ring
+            // sleeps until something else arrives.
+            let shared = &self.shm.as_ref().expect("rings exist").shared;
+            if let Some(link) = shared.link(peer) {
+                shared.wake_for_ring(link);
+            }
+        }
+        consumed_any
+    }
+
+    /// Executes the active-message requests at the fronts of the inbound
+    /// rings (one-slot records; anything else stays for `poll_shm_rings`),
+    /// for a waiter whose peek just saw a record: before the waiter's own
+    /// condition and the general round, which then run as before. A
+    /// request's reply leaves a few layers sooner this way (`pingpong_blocks`
+    /// 8-byte am, threads, same placement: see the README's Messaging
+    /// section). Returns whether it executed any.
+    pub(crate) fn serve_ring_requests(&mut self, now: impl Fn() -> ProtoInstant) -> bool {
+        if !self.msg.outbox.is_empty() {
+            return false; // what is queued leaves first (`am_from_ring`)
+        }
+        let Some(shm) = self.shm.as_mut() else { return false };
+        let mut rx = std::mem::take(&mut shm.rx);
+        let mut served = false;
+        for (peer, consumer) in rx.iter_mut() {
+            let peer = *peer;
+            if self.dead[peer as usize] {
+                continue;
+            }
+            let (before, _) = self.overflowed_toward(peer);
+            let request = |msg: &[u8]| msg.first() == Some(&(op::OpCode::AmRequest as u8));
+            // A corrupt ring is left to `poll_shm_rings`, which finds it
+            // again and declares the peer dead.
+            let taken = consumer.pop_slot_if(request, |msg| self.execute_ring_record(peer, msg, &now, before));
+            if taken == Ok(true) {
+                served = true;
+                self.stats.shm_ring_received += 1;
+                self.after_ring_records(peer, consumer, true);
+            }
+        }
+        if let Some(shm) = self.shm.as_mut() {
+            shm.rx = rx;
+        }
+        served
     }
 
     fn shm_check_liveness(&mut self, now: ProtoInstant) {

@@ -736,21 +736,7 @@ impl Consumer {
                         return Ok(true);
                     }
                     if head.record == SLOT {
-                        let mut local = [0u8; SLOT - RECORD_HEADER];
-                        // SAFETY: the record is one whole slot at `pos`
-                        // (slot aligned, below `cap`), published and not
-                        // reused until `head` passes it below: its payload
-                        // area is readable. A fixed length: no call.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                self.view.data().add(head.pos + RECORD_HEADER),
-                                local.as_mut_ptr(),
-                                local.len(),
-                            );
-                        }
-                        self.advance(head.record as u64);
-                        let hold = f(&local[..head.len]);
-                        self.settle(hold);
+                        self.take_one_slot(&head, f);
                         return Ok(true);
                     }
                     let hold = f(head.payload(&self.view));
@@ -780,6 +766,48 @@ impl Consumer {
         self.advance(head.record as u64);
         self.settle(false);
         Ok(true)
+    }
+
+    /// [`pop_holding`](Self::pop_holding) for a front record that is a
+    /// whole message of one slot whose payload `wanted` accepts (read in
+    /// place); anything else stays for `pop_holding` and this returns
+    /// `Ok(false)`. For a caller with a faster path for some messages (a
+    /// same-host target answering active-message requests) that must not
+    /// pay for the general one before it can answer.
+    pub fn pop_slot_if(
+        &mut self,
+        wanted: impl FnOnce(&[u8]) -> bool,
+        f: impl FnOnce(&[u8]) -> bool,
+    ) -> Result<bool, Corrupt> {
+        if !self.partial.is_empty() {
+            return Ok(false);
+        }
+        let Some(head) = self.head_record()? else { return Ok(false) };
+        if head.kind != KIND_MESSAGE || head.record != SLOT || !wanted(head.payload(&self.view)) {
+            return Ok(false);
+        }
+        self.take_one_slot(&head, f);
+        Ok(true)
+    }
+
+    /// Takes `head`, a whole message of one slot: copies its payload out
+    /// and frees the slot before `f` runs (see `pop_holding`), then
+    /// settles `done` as `f` says.
+    fn take_one_slot(&mut self, head: &HeadRecord, f: impl FnOnce(&[u8]) -> bool) {
+        let mut local = [0u8; SLOT - RECORD_HEADER];
+        // SAFETY: the record is one whole slot at `pos` (slot aligned, below
+        // `cap`), published and not reused until `head` passes it below: its
+        // payload area is readable. A fixed length: no call.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.view.data().add(head.pos + RECORD_HEADER),
+                local.as_mut_ptr(),
+                local.len(),
+            );
+        }
+        self.advance(head.record as u64);
+        let hold = f(&local[..head.len]);
+        self.settle(hold);
     }
 
     /// Whether `done` is held back (see [`pop_holding`](Self::pop_holding)).
@@ -1338,5 +1366,37 @@ mod tests {
             popped += 1;
         }
         assert_eq!(popped, pushed);
+    }
+
+    #[test]
+    fn pop_slot_if_takes_only_wanted_one_slot_messages_and_holds_as_told() {
+        let (mut tx, mut rx) = ring(1024);
+        tx.push(&[b"skip me"]).unwrap();
+        tx.push(&[b"take me"]).unwrap();
+        tx.push(&[&[9u8; 100]]).unwrap(); // three slots
+                                          // Not wanted: stays, for the general pop.
+        assert_eq!(rx.pop_slot_if(|m| m == b"take me", |_| unreachable!("not wanted")), Ok(false));
+        assert!(rx.pop(|m| assert_eq!(m, b"skip me")).unwrap());
+        // Wanted: taken, its slot freed before `f` runs, `done` held as `f` says.
+        let head_before = rx.view.head().load(Ordering::Acquire);
+        assert_eq!(
+            rx.pop_slot_if(
+                |m| m == b"take me",
+                |m| {
+                    assert_eq!(m, b"take me");
+                    true
+                }
+            ),
+            Ok(true)
+        );
+        assert_eq!(rx.view.head().load(Ordering::Acquire), head_before + SLOT as u64);
+        assert!(rx.holds_done());
+        assert_eq!(rx.view.done().load(Ordering::Acquire), head_before, "done held below the message");
+        rx.release_done();
+        assert_eq!(rx.view.done().load(Ordering::Acquire), head_before + SLOT as u64);
+        // A message of more than one slot is left to the general pop, even if wanted.
+        assert_eq!(rx.pop_slot_if(|_| true, |_| unreachable!("three slots")), Ok(false));
+        assert!(rx.pop(|m| assert_eq!(m, &[9u8; 100][..])).unwrap());
+        assert_eq!(rx.pop_slot_if(|_| true, |_| unreachable!("empty")), Ok(false));
     }
 }
