@@ -83,7 +83,7 @@ install: capi
 	$(call gen-pc,crates/capi/memwire.pc.in,$(DESTDIR)$(PREFIX)/lib/pkgconfig/memwire.pc,$(PREFIX),$(PREFIX)/lib,$(PREFIX)/include)
 	$(call gen-pc,crates/capi/memwire-static.pc.in,$(DESTDIR)$(PREFIX)/lib/pkgconfig/memwire-static.pc,$(PREFIX),$(PREFIX)/lib,$(PREFIX)/include)
 
-## ctest: build the C example and C API test against the header, shared and static, and run them under mwrun
+## ctest: build the C example and C API test against the header, shared and static, and run them under mwrun; build the staging probe
 ctest: capi
 	@mkdir -p $(C_OUT)
 	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/memwire.h
@@ -104,6 +104,9 @@ ctest: capi
 	MW_TRANSPORT=udp $(MWRUN) -n 4 --timeout 300 $(C_OUT)/capi_test
 	$(MWRUN) -n 2 --timeout 300 $(C_OUT)/capi_test-static
 	$(MWRUN) -n 1 --timeout 300 $(C_OUT)/capi_test
+	@# The staging probe behind MW_SHM_STAGE_STORES (README, Messaging): builds, and runs a round.
+	$(CC) $(CWARN) tools/probes/stage_probe.c -o $(C_OUT)/stage_probe
+	$(C_OUT)/stage_probe 1 > /dev/null
 	@# The install target and its pkg-config file work from another prefix.
 	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(C_OUT)/prefix > /dev/null
 	PKG_CONFIG_PATH=$(CURDIR)/$(C_OUT)/prefix/lib/pkgconfig; export PKG_CONFIG_PATH; \

@@ -353,6 +353,11 @@ typedef struct mw_stats {
    * receiver to copy out.
    */
   uint64_t shm_staged_bytes;
+  /**
+   * The part of `shm_staged_bytes` written with non-temporal stores
+   * (while the host placed the two CPUs far apart).
+   */
+  uint64_t shm_streamed_bytes;
 } mw_stats;
 
 /**

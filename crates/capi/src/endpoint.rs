@@ -296,6 +296,7 @@ pub unsafe extern "C" fn mw_stats_get(ep: *mut mw_endpoint, stats: *mut mw_stats
             shm_ring_received: core.shm_ring_received,
             shm_assist_bytes: core.shm_assist_bytes,
             shm_staged_bytes: core.shm_staged_bytes,
+            shm_streamed_bytes: core.shm_streamed_bytes,
         });
         Ok(())
     })

@@ -279,4 +279,7 @@ pub struct mw_stats {
     /// receiver's staging area (ranks as processes, 2 MiB and more), for the
     /// receiver to copy out.
     pub shm_staged_bytes: u64,
+    /// The part of `shm_staged_bytes` written with non-temporal stores
+    /// (while the host placed the two CPUs far apart).
+    pub shm_streamed_bytes: u64,
 }

@@ -46,6 +46,22 @@ pub enum ShmCopy {
     Rings,
 }
 
+/// How a rank writes the chunks of a large message into a same-host
+/// receiver's staging area (ranks as processes, messages of 2 MiB and
+/// more; `mw_transport::shm::StageCopy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StageStores {
+    /// Plain stores; non-temporal ones for a while after plain ones ran
+    /// slow (the host placed the two CPUs far apart), and the kernel's
+    /// copy for a while after those ran slow too (default).
+    Auto,
+    /// Plain stores only; the kernel's copy for a while after they ran slow.
+    Plain,
+    /// Non-temporal stores only; the kernel's copy for a while after they
+    /// ran slow.
+    Streaming,
+}
+
 /// Endpoint settings. `Config::default()` is right for a LAN or one host;
 /// `Config::from_env()` applies the `MW_*` overrides listed in [`ENV_VARS`].
 #[derive(Debug, Clone)]
@@ -148,6 +164,9 @@ pub struct Config {
     pub transport: TransportChoice,
     /// Path to registered user memory of same-host peers.
     pub shm_copy: ShmCopy,
+    /// How large messages are written into a same-host receiver's staging
+    /// area (`MW_SHM_STAGE_STORES`).
+    pub stage_stores: StageStores,
     /// How long `wait_until` busy-polls a word written by same-host peers
     /// before it falls back to the progress loop (and eventually sleeps).
     pub shm_spin: Duration,
@@ -191,6 +210,7 @@ impl Default for Config {
             checksum: None,
             transport: TransportChoice::Auto,
             shm_copy: ShmCopy::Cma,
+            stage_stores: StageStores::Auto,
             shm_spin: Duration::from_micros(1000),
             background_cpus: None,
         }
@@ -239,6 +259,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     (
         "MW_SHM_COPY",
         "'cma' (default: process_vm_readv/writev into peers' registered memory) or 'ring' (two-copy fallback)",
+    ),
+    (
+        "MW_SHM_STAGE_STORES",
+        "how a large message is written into a same-host receiver's staging area: 'auto' (default: plain stores, non-temporal ones while plain ones run slow), 'plain' or 'streaming'",
     ),
     (
         "MW_SHM_SPIN_US",
@@ -452,6 +476,14 @@ impl Config {
                 _ => return Err(Error::InvalidArgument("MW_SHM_COPY must be 'cma' or 'ring'")),
             };
         }
+        if let Some(v) = lookup("MW_SHM_STAGE_STORES") {
+            cfg.stage_stores = match v.trim() {
+                "" | "auto" => StageStores::Auto,
+                "plain" => StageStores::Plain,
+                "streaming" => StageStores::Streaming,
+                _ => return Err(Error::InvalidArgument("MW_SHM_STAGE_STORES must be 'auto', 'plain' or 'streaming'")),
+            };
+        }
         if let Some(v) = lookup("MW_SHM_SPIN_US") {
             cfg.shm_spin = Duration::from_micros(parse_num("MW_SHM_SPIN_US must be microseconds", &v)?);
         }
@@ -509,6 +541,17 @@ mod tests {
         for bad in ["3-1", "a", "1,,2", "-1", "0-99999"] {
             assert!(with(&[("MW_BACKGROUND_CPUS", bad)]).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn stage_stores_are_auto_unless_told() {
+        assert_eq!(with(&[]).unwrap().stage_stores, StageStores::Auto);
+        for (value, stores) in
+            [("auto", StageStores::Auto), ("plain", StageStores::Plain), (" streaming ", StageStores::Streaming)]
+        {
+            assert_eq!(with(&[("MW_SHM_STAGE_STORES", value)]).unwrap().stage_stores, stores, "{value}");
+        }
+        assert!(with(&[("MW_SHM_STAGE_STORES", "nt")]).is_err());
     }
 
     #[test]

@@ -106,7 +106,7 @@ pub use coll::{
     AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTrials, CollTuning, DType, Element,
     McastAlgo, McastGroup, ReduceAlgo, ReduceOp, Team, VectorAlgo,
 };
-pub use config::{Config, ProgressMode, ShmCopy, TransportChoice};
+pub use config::{Config, ProgressMode, ShmCopy, StageStores, TransportChoice};
 pub use endpoint::{Endpoint, PeerEvent};
 pub use error::{Error, Result};
 pub use handle::{wait_all, Handle};

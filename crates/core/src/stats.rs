@@ -43,6 +43,10 @@ pub struct CoreStats {
     /// The part of `shm_assist_bytes` that went through a receiver's
     /// staging area (a receiver in another process; `mw_transport::shm::stage`).
     pub shm_staged_bytes: u64,
+    /// The part of `shm_staged_bytes` written with non-temporal stores (in
+    /// the host's stretches of placing the two CPUs far apart;
+    /// `mw_transport::shm::StageCopy`).
+    pub shm_streamed_bytes: u64,
     /// IP multicast: transfers, segments, repairs, fallbacks.
     pub mcast: crate::McastStats,
     /// Datagrams the UDP socket dropped because they were longer than its
@@ -76,12 +80,14 @@ pub fn report(rank: u32, core: &CoreStats, proto: &mw_proto::Stats) -> String {
             core.unsupported_ops
         ),
         format!(
-            "shm        {} direct ops, {} ring messages sent, {} received, {} bytes copied for receivers ({} staged)",
+            "shm        {} direct ops, {} ring messages sent, {} received, {} bytes copied for receivers ({} staged, \
+             {} of them streamed)",
             core.shm_direct_ops,
             core.shm_ring_sent,
             core.shm_ring_received,
             core.shm_assist_bytes,
-            core.shm_staged_bytes
+            core.shm_staged_bytes,
+            core.shm_streamed_bytes
         ),
         format!(
             "transport  {} send errors, oversized datagrams dropped: {} udp, {} multicast",

@@ -408,7 +408,7 @@ impl MsgState {
             am: am::Handlers::default(),
             fifo: fifo::Fifos::new(size),
             raw: raw::RawQueue::default(),
-            rndv: rndv::Rndv::new(config.chunk_bytes, config.max_queued_bytes),
+            rndv: rndv::Rndv::new(config.chunk_bytes, config.max_queued_bytes, config.stage_stores),
             outbox: VecDeque::new(),
             eager_limit,
             eager_limits: vec![eager_limit; size as usize],

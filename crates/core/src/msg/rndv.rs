@@ -84,13 +84,59 @@ pub(crate) struct Rndv {
     /// (0 until the endpoint sets it; then such pulls are paced by the
     /// endpoint's get window like any large get, see `pump_pulls`).
     udp_chunk: u64,
-    /// Until when this sender copies for same-host receivers with the
-    /// kernel instead of staging (a staged chunk was slow; `stage_chunks`).
-    staging_off_until: Option<std::time::Instant>,
+    /// How this sender writes its chunks for same-host receivers in other
+    /// processes, after what the last slow ones taught it.
+    staging: StagingPolicy,
+}
+
+/// Which copy a sender uses for a receiver's staging area. With
+/// [`StageStores::Auto`]: plain stores, non-temporal stores for
+/// [`STAGING_PAUSE`] after plain ones ran slow, and (`None`) the kernel's
+/// copy for as long after streamed ones ran slow too. Each pause ends in
+/// plain stores again: the host moves its vCPUs together and apart within
+/// a second or so. The other settings keep to one form of store, and turn
+/// to the kernel's copy for a pause after it ran slow.
+#[derive(Debug, Clone, Copy)]
+struct StagingPolicy {
+    stores: crate::config::StageStores,
+    streaming_until: Option<std::time::Instant>,
+    kernel_until: Option<std::time::Instant>,
+}
+
+impl StagingPolicy {
+    fn new(stores: crate::config::StageStores) -> StagingPolicy {
+        StagingPolicy { stores, streaming_until: None, kernel_until: None }
+    }
+
+    /// The form of store to stage with at `now`; `None`: the kernel's copy.
+    fn form(&self, now: std::time::Instant) -> Option<mw_transport::shm::StageCopy> {
+        use crate::config::StageStores;
+        use mw_transport::shm::StageCopy;
+        let active = |until: Option<std::time::Instant>| until.is_some_and(|until| now < until);
+        if active(self.kernel_until) {
+            return None;
+        }
+        Some(match self.stores {
+            StageStores::Plain => StageCopy::Cached,
+            StageStores::Streaming => StageCopy::Streaming,
+            StageStores::Auto if active(self.streaming_until) => StageCopy::Streaming,
+            StageStores::Auto => StageCopy::Cached,
+        })
+    }
+
+    /// Chunks staged with `form` ran slow at `now`.
+    fn slowed(&mut self, form: mw_transport::shm::StageCopy, now: std::time::Instant) {
+        let until = Some(now + STAGING_PAUSE);
+        if form == mw_transport::shm::StageCopy::Cached && self.stores == crate::config::StageStores::Auto {
+            self.streaming_until = until;
+        } else {
+            self.kernel_until = until;
+        }
+    }
 }
 
 impl Rndv {
-    pub(crate) fn new(chunk_bytes: usize, max_queued_bytes: usize) -> Rndv {
+    pub(crate) fn new(chunk_bytes: usize, max_queued_bytes: usize, stage_stores: crate::config::StageStores) -> Rndv {
         let chunk = chunk_bytes.max(1) as u64;
         let window = (max_queued_bytes as u64 / chunk).clamp(2, 1024) as u32;
         Rndv {
@@ -100,7 +146,7 @@ impl Rndv {
             chunk,
             window,
             udp_chunk: 0,
-            staging_off_until: None,
+            staging: StagingPolicy::new(stage_stores),
         }
     }
 
@@ -357,7 +403,8 @@ impl State {
         let State { shm, msg, regions, stats, .. } = self;
         let Some(shared) = shm.as_ref().map(|s| &s.shared) else { return false };
         let mut worked = false;
-        let mut staging_slow = false;
+        // The form of store that staged slowly, if one did.
+        let mut staging_slow = None;
         for (&token, exposure) in &msg.rndv.exposed {
             let Some(link) = shared.link(exposure.peer) else { continue };
             let Some(slot) = link.peer.assist_slot(shared.my_index) else { continue };
@@ -371,15 +418,18 @@ impl State {
             // through it (`mw_transport::shm::stage`): two user-space copies
             // at once instead of two kernel copies.
             // Not while staging was found slower than the kernel's copy.
-            let staging_on = msg.rndv.staging_off_until.is_none_or(|until| std::time::Instant::now() >= until);
-            let stage_window = (staging_on && offer.stage_key != 0 && link.far != mw_transport::shm::Far::Local)
-                .then(|| link.window(offer.stage_key))
-                .flatten();
-            if let Some(window) = stage_window {
-                if let Some(staged) = stage_chunks(link, &slot, &offer, mem, &window, &mut staging_slow) {
+            let form = msg.rndv.staging.form(std::time::Instant::now());
+            let stage_window = form
+                .filter(|_| offer.stage_key != 0 && link.far != mw_transport::shm::Far::Local)
+                .and_then(|form| Some((form, link.window(offer.stage_key)?)));
+            if let Some((form, window)) = stage_window {
+                if let Some(staged) = stage_chunks(link, &slot, &offer, mem, &window, form, &mut staging_slow) {
                     worked |= staged > 0;
                     stats.shm_assist_bytes += staged;
                     stats.shm_staged_bytes += staged;
+                    if form == mw_transport::shm::StageCopy::Streaming {
+                        stats.shm_streamed_bytes += staged;
+                    }
                 }
                 // What is left (after a slow chunk) goes the kernel's way below.
             }
@@ -407,8 +457,8 @@ impl State {
                 }
             }
         }
-        if staging_slow {
-            msg.rndv.staging_off_until = Some(std::time::Instant::now() + STAGING_PAUSE);
+        if let Some(form) = staging_slow {
+            msg.rndv.staging.slowed(form, std::time::Instant::now());
         }
         worked
     }
@@ -511,31 +561,43 @@ fn with_chunk_source(
         .is_some_and(|(from, len)| mem.with_slice(from, len, copy))
 }
 
-/// Bytes per second below which staging a chunk counts as slow: about a
-/// kernel copy's speed. Staging runs at ~20-25 GB/s while the host keeps
-/// the two vCPUs close, and at 2.4-3 GB/s in its stretches of putting them
-/// far apart (every line crosses between the caches twice: a staged 512
-/// KiB chunk took 220 us instead of 24), below the kernel's copy.
-const STAGING_MIN_RATE: f64 = 8e9;
-/// How long a sender copies with the kernel again after a slow chunk
-/// before it tries staging once more.
+/// Bytes per second below which staging a chunk with plain stores counts
+/// as slow: about a kernel copy's speed. Staging so runs at ~20-25 GB/s
+/// while the host keeps the two vCPUs close, and at 2.4-3 GB/s in its
+/// stretches of putting them far apart (every line crosses between the
+/// caches twice: a staged 512 KiB chunk took 220 us instead of 24), below
+/// the kernel's copy; non-temporal stores then run at 9-17 GB/s (see
+/// `mw_transport::shm::StageCopy`).
+const CACHED_STAGING_MIN_RATE: f64 = 8e9;
+/// The same for non-temporal stores: below one CPU's kernel copy (4-8
+/// GB/s on the test host), where the kernel's copy on both CPUs is the
+/// better way. Not the plain stores' bar: streamed chunks dip to 5-7 GB/s
+/// when the host's memory is busy, and the kernel's copy then is no faster
+/// (16 MiB as processes in a far placement, 24-message runs with the form
+/// forced: streaming 14.8-15.3 GB/s, kernel 5.9-6.9, plain stores 5.3).
+const STREAMED_STAGING_MIN_RATE: f64 = 4e9;
+/// How long a sender stages with non-temporal stores after slow chunks
+/// staged with plain ones, or copies with the kernel after slow streamed
+/// ones, before it tries plain stores once more ([`StagingPolicy`]).
 const STAGING_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Copies the chunks of `offer` this side can claim into the receiver's
 /// staging area `window` (see `mw_transport::shm::stage`); returns the
 /// bytes staged, or `None` (nothing claimed) when the window is not one
 /// (not a shared mapping of a staging area's size): the caller then
-/// writes with the kernel's copy. Stops early, setting `slow` (never
-/// clearing it), after two chunks in a row copied slower than
-/// [`STAGING_MIN_RATE`] (the caller copies the rest with the kernel).
-/// Gives up on a receiver that died.
+/// writes with the kernel's copy. Writes with the stores `form` says.
+/// Stops early, setting `slow` to `form`, after two chunks in a row
+/// copied slower than the form's floor ([`CACHED_STAGING_MIN_RATE`],
+/// [`STREAMED_STAGING_MIN_RATE`]; the caller copies the rest
+/// with the kernel). Gives up on a receiver that died.
 fn stage_chunks(
     link: &crate::shm::Link,
     slot: &mw_transport::shm::AssistSlot<'_>,
     offer: &mw_transport::shm::Offer,
     mem: crate::region::RawMem,
     window: &crate::shm::CachedWindow,
-    slow: &mut bool,
+    form: mw_transport::shm::StageCopy,
+    slow: &mut Option<mw_transport::shm::StageCopy>,
 ) -> Option<u64> {
     let crate::shm::WindowKind::Mapped(peer) = &window.kind else { return None };
     peer.prefault_once();
@@ -561,7 +623,7 @@ fn stage_chunks(
                 return false;
             }
             let started = std::time::Instant::now();
-            stage.publish(chunk.start, src);
+            stage.publish(chunk.start, src, form);
             copy_time = started.elapsed();
             true
         });
@@ -572,11 +634,60 @@ fn stage_chunks(
         slot.finished(chunk);
         staged += chunk.len;
         // Two in a row: one can be a preemption or a first touch.
-        slow_chunks = if copy_time.as_secs_f64() * STAGING_MIN_RATE > chunk.len as f64 { slow_chunks + 1 } else { 0 };
+        let floor = match form {
+            mw_transport::shm::StageCopy::Cached => CACHED_STAGING_MIN_RATE,
+            mw_transport::shm::StageCopy::Streaming => STREAMED_STAGING_MIN_RATE,
+        };
+        slow_chunks = if copy_time.as_secs_f64() * floor > chunk.len as f64 { slow_chunks + 1 } else { 0 };
         if slow_chunks == 2 {
-            *slow = true;
+            *slow = Some(form);
             break;
         }
     }
     Some(staged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::StageStores;
+    use mw_transport::shm::StageCopy;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn slow_plain_stores_switch_to_streaming_then_the_kernel_and_each_pause_ends_in_plain_stores() {
+        let start = Instant::now();
+        let mut policy = StagingPolicy::new(StageStores::Auto);
+        assert_eq!(policy.form(start), Some(StageCopy::Cached));
+
+        policy.slowed(StageCopy::Cached, start);
+        assert_eq!(policy.form(start), Some(StageCopy::Streaming));
+        assert_eq!(policy.form(start + STAGING_PAUSE - Duration::from_millis(1)), Some(StageCopy::Streaming));
+        assert_eq!(policy.form(start + STAGING_PAUSE), Some(StageCopy::Cached), "the pause ends");
+
+        // Streamed chunks slow as well, halfway through the streaming pause.
+        let later = start + STAGING_PAUSE / 2;
+        policy.slowed(StageCopy::Streaming, later);
+        assert_eq!(policy.form(later), None, "the kernel's copy");
+        assert_eq!(policy.form(start + STAGING_PAUSE), None, "still the kernel's, past the streaming pause");
+        assert_eq!(policy.form(later + STAGING_PAUSE), Some(StageCopy::Cached));
+
+        // Plain stores slow again afterwards: streaming again, not the kernel.
+        let again = later + 2 * STAGING_PAUSE;
+        policy.slowed(StageCopy::Cached, again);
+        assert_eq!(policy.form(again), Some(StageCopy::Streaming));
+    }
+
+    #[test]
+    fn a_fixed_form_of_store_turns_to_the_kernel_when_slow_and_comes_back_to_itself() {
+        let start = Instant::now();
+        for (stores, form) in [(StageStores::Plain, StageCopy::Cached), (StageStores::Streaming, StageCopy::Streaming)]
+        {
+            let mut policy = StagingPolicy::new(stores);
+            assert_eq!(policy.form(start), Some(form), "{stores:?}");
+            policy.slowed(form, start);
+            assert_eq!(policy.form(start), None, "{stores:?}: the kernel's copy");
+            assert_eq!(policy.form(start + STAGING_PAUSE), Some(form), "{stores:?}");
+        }
+    }
 }

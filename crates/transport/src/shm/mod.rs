@@ -30,7 +30,7 @@ pub use copy::{kernel_copy_is_costly, read_lent, vm_read, vm_read_part, vm_write
 pub use fence::full_fence;
 pub use ring::{copy_short, parts_len, Consumer, Corrupt, Producer, PushError, RingPeek, RingView};
 pub use segment::Segment;
-pub use stage::{copy_lines, Stage, STAGE_BUFFERS, STAGE_CHUNK, STAGE_LEN};
+pub use stage::{copy_lines, stream_lines, Stage, StageCopy, STAGE_BUFFERS, STAGE_CHUNK, STAGE_LEN};
 
 /// This boot of the kernel (`/proc/sys/kernel/random/boot_id`): two
 /// processes with equal boot ids and host names run on the same machine
