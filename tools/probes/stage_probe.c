@@ -66,32 +66,25 @@ static void pin(int cpu) {
     if (sched_setaffinity(0, sizeof set, &set) != 0) perror("sched_setaffinity (running unpinned)");
 }
 
-static void copy_plain(char *dst, const char *src, size_t len) {
-    for (size_t i = 0; i < len; i += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
-        __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
-        _mm_storeu_si128((__m128i *)(dst + i), a);
-        _mm_storeu_si128((__m128i *)(dst + i + 16), b);
-        _mm_storeu_si128((__m128i *)(dst + i + 32), c);
-        _mm_storeu_si128((__m128i *)(dst + i + 48), d);
+/* copy_plain and copy_stream: 16-byte vector loads, then plain or
+ * non-temporal stores (the latter fenced at the end), four per line. */
+#define NO_FENCE() ((void)0)
+#define DEFINE_COPY(name, store, fence)                                      \
+    static void name(char *dst, const char *src, size_t len) {               \
+        for (size_t i = 0; i < len; i += 64) {                               \
+            __m128i a = _mm_loadu_si128((const __m128i *)(src + i));         \
+            __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));    \
+            __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));    \
+            __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));    \
+            store((__m128i *)(dst + i), a);                                  \
+            store((__m128i *)(dst + i + 16), b);                             \
+            store((__m128i *)(dst + i + 32), c);                             \
+            store((__m128i *)(dst + i + 48), d);                             \
+        }                                                                    \
+        fence();                                                             \
     }
-}
-
-static void copy_stream(char *dst, const char *src, size_t len) {
-    for (size_t i = 0; i < len; i += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
-        __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
-        _mm_stream_si128((__m128i *)(dst + i), a);
-        _mm_stream_si128((__m128i *)(dst + i + 16), b);
-        _mm_stream_si128((__m128i *)(dst + i + 32), c);
-        _mm_stream_si128((__m128i *)(dst + i + 48), d);
-    }
-    _mm_sfence();
-}
+DEFINE_COPY(copy_plain, _mm_storeu_si128, NO_FENCE)
+DEFINE_COPY(copy_stream, _mm_stream_si128, _mm_sfence)
 
 static void *shared(size_t len) {
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

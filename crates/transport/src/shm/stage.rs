@@ -233,39 +233,9 @@ pub enum StageCopy {
 /// # Safety
 /// As [`copy_lines`]; and `dst` must be 16-byte aligned.
 pub unsafe fn stream_lines(dst: *mut u8, src: *const u8, len: usize) {
-    let mut at = 0;
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
-        debug_assert!(dst as usize % 16 == 0, "stream_lines needs a 16-byte aligned destination");
-        while at + 64 <= len {
-            // SAFETY: `at + 64 <= len`, so all four loads and stores are in
-            // bounds (the caller's contract); the loads are the unaligned
-            // form, the stores land 16-byte aligned (`dst` is, and `at` is a
-            // multiple of 64). SSE2 is part of x86-64.
-            unsafe {
-                let s = src.add(at).cast::<__m128i>();
-                let d = dst.add(at).cast::<__m128i>();
-                let (a, b, c, e) = (
-                    _mm_loadu_si128(s),
-                    _mm_loadu_si128(s.add(1)),
-                    _mm_loadu_si128(s.add(2)),
-                    _mm_loadu_si128(s.add(3)),
-                );
-                _mm_stream_si128(d, a);
-                _mm_stream_si128(d.add(1), b);
-                _mm_stream_si128(d.add(2), c);
-                _mm_stream_si128(d.add(3), e);
-            }
-            at += 64;
-        }
-        // Non-temporal stores are not ordered with later stores by the
-        // usual x86 rules; a Release store after them does not cover them.
-        // SAFETY: a fence has no memory operands.
-        unsafe { _mm_sfence() };
-    }
-    // SAFETY: the rest, `at..len`, is in bounds (caller's contract).
-    unsafe { std::ptr::copy_nonoverlapping(src.add(at), dst.add(at), len - at) };
+    debug_assert!(dst as usize % 16 == 0, "stream_lines needs a 16-byte aligned destination");
+    // SAFETY: the caller's contract, with the alignment `STREAM` needs.
+    unsafe { copy_vectors::<true>(dst, src, len) }
 }
 
 /// Copies `len` bytes with 16-byte vector loads and stores, four per cache
@@ -275,29 +245,51 @@ pub unsafe fn stream_lines(dst: *mut u8, src: *const u8, len: usize) {
 /// `src` valid for reads and `dst` for writes of `len` bytes; the ranges
 /// do not overlap.
 pub unsafe fn copy_lines(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: the caller's contract.
+    unsafe { copy_vectors::<false>(dst, src, len) }
+}
+
+/// The loop of [`copy_lines`] (`STREAM` false) and [`stream_lines`]
+/// (`STREAM` true: non-temporal stores, then a fence).
+///
+/// # Safety
+/// As [`copy_lines`]; with `STREAM`, `dst` 16-byte aligned.
+#[inline(always)]
+unsafe fn copy_vectors<const STREAM: bool>(dst: *mut u8, src: *const u8, len: usize) {
     let mut at = 0;
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_storeu_si128, _mm_stream_si128};
         while at + 64 <= len {
             // SAFETY: `at + 64 <= len`, so all four loads and stores are in
-            // bounds (the caller's contract); unaligned forms, so any
-            // alignment does. SSE2 is part of x86-64.
+            // bounds (the caller's contract); the loads and plain stores are
+            // the unaligned forms, the streaming stores land 16-byte aligned
+            // (`dst` is then, and `at` is a multiple of 64). SSE2 is part of
+            // x86-64.
             unsafe {
                 let s = src.add(at).cast::<__m128i>();
                 let d = dst.add(at).cast::<__m128i>();
-                let (a, b, c, e) = (
+                let words = [
                     _mm_loadu_si128(s),
                     _mm_loadu_si128(s.add(1)),
                     _mm_loadu_si128(s.add(2)),
                     _mm_loadu_si128(s.add(3)),
-                );
-                _mm_storeu_si128(d, a);
-                _mm_storeu_si128(d.add(1), b);
-                _mm_storeu_si128(d.add(2), c);
-                _mm_storeu_si128(d.add(3), e);
+                ];
+                for (i, word) in words.into_iter().enumerate() {
+                    if STREAM {
+                        _mm_stream_si128(d.add(i), word);
+                    } else {
+                        _mm_storeu_si128(d.add(i), word);
+                    }
+                }
             }
             at += 64;
+        }
+        if STREAM {
+            // Non-temporal stores are not ordered with later stores by the
+            // usual x86 rules; a Release store after them does not cover them.
+            // SAFETY: a fence has no memory operands.
+            unsafe { _mm_sfence() };
         }
     }
     // SAFETY: the rest, `at..len`, is in bounds (caller's contract).
