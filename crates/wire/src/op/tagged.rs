@@ -162,7 +162,9 @@ impl RndvDesc {
 }
 
 impl<'a> Eager<'a> {
-    pub(super) const HEADER_LEN: usize = field::EAGER_END;
+    /// Bytes of an eager message's header (opcode included): what
+    /// [`emit_header`](Self::emit_header) writes before the body.
+    pub const HEADER_LEN: usize = field::EAGER_END;
 
     /// Parses `msg` as an eager message, not checking its opcode (for a
     /// caller that did). Every other check applies.
