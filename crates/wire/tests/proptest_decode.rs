@@ -330,6 +330,13 @@ proptest! {
         prop_assert_eq!(parsed, Ok(op));
         prop_assert_eq!(message(&op), msg);
         prop_assert!(op.to_string().starts_with(op.opcode().name()));
+        if let OpRepr::Eager(eager) = op {
+            // The same-host path sizes the record from the constant.
+            prop_assert_eq!(Eager::HEADER_LEN, len);
+            let mut again = vec![0x55u8; len];
+            prop_assert_eq!(eager.emit_header(&mut again), len);
+            prop_assert_eq!(again, header[..len].to_vec());
+        }
     }
 
     // (c) Every valid header round-trips, with and without a MAC or checksum trailer.
@@ -404,10 +411,12 @@ proptest! {
         let request = AmRequest { req, handler, want_reply, rndv: false, args, body: &[] };
         let len = request.emit_header(&mut expected);
         prop_assert_eq!(AmRequest::emit_plain_header(req, handler, want_reply, args.as_slice(), &mut written), Some(len));
+        prop_assert_eq!(AmRequest::plain_header_len(args.len()), len, "the size told before writing");
         prop_assert_eq!(&written[..len], &expected[..len]);
         let reply = AmReply { req, status: Status::Ok, rndv: false, args, body: &[] };
         let len = reply.emit_header(&mut expected);
         prop_assert_eq!(AmReply::emit_ok_header(req, &args, &mut written), len);
+        prop_assert_eq!(AmReply::ok_header_len(&args), len, "the size told before writing");
         prop_assert_eq!(&written[..len], &expected[..len]);
         let mut assigned = earlier;
         prop_assert!(assigned.assign(args.as_slice()));

@@ -440,11 +440,12 @@ impl crate::endpoint::State {
         if called == Called::Ran && ctx.wants_reply && ctx.reply_payload.len() <= self.am_eager_limit_to(peer) {
             // The reply straight from the context, before anything the
             // handler queued (the order `answer_of` gives too).
-            let mut header = [0u8; op::AM_MAX_HEADER_LEN];
-            let len = op::AmReply::emit_ok_header(am.req, &ctx.reply_args, &mut header);
+            let (req, reply_args) = (am.req, &ctx.reply_args);
+            let header_len = op::AmReply::ok_header_len(reply_args);
+            let emit = |header: &mut [u8]| _ = op::AmReply::emit_ok_header(req, reply_args, header);
             // A peer that died meanwhile: nothing to deliver it to (the
             // outbox drops it the same way).
-            let _ = self.shm_send(peer, &[&header[..len], &ctx.reply_payload], None, true);
+            let _ = self.shm_send_headed(peer, header_len, emit, &ctx.reply_payload);
             self.msg.am.keep_spare(std::mem::take(&mut ctx.reply_payload));
         } else {
             let answer = answer_of(&mut self.msg, &request, called, &mut ctx);
@@ -683,9 +684,10 @@ impl Endpoint {
             // The header is written from `args` where they are (wire::op::am
             // module docs).
             let req = state.requests.next_id().ok_or(Error::WouldBlock)?;
-            let mut header = [0u8; op::AM_MAX_HEADER_LEN];
-            let len = op::AmRequest::emit_plain_header(req.0, id, true, args, &mut header).ok_or(TOO_MANY_ARGS)?;
-            let sent = state.shm_send(rank, &[&header[..len], payload], None, true);
+            // `args` fit (checked above): `emit_plain_header` writes them all.
+            let header_len = op::AmRequest::plain_header_len(args.len());
+            let emit = |header: &mut [u8]| _ = op::AmRequest::emit_plain_header(req.0, id, true, args, header);
+            let sent = state.shm_send_headed(rank, header_len, emit, payload);
             if let (Ok(()), Some(out)) = (&sent, in_place) {
                 if !self.progress_thread_runs() {
                     // A blocking request waits for its reply here, still

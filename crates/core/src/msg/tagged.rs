@@ -377,17 +377,7 @@ impl State {
     /// `dest`'s ring; the caller took its credit.
     fn shm_eager(&mut self, context: u32, dest: u32, tag: u64, data: &[u8]) -> Result<()> {
         let eager = op::Eager { context, tag, body: &[] };
-        let len = op::Eager::HEADER_LEN + data.len();
-        if self.shm_send_slot(dest, len, |slot| {
-            let (header, body) = slot.split_at_mut(op::Eager::HEADER_LEN);
-            eager.emit_header(header);
-            mw_transport::shm::copy_short(body, data);
-        }) {
-            return Ok(());
-        }
-        let mut header = [0u8; op::Eager::HEADER_LEN];
-        eager.emit_header(&mut header);
-        self.shm_send(dest, &[&header, data], None, true)
+        self.shm_send_headed(dest, op::Eager::HEADER_LEN, |header| _ = eager.emit_header(header), data)
     }
 
     /// The eager half of a nonblocking send: sends `data` now (the request

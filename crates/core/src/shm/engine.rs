@@ -52,6 +52,11 @@ struct Tx {
     overflowed: u64,
 }
 
+/// Longest header [`State::shm_send_headed`] takes: an active message's
+/// with every argument (an eager message's is shorter).
+pub(crate) const HEADED_MAX: usize = op::AM_MAX_HEADER_LEN;
+const _: () = assert!(op::Eager::HEADER_LEN <= HEADED_MAX);
+
 /// The ring engine's state, owned by the endpoint state (under its lock).
 #[derive(Debug)]
 pub(crate) struct ShmState {
@@ -314,6 +319,33 @@ impl State {
         link.ordered_end.store(end, Ordering::Release);
         shm.shared.wake_for_ring(link);
         true
+    }
+
+    /// Sends the message made of a `header_len`-byte header, which `emit`
+    /// writes, and `body` to same-host `peer` (ordered, no waiter): straight
+    /// into its ring slot when it fits one ([`shm_send_slot`](Self::shm_send_slot)),
+    /// through a buffer and [`shm_send`](Self::shm_send) otherwise. For
+    /// headers of at most [`HEADED_MAX`] bytes (an eager message's, an
+    /// active message's).
+    #[inline]
+    pub(crate) fn shm_send_headed(
+        &mut self,
+        peer: u32,
+        header_len: usize,
+        emit: impl Fn(&mut [u8]),
+        body: &[u8],
+    ) -> Result<()> {
+        let in_slot = self.shm_send_slot(peer, header_len + body.len(), |slot| {
+            let (header, rest) = slot.split_at_mut(header_len);
+            emit(header);
+            mw_transport::shm::copy_short(rest, body);
+        });
+        if in_slot {
+            return Ok(());
+        }
+        let mut header = [0u8; HEADED_MAX];
+        emit(&mut header[..header_len]);
+        self.shm_send(peer, &[&header[..header_len], body], None, true)
     }
 
     /// Moves queued messages toward `peer` into its ring while they fit.

@@ -320,6 +320,14 @@ pub struct AmReply<'a> {
 impl<'a> AmRequest<'a> {
     pub(super) const MIN_HEADER_LEN: usize = field::ARGS;
 
+    /// Bytes of the header [`emit_plain_header`](Self::emit_plain_header)
+    /// writes for `nargs` arguments (at most [`AM_MAX_ARGS`]), for a caller
+    /// that must size the message before writing it.
+    #[inline]
+    pub const fn plain_header_len(nargs: usize) -> usize {
+        field::ARGS + nargs * field::ARG_SIZE
+    }
+
     pub(super) fn header_len(&self) -> usize {
         self.args.wire_len()
     }
@@ -388,6 +396,13 @@ impl<'a> AmRequest<'a> {
 
 impl<'a> AmReply<'a> {
     pub(super) const MIN_HEADER_LEN: usize = field::ARGS;
+
+    /// Bytes of the header [`emit_ok_header`](Self::emit_ok_header) writes
+    /// for `args`.
+    #[inline]
+    pub fn ok_header_len(args: &AmArgs) -> usize {
+        args.wire_len()
+    }
 
     pub(super) fn header_len(&self) -> usize {
         self.args.wire_len()
