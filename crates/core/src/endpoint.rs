@@ -445,7 +445,7 @@ impl Endpoint {
         let mut taken = None;
         if !ring_spin {
             drop(first_look);
-        } else if self.spin_for_ring_record(first_look, |state| {
+        } else if self.spin_for_ring_record(first_look, |state, _| {
             if !ready(state) {
                 return false;
             }
@@ -485,21 +485,24 @@ impl Endpoint {
     /// send_recv ping-pong over shared memory does two per hop, one here
     /// and one in the send). It lets go as soon as another thread waits
     /// for the lock (`StateLock::is_wanted`: the progress thread, another
-    /// application thread), and peeks without it from then on.
+    /// application thread), and peeks without it from then on. `take`'s
+    /// second argument says whether the lock was held throughout: the state
+    /// is then exactly as the first look left it, and what that look
+    /// checked need not be checked again (a receive's matching queues).
     pub(crate) fn spin_for_ring_record(
         &self,
         first_look: StateGuard<'_, State>,
-        take: impl FnOnce(&mut State) -> bool,
+        take: impl FnOnce(&mut State, bool) -> bool,
     ) -> bool {
         let Some(shm) = self.shared.shm.as_deref() else { return false };
         let mut held = Some(first_look);
         for _ in 0..RING_SPIN_ROUNDS {
             if shm.inbound_pending() {
-                let mut state = match held {
-                    Some(state) => state,
-                    None => self.lock(),
+                let (mut state, unchanged) = match held {
+                    Some(state) => (state, true),
+                    None => (self.lock(), false),
                 };
-                return take(&mut state);
+                return take(&mut state, unchanged);
             }
             if held.is_some() && self.shared.state.is_wanted() {
                 held = None;

@@ -251,6 +251,100 @@ fn two_application_threads_waiting_on_one_endpoint_both_wake() {
 }
 
 #[test]
+fn receives_of_one_tag_from_two_threads_take_every_message_once_and_in_order() {
+    // Rank 0's two threads receive the same source and tag at once: one
+    // with blocking receives (the spinning shortcut, which keeps the lock
+    // while it waits and takes the record in place), the other through
+    // posted `irecv`s, which make the spinner let go and look again from
+    // scratch. Every message must be taken exactly once, and each thread
+    // must see its messages in the order they were sent (messages between
+    // a pair never overtake one another, and a thread's receives follow
+    // one another).
+    const PER_THREAD: u64 = 2000;
+    run_job(2, shm(Config::default()), |ep| {
+        if ep.rank() == 0 {
+            let seen: Vec<Vec<u64>> = std::thread::scope(|s| {
+                let blocking = s.spawn(|| {
+                    let mut buf = [0u8; 8];
+                    (0..PER_THREAD)
+                        .map(|_| {
+                            ep.recv(1, 7, &mut buf).unwrap();
+                            u64::from_le_bytes(buf)
+                        })
+                        .collect()
+                });
+                let posted = s.spawn(|| {
+                    let mut buf = [0u8; 8];
+                    (0..PER_THREAD)
+                        .map(|_| {
+                            ep.irecv(1, 7, &mut buf).unwrap().wait().unwrap();
+                            u64::from_le_bytes(buf)
+                        })
+                        .collect()
+                });
+                vec![blocking.join().unwrap(), posted.join().unwrap()]
+            });
+            for taken in &seen {
+                assert!(taken.windows(2).all(|w| w[0] < w[1]), "a thread saw messages out of order");
+            }
+            let mut all: Vec<u64> = seen.concat();
+            all.sort_unstable();
+            assert_eq!(all, (0..2 * PER_THREAD).collect::<Vec<_>>(), "each message taken exactly once");
+        } else {
+            for seq in 0..2 * PER_THREAD {
+                ep.send(0, 7, &seq.to_le_bytes()).unwrap();
+                if seq % 256 == 0 {
+                    // Now and then the receivers catch up and spin.
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+            }
+        }
+        ep.barrier().unwrap();
+    });
+}
+
+#[test]
+fn a_spinning_receive_that_let_go_of_the_lock_never_overtakes_what_progress_queued() {
+    // Rank 0 receives a numbered stream with blocking receives (the
+    // spinning shortcut keeps the lock while it waits) while its second
+    // thread keeps progressing the endpoint, which makes the spinner let go
+    // of the lock and lets progress move arrivals into the unexpected
+    // queue meanwhile. The spinner must then look again from scratch (and
+    // take the queued message first), never take the next record from the
+    // ring in place: each receive gets the next number. (The window in
+    // which a stale in-place take would overtake is narrow: this test
+    // guards the fallback's ordering under lock handoffs, it does not
+    // reliably provoke that window.)
+    const MESSAGES: u64 = 2000;
+    run_job(2, shm(Config::default()), |ep| {
+        if ep.rank() == 0 {
+            let done = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        ep.progress();
+                    }
+                });
+                let mut buf = [0u8; 8];
+                for expected in 0..MESSAGES {
+                    ep.recv(1, 7, &mut buf).unwrap();
+                    assert_eq!(u64::from_le_bytes(buf), expected, "a receive overtook an earlier message");
+                }
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+        } else {
+            for seq in 0..MESSAGES {
+                ep.send(0, 7, &seq.to_le_bytes()).unwrap();
+                if seq % 64 == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+            }
+        }
+        ep.barrier().unwrap();
+    });
+}
+
+#[test]
 fn a_freed_region_is_never_reached_through_a_cached_window() {
     // Rank 1 direct-accesses many of rank 0's regions (more than a thread
     // caches at once), rank 0 frees them; every later access must fail with

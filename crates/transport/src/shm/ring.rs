@@ -813,6 +813,7 @@ impl Consumer {
     /// Returns whether a record was taken. A caller that wants only some
     /// messages (a receive waiting for its own) takes them this way without
     /// copying anything out first.
+    #[inline]
     pub fn pop_if(&mut self, f: impl FnOnce(&[u8]) -> bool) -> Result<bool, Corrupt> {
         if !self.partial.is_empty() {
             return Ok(false);
