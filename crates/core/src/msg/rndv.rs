@@ -100,12 +100,16 @@ pub(crate) struct Rndv {
 struct StagingPolicy {
     stores: crate::config::StageStores,
     streaming_until: Option<std::time::Instant>,
+    /// The length of the last streaming spell: the next one, if plain
+    /// stores run slow again within it of its end, lasts twice as long (up
+    /// to [`STAGING_PAUSE`]); one that comes later starts short again.
+    streaming_for: std::time::Duration,
     kernel_until: Option<std::time::Instant>,
 }
 
 impl StagingPolicy {
     fn new(stores: crate::config::StageStores) -> StagingPolicy {
-        StagingPolicy { stores, streaming_until: None, kernel_until: None }
+        StagingPolicy { stores, streaming_until: None, streaming_for: STREAMING_FIRST, kernel_until: None }
     }
 
     /// The form of store to stage with at `now`; `None`: the kernel's copy.
@@ -125,12 +129,24 @@ impl StagingPolicy {
     }
 
     /// Chunks staged with `form` ran slow at `now`.
+    ///
+    /// Plain stores that run slow start a spell of streaming, short at
+    /// first ([`STREAMING_FIRST`]): two slow chunks are also what a
+    /// preemption or a busy moment of the host's memory looks like while
+    /// the vCPUs are near, where streaming is the slower form (12.5 against
+    /// 18 GB/s in `stage_probe`), and a 100 ms spell there took a third off
+    /// 16 MiB send_recv between processes for a whole `mwbench` point. Only
+    /// when plain stores run slow again right after a spell ends (a far
+    /// placement lasts seconds) does the next spell last twice as long, up
+    /// to [`STAGING_PAUSE`]: there each look at plain stores costs two
+    /// slow chunks (~0.5 ms) per spell.
     fn slowed(&mut self, form: mw_transport::shm::StageCopy, now: std::time::Instant) {
-        let until = Some(now + STAGING_PAUSE);
         if form == mw_transport::shm::StageCopy::Cached && self.stores == crate::config::StageStores::Auto {
-            self.streaming_until = until;
+            let again_soon = self.streaming_until.is_some_and(|end| now < end + self.streaming_for);
+            self.streaming_for = if again_soon { (self.streaming_for * 2).min(STAGING_PAUSE) } else { STREAMING_FIRST };
+            self.streaming_until = Some(now + self.streaming_for);
         } else {
-            self.kernel_until = until;
+            self.kernel_until = Some(now + STAGING_PAUSE);
         }
     }
 }
@@ -576,10 +592,14 @@ const CACHED_STAGING_MIN_RATE: f64 = 8e9;
 /// (16 MiB as processes in a far placement, 24-message runs with the form
 /// forced: streaming 14.8-15.3 GB/s, kernel 5.9-6.9, plain stores 5.3).
 const STREAMED_STAGING_MIN_RATE: f64 = 4e9;
-/// How long a sender stages with non-temporal stores after slow chunks
-/// staged with plain ones, or copies with the kernel after slow streamed
-/// ones, before it tries plain stores once more ([`StagingPolicy`]).
+/// How long a sender copies with the kernel after slow streamed chunks,
+/// and the longest it stages with non-temporal stores after slow chunks
+/// staged with plain ones, before it tries plain stores once more
+/// ([`StagingPolicy`]).
 const STAGING_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+/// The first spell of non-temporal stores after plain ones ran slow
+/// ([`StagingPolicy::slowed`]).
+const STREAMING_FIRST: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Copies the chunks of `offer` this side can claim into the receiver's
 /// staging area `window` (see `mw_transport::shm::stage`); returns the
@@ -662,20 +682,44 @@ mod tests {
 
         policy.slowed(StageCopy::Cached, start);
         assert_eq!(policy.form(start), Some(StageCopy::Streaming));
-        assert_eq!(policy.form(start + STAGING_PAUSE - Duration::from_millis(1)), Some(StageCopy::Streaming));
-        assert_eq!(policy.form(start + STAGING_PAUSE), Some(StageCopy::Cached), "the pause ends");
+        let first_end = start + STREAMING_FIRST;
+        assert_eq!(policy.form(first_end - Duration::from_micros(1)), Some(StageCopy::Streaming));
+        assert_eq!(policy.form(first_end), Some(StageCopy::Cached), "a first spell is short");
 
-        // Streamed chunks slow as well, halfway through the streaming pause.
-        let later = start + STAGING_PAUSE / 2;
+        // Streamed chunks slow as well, halfway through the spell.
+        let later = start + STREAMING_FIRST / 2;
         policy.slowed(StageCopy::Streaming, later);
         assert_eq!(policy.form(later), None, "the kernel's copy");
-        assert_eq!(policy.form(start + STAGING_PAUSE), None, "still the kernel's, past the streaming pause");
+        assert_eq!(policy.form(first_end), None, "still the kernel's, past the streaming spell");
         assert_eq!(policy.form(later + STAGING_PAUSE), Some(StageCopy::Cached));
 
-        // Plain stores slow again afterwards: streaming again, not the kernel.
+        // Plain stores slow again long afterwards: a short spell of
+        // streaming again, not the kernel.
         let again = later + 2 * STAGING_PAUSE;
         policy.slowed(StageCopy::Cached, again);
         assert_eq!(policy.form(again), Some(StageCopy::Streaming));
+        assert_eq!(policy.form(again + STREAMING_FIRST), Some(StageCopy::Cached));
+    }
+
+    #[test]
+    fn plain_stores_slow_again_right_after_a_spell_double_the_next_up_to_the_pause() {
+        let mut now = Instant::now();
+        let mut policy = StagingPolicy::new(StageStores::Auto);
+        let mut expected = STREAMING_FIRST;
+        // The host keeps its vCPUs far apart: every look at plain stores,
+        // just after a spell ends, finds them slow again.
+        for _ in 0..10 {
+            policy.slowed(StageCopy::Cached, now);
+            assert_eq!(policy.form(now + expected - Duration::from_micros(1)), Some(StageCopy::Streaming));
+            assert_eq!(policy.form(now + expected), Some(StageCopy::Cached), "a spell of {expected:?}");
+            now += expected + Duration::from_micros(500);
+            expected = (expected * 2).min(STAGING_PAUSE);
+        }
+        assert_eq!(expected, STAGING_PAUSE, "capped");
+        // Fast plain stores for a while: the next spell is short again.
+        now += 3 * STAGING_PAUSE;
+        policy.slowed(StageCopy::Cached, now);
+        assert_eq!(policy.form(now + STREAMING_FIRST), Some(StageCopy::Cached));
     }
 
     #[test]
