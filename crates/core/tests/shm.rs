@@ -250,6 +250,17 @@ fn two_application_threads_waiting_on_one_endpoint_both_wake() {
     });
 }
 
+/// Sends `count` messages numbered from 0 to rank 0 with tag 7, pausing
+/// every `every` messages so that its receivers catch up and spin.
+fn send_numbered(ep: &mw_core::Endpoint, count: u64, every: u64) {
+    for seq in 0..count {
+        ep.send(0, 7, &seq.to_le_bytes()).unwrap();
+        if seq % every == 0 {
+            std::thread::sleep(std::time::Duration::from_micros(150));
+        }
+    }
+}
+
 #[test]
 fn receives_of_one_tag_from_two_threads_take_every_message_once_and_in_order() {
     // Rank 0's two threads receive the same source and tag at once: one
@@ -291,13 +302,7 @@ fn receives_of_one_tag_from_two_threads_take_every_message_once_and_in_order() {
             all.sort_unstable();
             assert_eq!(all, (0..2 * PER_THREAD).collect::<Vec<_>>(), "each message taken exactly once");
         } else {
-            for seq in 0..2 * PER_THREAD {
-                ep.send(0, 7, &seq.to_le_bytes()).unwrap();
-                if seq % 256 == 0 {
-                    // Now and then the receivers catch up and spin.
-                    std::thread::sleep(std::time::Duration::from_micros(200));
-                }
-            }
+            send_numbered(ep, 2 * PER_THREAD, 256);
         }
         ep.barrier().unwrap();
     });
@@ -333,12 +338,7 @@ fn a_spinning_receive_that_let_go_of_the_lock_never_overtakes_what_progress_queu
                 done.store(true, std::sync::atomic::Ordering::Relaxed);
             });
         } else {
-            for seq in 0..MESSAGES {
-                ep.send(0, 7, &seq.to_le_bytes()).unwrap();
-                if seq % 64 == 0 {
-                    std::thread::sleep(std::time::Duration::from_micros(100));
-                }
-            }
+            send_numbered(ep, MESSAGES, 64);
         }
         ep.barrier().unwrap();
     });

@@ -363,21 +363,11 @@ impl Producer {
             [first, second] => (first, second),
             _ => return None,
         };
-        let len = first.len() + second.len();
-        if len > SLOT - RECORD_HEADER {
-            return None;
-        }
-        let (pos, ack) = self.claim_one_slot()?;
-        // SAFETY: `claim_one_slot` gave a free slot at `pos` (see there);
-        // the header and the parts, RECORD_HEADER + len <= SLOT bytes, fit.
-        unsafe {
-            let at = self.view.data().add(pos);
-            write_header(at, len as u32, KIND_MESSAGE, ack);
-            let body = at.add(RECORD_HEADER);
-            copy_short_raw(first.as_ptr(), body, first.len());
-            copy_short_raw(second.as_ptr(), body.add(first.len()), second.len());
-        }
-        Some(self.publish_one_slot(pos))
+        self.push_slot_with(first.len() + second.len(), |body| {
+            let (to_first, to_second) = body.split_at_mut(first.len());
+            copy_short(to_first, first);
+            copy_short(to_second, second);
+        })
     }
 
     /// Pushes a message of `len` bytes that `write` puts straight into the
