@@ -175,8 +175,9 @@ impl RingView {
 
     fn word(&self, at: usize) -> &AtomicU64 {
         debug_assert!(at == 0 || at == 8 || at == SLOT || at == SLOT + 8);
-        // SAFETY: offset + at + 8 is inside the mapping (checked in `new`),
-        // 64-aligned (offset is, the mapping is page aligned), and this word
+        // SAFETY: `base` is the mapping plus `offset`, and offset + at + 8
+        // is inside the mapping (checked in `new`); the word is 64-aligned
+        // (offset is, the mapping is page aligned), and this word
         // is only ever accessed atomically by every process that maps it.
         unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(at).cast()) }
     }
@@ -219,7 +220,8 @@ impl RingView {
     }
 
     fn data(&self) -> *mut u8 {
-        // SAFETY: offset + RING_HEADER is inside the mapping (checked in `new`).
+        // SAFETY: `base` is the mapping plus `offset`, and offset +
+        // RING_HEADER is inside the mapping (checked in `new`).
         unsafe { self.base.as_ptr().add(RING_HEADER) }
     }
 
