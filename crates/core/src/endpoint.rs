@@ -66,6 +66,10 @@ pub(crate) struct State {
     pub(crate) tx_buf: Vec<u8>,
     /// Header and trailer (MAC or checksum) of a datagram whose payload is sent in place.
     head_buf: [u8; mw_wire::HEADER_LEN + mw_proto::TRAILER_RESERVE],
+    /// Datagrams of one transmit round, written in place and sent with
+    /// `sendmmsg`/GSO; `None` with loopback-sized datagrams, which go one
+    /// gathered `sendmsg` each (see [`State::transmit`]).
+    tx_batch: Option<mw_transport::udp::TxBatch>,
     /// Scratch for operation headers (`MAX_HEADER_LEN`: a 256-segment iov header).
     pub hdr_buf: Vec<u8>,
     /// The shared-memory ring engine, when some peers share this host.
@@ -258,6 +262,10 @@ impl Endpoint {
             rx_buf: vec![0u8; 65_536],
             tx_buf: vec![0u8; max_datagram.max(2048)],
             head_buf: [0u8; mw_wire::HEADER_LEN + mw_proto::TRAILER_RESERVE],
+            tx_batch: (max_datagram <= TX_BATCH_MAX_DATAGRAM).then(|| {
+                let slots = (TX_BATCH_BYTES / max_datagram).clamp(1, mw_transport::udp::SEND_CHUNK);
+                mw_transport::udp::TxBatch::new(slots, max_datagram)
+            }),
             hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
             shm: shm_state,
         };
@@ -1174,21 +1182,21 @@ impl State {
     /// One round of progress receiving at most `max_datagrams`.
     pub(crate) fn progress_with(&mut self, now: ProtoInstant, max_datagrams: usize) -> bool {
         let mut worked = self.drain_loopback(now);
-        for _ in 0..max_datagrams {
-            match self.udp.recv_one(&mut self.rx_buf) {
-                Ok(Some((len, _from))) => {
-                    worked = true;
-                    if self.rx_buf[..len] == crate::shm::DOORBELL[..] {
-                        continue; // a same-host peer woke us; the rings are polled below
-                    }
-                    if mw_wire::peek_packet_type(&self.rx_buf[..len]) == Some(mw_wire::PacketType::Mcast) {
-                        self.mcast_datagram(now, len); // a repair, by unicast
-                        continue;
-                    }
-                    self.handle_datagram(now, len);
-                }
-                Ok(None) => break,
-                Err(_) => break,
+        let mut taken = 0;
+        while taken < max_datagrams {
+            // One receive: a datagram, or (GRO) a run of them from one
+            // sender, each handled in place in `rx_buf`. Their acks leave
+            // together at the end of the round.
+            let Ok(Some(rx)) = self.udp.recv_segments(&mut self.rx_buf) else {
+                break;
+            };
+            worked = true;
+            taken += rx.count();
+            let mut start = 0;
+            for _ in 0..rx.count() {
+                let end = (start + rx.segment).min(rx.len);
+                self.receive_datagram(now, start..end);
+                start = end;
             }
         }
         worked |= self.mcast_receive(now, max_datagrams);
@@ -1217,12 +1225,21 @@ impl State {
         [self.proto.poll_timeout(), self.mcast.poll_timeout(), shm].into_iter().flatten().min()
     }
 
-    fn handle_datagram(&mut self, now: ProtoInstant, len: usize) {
+    /// One received datagram, `rx_buf[at]`.
+    fn receive_datagram(&mut self, now: ProtoInstant, at: std::ops::Range<usize>) {
+        let datagram = &self.rx_buf[at.clone()];
+        if datagram == crate::shm::DOORBELL {
+            return; // a same-host peer woke us; the rings are polled in the round
+        }
+        if mw_wire::peek_packet_type(datagram) == Some(mw_wire::PacketType::Mcast) {
+            self.mcast_datagram(now, at); // a repair, by unicast
+            return;
+        }
         let State { proto, regions, requests, gets, replies, completions, stats, rx_buf, internal, msg, mcast, .. } =
             self;
         let mut target = Target { regions, requests, gets, replies, completions, stats, internal, msg, mcast };
         // Rejected packets are counted by the protocol; nothing else to do.
-        let _ = proto.handle_datagram(now, &rx_buf[..len], &mut |peer, msg| target.on_message(peer, msg));
+        let _ = proto.handle_datagram(now, &rx_buf[at], &mut |peer, msg| target.on_message(peer, msg));
         self.after_delivery(now);
     }
 
@@ -1365,13 +1382,35 @@ impl State {
         body: &[u8],
         waiter: Option<RequestId>,
     ) -> Result<()> {
+        if self.queue_op(now, peer, repr, body, waiter)? {
+            // Out now rather than at the end of the next progress round,
+            // which would first spend a receive syscall (latency: the
+            // initiator's request and the target's reply both leave here).
+            self.transmit(now);
+        }
+        Ok(())
+    }
+
+    /// [`send_op`](Self::send_op) without sending: returns `true` when the
+    /// message went to the protocol and leaves at the next
+    /// [`transmit`](Self::transmit) (the caller queues several, then
+    /// transmits them as one batch), `false` when it was delivered or queued
+    /// by another path (loopback, shared memory).
+    pub(crate) fn queue_op(
+        &mut self,
+        now: ProtoInstant,
+        peer: u32,
+        repr: &OpRepr<'_>,
+        body: &[u8],
+        waiter: Option<RequestId>,
+    ) -> Result<bool> {
         let hlen = repr.emit_header(&mut self.hdr_buf);
         if peer == self.rank {
             let mut msg = Vec::with_capacity(hlen + body.len());
             msg.extend_from_slice(&self.hdr_buf[..hlen]);
             msg.extend_from_slice(body);
             self.loopback.push_back((msg, waiter));
-            return Ok(());
+            return Ok(false);
         }
         if self.dead[peer as usize] {
             return Err(Error::PeerUnreachable { rank: peer });
@@ -1387,18 +1426,14 @@ impl State {
             };
             let sent = self.shm_send(peer, &[&hdr[..hlen], body], waiter, ordered);
             self.hdr_buf = hdr;
-            return sent;
+            return sent.map(|()| false);
         }
         match self.proto.submit(now, peer, &[&self.hdr_buf[..hlen], body]) {
             Ok(id) => {
                 if let Some(w) = waiter {
                     self.ack_waiters[peer as usize].push_back((id.0, w));
                 }
-                // Out now rather than at the end of the next progress round,
-                // which would first spend a receive syscall (latency: the
-                // initiator's request and the target's reply both leave here).
-                self.transmit(now);
-                Ok(())
+                Ok(true)
             }
             Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank: peer }),
             Err(mw_proto::SubmitError::TooLarge) => Err(Error::InvalidArgument(
@@ -1472,7 +1507,48 @@ impl State {
         worked
     }
 
+    /// Sends every datagram the protocol has ready now.
     pub(crate) fn transmit(&mut self, now: ProtoInstant) -> bool {
+        match self.tx_batch {
+            Some(_) if self.fault.is_none() => self.transmit_batched(now),
+            _ => self.transmit_each(now),
+        }
+    }
+
+    /// Ethernet-sized datagrams: written straight into the batch's slots
+    /// (header, payload copied from the retransmission buffer, trailer) and
+    /// sent a batch at a time, runs to one peer as GSO super-datagrams, so
+    /// a bulk transfer costs one system call per ~64 datagrams instead of
+    /// one each.
+    fn transmit_batched(&mut self, now: ProtoInstant) -> bool {
+        let State { proto, peers, udp, stats, tx_batch, .. } = self;
+        let batch = tx_batch.as_mut().expect("transmit_batched needs the batch");
+        let mut worked = false;
+        loop {
+            while let Some(slot) = batch.slot_mut() {
+                let Some(tx) = proto.poll_transmit(now, slot) else {
+                    break;
+                };
+                batch.commit(peers[tx.peer as usize], tx.len);
+            }
+            if batch.pending() == 0 {
+                batch.clear();
+                return worked;
+            }
+            worked = true;
+            let full = batch.is_full();
+            flush_batch(udp, stats, batch);
+            batch.clear();
+            if !full {
+                return worked;
+            }
+        }
+    }
+
+    /// One datagram per system call: loopback-sized datagrams (the payload
+    /// gathered from the retransmission buffer, not copied) and everything
+    /// under fault injection.
+    fn transmit_each(&mut self, now: ProtoInstant) -> bool {
         let mut worked = false;
         let State { proto, tx_buf, head_buf, peers, fault, udp, stats, .. } = self;
         while let Some(tx) = proto.poll_transmit_parts(now, head_buf) {
@@ -1521,6 +1597,40 @@ pub(crate) fn send_retrying(
 ) -> std::io::Result<()> {
     send_retrying_with(stats, || udp.send_to(packet, dst))
 }
+
+/// Sends every pending datagram of `batch`. A full socket is transient:
+/// wait briefly and go on, as [`send_retrying`] does, rather than leave the
+/// rest to a retransmission timeout; a datagram the kernel refuses is
+/// counted and skipped (the protocol retransmits it).
+fn flush_batch(
+    udp: &mut mw_transport::udp::UdpTransport,
+    stats: &mut CoreStats,
+    batch: &mut mw_transport::udp::TxBatch,
+) {
+    let mut stalls = 0;
+    while batch.pending() > 0 {
+        match udp.send_tx_batch(batch) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && stalls < 999 => {
+                stalls += 1;
+                std::thread::yield_now();
+            }
+            Err(_) => {
+                stats.send_errors += 1;
+                batch.skip_one();
+            }
+        }
+    }
+}
+
+/// Datagrams up to this size are sent in batches ([`State::transmit`]);
+/// larger ones (loopback's 65,000 bytes) one gathered `sendmsg` each, where
+/// batching saves little and the copy into the batch would cost.
+const TX_BATCH_MAX_DATAGRAM: usize = 16 << 10;
+
+/// Bytes of one transmit batch: about one GSO send's worth (64 KiB) and
+/// a half, so a full batch still goes in one `sendmmsg`.
+const TX_BATCH_BYTES: usize = 96 << 10;
 
 /// Payloads from this size on are sent in place with a gathered `sendmsg`;
 /// smaller ones are copied behind their header and sent with `sendto` (the

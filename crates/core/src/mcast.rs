@@ -421,7 +421,7 @@ impl State {
                     let dropped =
                         self.mcast.rx_fault.as_mut().is_some_and(|f| f.decide() == mw_transport::FaultAction::Drop);
                     if !dropped {
-                        self.mcast_datagram(now, len);
+                        self.mcast_datagram(now, 0..len);
                     }
                 }
                 Ok(None) | Err(_) => break,
@@ -430,11 +430,11 @@ impl State {
         worked
     }
 
-    /// One `Mcast` datagram in `rx_buf[..len]`, from the group socket or
+    /// One `Mcast` datagram in `rx_buf[at]`, from the group socket or
     /// (a repair) the data path's.
-    pub(crate) fn mcast_datagram(&mut self, now: ProtoInstant, len: usize) {
+    pub(crate) fn mcast_datagram(&mut self, now: ProtoInstant, at: std::ops::Range<usize>) {
         let State { proto, rx_buf, mcast, .. } = self;
-        mcast.on_datagram(proto, now, &rx_buf[..len]);
+        mcast.on_datagram(proto, now, &rx_buf[at]);
     }
 
     /// Sends what the roots' windows allow and the members' feedback.

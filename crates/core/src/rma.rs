@@ -144,23 +144,42 @@ impl Endpoint {
         if count > 1 && !self.probe_put_extent(rank, key, offset, data.len(), id, count as u32)? {
             return Ok(()); // refused: the request holds the error, nothing was written
         }
-        for index in 0..count {
-            let start = index * chunk;
-            let body = &data[start..data.len().min(start + chunk)];
-            let at = offset.checked_add(start as u64).ok_or(Error::InvalidArgument("offset overflows"))?;
-            let repr = match (&last, index + 1 == count) {
-                (Some(build), true) => build(at, body),
-                _ if body.len() <= op::INLINE_MAX => {
-                    OpRepr::PutInline(op::PutInline { req: id.0, key: key.0, offset: at, body: &[] })
-                }
-                _ => OpRepr::Put(op::Put { req: id.0, key: key.0, offset: at, body: &[] }),
-            };
+        let mut index = 0;
+        while index < count {
             if index > 0 {
                 self.wait_for_room(rank);
             }
+            // Under one lock, as many messages as the queue takes; then they
+            // leave together (one batch of datagrams, not one send each).
             let mut state = self.lock();
             let now = self.shared.now();
-            state.send_op(now, rank, &repr, body, Some(id))?;
+            let mut queued = false;
+            let result = loop {
+                let start = index * chunk;
+                let body = &data[start..data.len().min(start + chunk)];
+                let Some(at) = offset.checked_add(start as u64) else {
+                    break Err(Error::InvalidArgument("offset overflows"));
+                };
+                let repr = match (&last, index + 1 == count) {
+                    (Some(build), true) => build(at, body),
+                    _ if body.len() <= op::INLINE_MAX => {
+                        OpRepr::PutInline(op::PutInline { req: id.0, key: key.0, offset: at, body: &[] })
+                    }
+                    _ => OpRepr::Put(op::Put { req: id.0, key: key.0, offset: at, body: &[] }),
+                };
+                match state.queue_op(now, rank, &repr, body, Some(id)) {
+                    Ok(to_protocol) => queued |= to_protocol,
+                    Err(error) => break Err(error),
+                }
+                index += 1;
+                if index == count || queue_full(&state, rank) {
+                    break Ok(());
+                }
+            };
+            if queued {
+                state.transmit(now);
+            }
+            result?;
         }
         Ok(())
     }

@@ -15,6 +15,7 @@
 mod gro_stash;
 mod plan;
 mod recv_batch;
+mod tx_batch;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -26,6 +27,7 @@ use crate::sys;
 use gro_stash::GroStash;
 use plan::{plan_groups, GsoPolicy};
 pub use recv_batch::{RecvBatch, RecvIter};
+pub use tx_batch::TxBatch;
 
 /// Largest UDP payload over IPv4 on a 1500-byte Ethernet MTU
 /// (1500 − 20 IP − 8 UDP): the default datagram size for remote peers.
@@ -308,6 +310,39 @@ impl UdpTransport {
         }
     }
 
+    /// Sends the unsent datagrams of `batch` in order: one `sendto` when
+    /// there is just one (the cheapest call on the latency path), else
+    /// `sendmmsg` calls of up to [`SEND_CHUNK`] datagrams with runs of
+    /// equal-sized ones to one destination merged into GSO sends. Returns how
+    /// many went now and marks them sent in `batch`; fewer than were pending
+    /// means the socket filled up (the rest stay pending for the next call).
+    /// Errors only when not even the first could be sent (`WouldBlock` if
+    /// the socket is full).
+    pub fn send_tx_batch(&mut self, batch: &mut TxBatch) -> io::Result<usize> {
+        let mut total = 0;
+        while batch.pending() > 0 {
+            let outcome = {
+                let mut list = [(tx_batch::NOWHERE, &[][..]); SEND_CHUNK];
+                let n = batch.unsent(&mut list);
+                let sent =
+                    if n == 1 { self.send_to(list[0].1, list[0].0).map(|()| 1) } else { self.send_chunk(&list[..n]) };
+                sent.map(|k| (k, n))
+            };
+            match outcome {
+                Ok((k, n)) => {
+                    batch.advance(k);
+                    total += k;
+                    if k < n {
+                        break;
+                    }
+                }
+                Err(_) if total > 0 => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(total)
+    }
+
     #[cold]
     fn disable_gso(&mut self, cause: &io::Error) {
         tracing::warn!(error = %cause, "UDP GSO send failed; falling back to plain sendmmsg");
@@ -320,6 +355,34 @@ impl UdpTransport {
     /// left by `recv_one`'s GRO splitting come first, keeping arrival order.
     pub fn recv_batch(&mut self, batch: &mut RecvBatch) -> io::Result<usize> {
         batch.fill(self.socket.as_raw_fd(), self.stash.as_mut(), &mut self.truncated)
+    }
+
+    /// Receives what one `recvmsg` returns into `buf`: one datagram or, with
+    /// GRO, several from one sender coalesced by the kernel, to be cut into
+    /// [`RecvSegments::segment`]-byte datagrams in place (no copy, unlike
+    /// [`recv_one`](Self::recv_one)'s splitting). `None` at once when nothing
+    /// is queued. `buf` should be [`recv_slot_len`](Self::recv_slot_len)
+    /// long; a longer message is dropped and counted in
+    /// [`truncated_datagrams`](Self::truncated_datagrams). Datagrams held from
+    /// an earlier `recv_one` come first, one per call.
+    pub fn recv_segments(&mut self, buf: &mut [u8]) -> io::Result<Option<RecvSegments>> {
+        let fd = self.socket.as_raw_fd();
+        if let Some(stash) = self.stash.as_mut() {
+            if let Some((len, from)) = stash.pop_into(buf, &mut self.truncated) {
+                return Ok(Some(RecvSegments { len, segment: len, from }));
+            }
+        }
+        loop {
+            let Some(rx) = sys::recv_split(fd, buf, &mut [])? else {
+                return Ok(None);
+            };
+            if rx.truncated {
+                self.truncated += 1;
+                continue;
+            }
+            let segment = rx.gro_segment.map_or(rx.len, |s| s.min(rx.len));
+            return Ok(Some(RecvSegments { len: rx.len, segment, from: rx.addr }));
+        }
     }
 
     /// Receives one datagram into `buf` if one is queued: `Some((len, from))`,
@@ -365,6 +428,38 @@ impl UdpTransport {
                     return Ok(Some((segment, rx.addr)));
                 }
             }
+        }
+    }
+}
+
+/// What one [`UdpTransport::recv_segments`] received: `len` bytes from
+/// `from`, made of datagrams of `segment` bytes (the last may be shorter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvSegments {
+    /// Bytes received.
+    pub len: usize,
+    /// Size of each datagram but the last (`len` when not coalesced).
+    pub segment: usize,
+    /// The sender.
+    pub from: SocketAddr,
+}
+
+impl RecvSegments {
+    /// The datagrams in `buf` (the buffer they were received into), in order;
+    /// an empty datagram is one empty slice.
+    pub fn datagrams<'a>(&self, buf: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let data = &buf[..self.len];
+        let segment = self.segment.max(1);
+        let empty = (self.len == 0).then_some(data);
+        data.chunks(segment).chain(empty)
+    }
+
+    /// How many datagrams [`datagrams`](Self::datagrams) yields.
+    pub fn count(&self) -> usize {
+        if self.len == 0 {
+            1
+        } else {
+            self.len.div_ceil(self.segment.max(1))
         }
     }
 }
