@@ -11,7 +11,15 @@
 //! rendezvous is joined once), so its transport is fixed at start and a
 //! point cannot change the configuration (authentication, fault injection,
 //! progress thread): such points are refused when the plan is made.
+//!
+//! Also owns the job's [`NetPath`]: at join every rank works out the address
+//! its host is reached at, as memwire's endpoint does (`MW_BIND`, else the
+//! local address the kernel routes from toward mwrun's rendezvous), and the
+//! ranks exchange them through the endpoint. The raw baselines between
+//! ranks bind there, MPI launches across hosts name those hosts, and every
+//! `udp` row records the path (`hosts` or `loopback`) and datagram size.
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::Arc;
 
 use mw_core::{Config, Endpoint, TransportChoice};
@@ -33,6 +41,88 @@ pub enum Job {
 pub struct ProcessRank {
     ep: Endpoint,
     transport: &'static str,
+    net: NetPath,
+}
+
+/// Where a job's UDP bytes go: every rank's address, and the datagram size
+/// memwire (and the raw baselines) use on that path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetPath {
+    /// Each rank's data address, in rank order (one entry with threads).
+    pub ips: Vec<IpAddr>,
+    /// UDP payload per datagram: `MW_MTU`, else 1472 between hosts and
+    /// 65000 on loopback.
+    pub datagram: usize,
+    /// Whether every rank's kernel sends UDP GSO.
+    pub gso: bool,
+}
+
+/// Whether this kernel sends UDP GSO (probed on a loopback socket).
+fn kernel_has_gso() -> bool {
+    let cfg = mw_transport::udp::UdpConfig::default();
+    mw_transport::udp::UdpTransport::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), &cfg)
+        .is_ok_and(|t| t.gso_enabled())
+}
+
+impl NetPath {
+    /// The path of a job whose ranks are at `ips`, with `config`'s `MW_MTU`.
+    pub fn new(ips: Vec<IpAddr>, config: &Config, gso: bool) -> NetPath {
+        let loopback = ips.iter().all(|ip| ip.is_loopback());
+        let datagram = config.max_datagram.unwrap_or(if loopback { config.loopback_datagram } else { 1472 });
+        NetPath { ips, datagram, gso }
+    }
+
+    /// Threads of this process: loopback.
+    pub fn threads() -> NetPath {
+        let config = Config::from_env().unwrap_or_default();
+        NetPath::new(vec![IpAddr::V4(Ipv4Addr::LOCALHOST)], &config, kernel_has_gso())
+    }
+
+    /// Whether a GSO send carries several of this path's datagrams (it
+    /// carries at most 64 KiB), on kernels that have GSO: where `udp_gso`
+    /// is a baseline of its own rather than `udp_raw` again.
+    pub fn gso_useful(&self) -> bool {
+        self.gso && 2 * self.datagram <= mw_transport::udp::MAX_UDP_PAYLOAD
+    }
+
+    /// `hosts` when ranks 0 and 1 are on different hosts, else `loopback`,
+    /// as rows record it.
+    pub fn name(&self) -> &'static str {
+        if self.spans_hosts() {
+            "hosts"
+        } else {
+            "loopback"
+        }
+    }
+
+    /// Whether the job's ranks are on more than one host.
+    pub fn spans_hosts(&self) -> bool {
+        self.ips.iter().any(|ip| *ip != self.ips[0])
+    }
+}
+
+/// The local address the other hosts reach this rank at, as memwire's
+/// endpoint chooses it: `MW_BIND`, else the address the kernel routes from
+/// toward the rendezvous (`MW_BOOTSTRAP`; connecting a UDP socket sends
+/// nothing), loopback when that is on this host.
+fn data_ip(config: &Config) -> Result<IpAddr, String> {
+    if let Some(ip) = config.bind_addr {
+        return Ok(ip);
+    }
+    let boot = std::env::var("MW_BOOTSTRAP").map_err(|_| "MW_BOOTSTRAP is not set".to_string())?;
+    let target = boot
+        .to_socket_addrs()
+        .map_err(|e| format!("MW_BOOTSTRAP={boot}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("MW_BOOTSTRAP={boot} resolves to nothing"))?;
+    if target.ip().is_loopback() {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    let any: IpAddr =
+        if target.is_ipv4() { Ipv4Addr::UNSPECIFIED.into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
+    let probe = UdpSocket::bind(SocketAddr::new(any, 0)).map_err(|e| format!("routing probe: {e}"))?;
+    probe.connect(target).map_err(|e| format!("no route toward {target}: {e}"))?;
+    Ok(probe.local_addr().map_err(|e| format!("routing probe: {e}"))?.ip())
 }
 
 fn choice(transport: &str) -> TransportChoice {
@@ -54,7 +144,21 @@ impl Job {
     pub fn join_process(transport: &'static str) -> Result<Job, String> {
         let mut config = Config::from_env().map_err(|e| format!("MW_* settings: {e}"))?;
         config.transport = choice(transport);
+        let mine = data_ip(&config)?;
+        let net_config = config.clone();
         let ep = Endpoint::init_with(config).map_err(|e| format!("joining the mwrun job: {e}"))?;
+        let blobs = ep
+            .allgather_bytes(format!("{mine} {}", u8::from(kernel_has_gso())).as_bytes())
+            .map_err(|e| format!("exchanging the ranks' addresses: {e}"))?;
+        let mut ips = Vec::new();
+        let mut gso = true;
+        for blob in blobs {
+            let text = String::from_utf8_lossy(&blob).into_owned();
+            let (ip, has_gso) = text.split_once(' ').unwrap_or((&text, "0"));
+            ips.push(ip.parse::<IpAddr>().map_err(|e| format!("a rank's address {ip:?}: {e}"))?);
+            gso &= has_gso == "1";
+        }
+        let net = NetPath::new(ips, &net_config, gso);
         for peer in (0..ep.size()).filter(|&r| r != ep.rank()) {
             if ep.shares_memory_with(peer) != (transport == "shm") {
                 return Err(format!(
@@ -64,7 +168,23 @@ impl Job {
                 ));
             }
         }
-        Ok(Job::Process(ProcessRank { ep, transport }))
+        Ok(Job::Process(ProcessRank { ep, transport, net }))
+    }
+
+    /// This rank's endpoint and the job's path under mwrun.
+    pub fn process(&self) -> Option<(&Endpoint, &NetPath)> {
+        match self {
+            Job::Threads => None,
+            Job::Process(p) => Some((&p.ep, &p.net)),
+        }
+    }
+
+    /// The path of the job's UDP points.
+    pub fn net(&self) -> NetPath {
+        match self {
+            Job::Threads => NetPath::threads(),
+            Job::Process(p) => p.net.clone(),
+        }
     }
 
     /// `threads` or `processes`, as rows record it.

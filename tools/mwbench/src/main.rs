@@ -31,6 +31,7 @@ mod pingpong;
 mod plan;
 mod plot;
 mod raw;
+mod rawpair;
 mod report;
 mod row;
 mod run;
@@ -129,6 +130,17 @@ struct Args {
     /// Skip the MPI baselines (mpich, openmpi) even when installed.
     #[arg(long)]
     no_mpi: bool,
+    /// Under mwrun across hosts: the remote-exec command MPI's launchers
+    /// start their daemons with instead of ssh (default: the netns
+    /// cluster's scripts/netns-exec when the hosts are its namespaces).
+    #[arg(long, value_name = "CMD")]
+    mpi_launcher_exec: Option<String>,
+    /// Percent of packets the network itself drops during this run (e.g.
+    /// `scripts/netns-cluster loss`): recorded as every row's loss_pct so
+    /// such rows are never compared with loss-free ones. mwbench injects
+    /// nothing.
+    #[arg(long, value_name = "PERCENT")]
+    network_loss: Option<f64>,
     /// Seconds a step may take (default 300, 20 with --quick): a point that
     /// takes longer is reported and abandoned (under mwrun it ends the run
     /// with status 3); an MPI launch is stopped.
@@ -219,7 +231,17 @@ fn main() {
         loss: args.loss,
         process: job.process_size().zip(job.process_transport()),
         mpi_installed: mpi::LABELS.iter().copied().filter(|l| !args.no_mpi && mpi::installed(l)).collect(),
+        udp_gso: job.process().is_some_and(|(_, net)| net.gso_useful()),
+        datagram: job.process().map_or(raw::DATAGRAM, |(_, net)| net.datagram),
+        mpi_hosts: job
+            .process()
+            .filter(|(_, net)| net.spans_hosts())
+            .map(|(_, net)| mpi::Hosts::new(net.ips.clone(), args.mpi_launcher_exec.clone())),
     };
+    if args.network_loss.is_some_and(|l| !(0.0..100.0).contains(&l)) {
+        fail("--network-loss must lie in [0, 100)");
+    }
+    run::set_network_loss(args.network_loss);
     for label in mpi::LABELS.iter().filter(|l| !args.no_mpi && !options.mpi_installed.contains(l)) {
         out::note(&format!("mwbench: {label} is not installed (no mpicc/launcher on PATH): no {label} baseline"));
     }

@@ -11,7 +11,26 @@
 //!
 //! `udp` names the path, loopback sockets, that memwire's UDP takes; the
 //! rows say `"via":"tcp"`. Open MPI runs with `--allow-run-as-root
-//! --oversubscribe --bind-to none`. The C sources are built into this
+//! --oversubscribe --bind-to none`.
+//!
+//! Under an mwrun job that spans hosts a launch carries [`Hosts`]: the
+//! ranks' data addresses, and it runs across the same hosts, rank 0's host
+//! first (the launch is started there, by rank 0):
+//!
+//! - MPICH: `mpiexec.mpich -launcher ssh [-launcher-exec AGENT] -localhost
+//!   ADDR0 -hosts ADDR0:K,ADDR1:K …` with `MPIR_CVAR_NOLOCAL=1
+//!   UCX_TLS=tcp,self` (hosts that share one kernel, as network namespaces
+//!   do, would otherwise meet through UCX's shared memory);
+//! - Open MPI: `mpirun.openmpi --host ADDR0:K,… [--mca plm_rsh_agent AGENT]
+//!   --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include ADDR0/32,…
+//!   --mca oob_tcp_if_include ADDR0/32,…` (each host's interface is the one
+//!   holding its own address).
+//!
+//! AGENT is `--mpi-launcher-exec`, else `scripts/netns-exec` of this
+//! repository when the addresses are hosts of `scripts/netns-cluster`
+//! (`/run/netns-cluster/*.hosts`), else ssh. The compiled programs live
+//! under the temporary directory, so on a real cluster that directory must
+//! be shared (or the programs copied) like any MPI program. The C sources are built into this
 //! binary and compiled on first use into a cache directory under the
 //! temporary directory, keyed by their content. A launch that does not end
 //! within its time limit, or does not exit soon after printing its last
@@ -32,6 +51,57 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::row::Row;
+
+/// Where a launch across hosts runs its ranks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hosts {
+    /// The mwrun ranks' data addresses, in rank order (rank 0's host is
+    /// where the launcher runs).
+    pub addrs: Vec<std::net::IpAddr>,
+    /// The remote-exec command replacing ssh (`None`: ssh).
+    pub agent: Option<String>,
+}
+
+impl Hosts {
+    /// The hosts of a job whose ranks are at `addrs`, started with `agent`
+    /// (else the netns cluster's `scripts/netns-exec` when these are its
+    /// hosts, else ssh).
+    pub fn new(addrs: Vec<std::net::IpAddr>, agent: Option<String>) -> Hosts {
+        let agent = agent.or_else(|| netns_agent(&addrs));
+        Hosts { addrs, agent }
+    }
+
+    /// The first `ranks` ranks' hosts with how many of them each runs, in
+    /// order of first appearance.
+    pub fn slots(&self, ranks: u32) -> Vec<(std::net::IpAddr, u32)> {
+        let mut out: Vec<(std::net::IpAddr, u32)> = Vec::new();
+        for ip in self.addrs.iter().cycle().take(ranks as usize) {
+            match out.iter_mut().find(|(a, _)| a == ip) {
+                Some((_, k)) => *k += 1,
+                None => out.push((*ip, 1)),
+            }
+        }
+        out
+    }
+}
+
+/// `scripts/netns-exec` of the repository this binary was built in
+/// (`target/*/mwbench`), when every address is a host of a netns cluster.
+fn netns_agent(addrs: &[std::net::IpAddr]) -> Option<String> {
+    let mut known = String::new();
+    for entry in std::fs::read_dir("/run/netns-cluster").ok()?.flatten() {
+        if entry.path().extension().is_some_and(|e| e == "hosts") {
+            known.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+        }
+    }
+    let listed = |ip: &std::net::IpAddr| known.lines().any(|l| l.split_whitespace().next() == Some(&ip.to_string()));
+    if !addrs.iter().all(listed) {
+        return None;
+    }
+    let exe = std::env::current_exe().ok()?;
+    let script = exe.parent()?.parent()?.parent()?.join("scripts/netns-exec");
+    script.is_file().then(|| script.display().to_string())
+}
 
 /// The two MPI libraries, as ops.
 pub const LABELS: &[&str] = &["mpich", "openmpi"];
@@ -67,6 +137,8 @@ pub struct Launch {
     pub as_nton: bool,
     /// How many points the launch prints when all goes well.
     pub expect: usize,
+    /// Across the hosts of an mwrun job (`None`: on this host).
+    pub hosts: Option<Hosts>,
 }
 
 fn compiler(label: &str) -> &'static str {
@@ -125,6 +197,14 @@ fn executable(label: &str, program: Program) -> Result<PathBuf, String> {
 
 fn command(launch: &Launch, exe: &PathBuf) -> Command {
     let mut cmd = Command::new(launcher(launch.label));
+    if let Some(hosts) = &launch.hosts {
+        cmd.args(across_hosts_args(launch, hosts));
+        if launch.label == "mpich" {
+            cmd.envs([("MPIR_CVAR_NOLOCAL", "1"), ("UCX_TLS", "tcp,self")]);
+        }
+        cmd.args(["-n", &launch.ranks.to_string()]).arg(exe).args(&launch.args);
+        return cmd;
+    }
     if launch.label == "openmpi" {
         cmd.args(["--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]);
         if launch.transport == "udp" {
@@ -135,6 +215,31 @@ fn command(launch: &Launch, exe: &PathBuf) -> Command {
     }
     cmd.args(["-n", &launch.ranks.to_string()]).arg(exe).args(&launch.args);
     cmd
+}
+
+/// The launcher's options (before `-n`) of a launch across `hosts`.
+fn across_hosts_args(launch: &Launch, hosts: &Hosts) -> Vec<String> {
+    let slots = hosts.slots(launch.ranks);
+    let host_list = slots.iter().map(|(ip, k)| format!("{ip}:{k}")).collect::<Vec<_>>().join(",");
+    let mut args: Vec<String> = Vec::new();
+    let mut push = |words: &[&str]| args.extend(words.iter().map(|w| w.to_string()));
+    if launch.label == "mpich" {
+        push(&["-launcher", "ssh"]);
+        if let Some(agent) = &hosts.agent {
+            push(&["-launcher-exec", agent]);
+        }
+        // Hydra's control port, as the other hosts reach this one.
+        push(&["-localhost", &slots[0].0.to_string(), "-hosts", &host_list]);
+    } else {
+        let nets = slots.iter().map(|(ip, _)| format!("{ip}/32")).collect::<Vec<_>>().join(",");
+        push(&["--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--host", &host_list]);
+        if let Some(agent) = &hosts.agent {
+            push(&["--mca", "plm_rsh_agent", agent]);
+        }
+        push(&["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"]);
+        push(&["--mca", "btl_tcp_if_include", &nets, "--mca", "oob_tcp_if_include", &nets]);
+    }
+    args
 }
 
 /// Every descendant of `root`, from the parent links in `/proc` (Hydra
@@ -297,6 +402,9 @@ pub fn parse_line(launch: &Launch, line: &str) -> Option<Row> {
     o.insert("op".into(), launch.label.into());
     o.insert("transport".into(), launch.transport.into());
     o.insert("via".into(), if launch.transport == "udp" { "tcp" } else { "shm" }.into());
+    if launch.hosts.is_some() {
+        o.insert("path".into(), "hosts".into());
+    }
     o.remove("algo");
     if launch.program == Program::Coll {
         o.insert("ranks".into(), launch.ranks.into());
@@ -319,7 +427,35 @@ mod tests {
     use super::*;
 
     fn launch(program: Program, as_nton: bool) -> Launch {
-        Launch { label: "openmpi", transport: "udp", program, ranks: 4, args: Vec::new(), as_nton, expect: 1 }
+        Launch {
+            label: "openmpi",
+            transport: "udp",
+            program,
+            ranks: 4,
+            args: Vec::new(),
+            as_nton,
+            expect: 1,
+            hosts: None,
+        }
+    }
+
+    #[test]
+    fn launches_across_hosts_name_every_host_with_its_slots() {
+        let ips: Vec<std::net::IpAddr> = vec!["10.77.0.1".parse().unwrap(), "10.77.0.2".parse().unwrap()];
+        let hosts = Hosts { addrs: ips, agent: Some("/repo/scripts/netns-exec".into()) };
+        assert_eq!(hosts.slots(2).len(), 2);
+        assert_eq!(hosts.slots(4)[1].1, 2, "4 ranks on 2 hosts: 2 each");
+        let mut l = Launch { ranks: 2, hosts: Some(hosts.clone()), ..launch(Program::Pt2pt, false) };
+        let args = across_hosts_args(&l, &hosts).join(" ");
+        assert!(args.contains("--host 10.77.0.1:1,10.77.0.2:1"), "{args}");
+        assert!(args.contains("--mca plm_rsh_agent /repo/scripts/netns-exec"), "{args}");
+        assert!(args.contains("btl_tcp_if_include 10.77.0.1/32,10.77.0.2/32"), "{args}");
+        l.label = "mpich";
+        let args = across_hosts_args(&l, &hosts).join(" ");
+        assert!(args.contains("-launcher-exec /repo/scripts/netns-exec -localhost 10.77.0.1"), "{args}");
+        assert!(args.contains("-hosts 10.77.0.1:1,10.77.0.2:1"), "{args}");
+        let row = parse_line(&l, r#"{"bench":"pingpong","size":8,"iters":100,"median_us":2.5,"p99_us":4.0}"#).unwrap();
+        assert_eq!(row.path.as_deref(), Some("hosts"));
     }
 
     #[test]

@@ -65,9 +65,10 @@ pub fn memwire_ops(bench: &str) -> &'static [&'static str] {
 /// The baselines of `bench` on `transport`.
 pub fn baselines(bench: &str, transport: &str) -> &'static [&'static str] {
     match (bench, transport) {
-        ("pingpong", "udp") => &["udp_raw", "tcp_raw", "mpich", "openmpi"],
+        ("pingpong", "udp") => &["udp_raw", "udp_gso", "tcp_raw", "mpich", "openmpi"],
         ("pingpong", _) => &["shm_floor", "shm_floor_2lines", "shm_floor_ring", "mpich", "openmpi"],
-        ("bandwidth" | "bibw" | "rate", "udp") => &["udp_raw", "tcp_raw", "mpich", "openmpi"],
+        ("bandwidth" | "bibw", "udp") => &["udp_raw", "udp_gso", "tcp_raw", "mpich", "openmpi"],
+        ("rate", "udp") => &["udp_raw", "tcp_raw", "mpich", "openmpi"],
         ("bandwidth" | "bibw", _) => &["memcpy", "mpich", "openmpi"],
         ("rate", _) => &["mpich", "openmpi"],
         ("overhead", "udp") => &["udp_raw"],
@@ -130,6 +131,15 @@ pub struct Options {
     pub process: Option<(u32, &'static str)>,
     /// Which MPI libraries are installed.
     pub mpi_installed: Vec<&'static str>,
+    /// Whether `udp_gso` is measured: raw baselines between mwrun ranks
+    /// (`rawpair`) on a path whose datagrams are small enough for a GSO
+    /// send to carry several, on kernels with UDP GSO.
+    pub udp_gso: bool,
+    /// The raw baselines' datagram size (65000 on loopback, 1472 between
+    /// hosts unless `MW_MTU`): the largest raw message rate point.
+    pub datagram: usize,
+    /// Under an mwrun job that spans hosts: where MPI launches run.
+    pub mpi_hosts: Option<mpi::Hosts>,
 }
 
 /// One memwire point or baseline measured by mwbench itself.
@@ -286,6 +296,11 @@ fn validate(o: &Options, benches: &[&'static str]) -> Result<(), String> {
     if o.loss.iter().any(|l| !(0.0..100.0).contains(l)) {
         return Err("--loss percentages must lie in [0, 100)".into());
     }
+    if !o.udp_gso && o.ops.iter().any(|op| op == "udp_gso") {
+        return Err("udp_gso runs only between the two processes of an mwrun job (e.g. across hosts), on a \
+                    path whose datagrams a GSO send can carry several of, with a kernel that has UDP GSO"
+            .into());
+    }
     if o.ranks.iter().any(|&n| n < 2) {
         return Err("--ranks must be at least 2".into());
     }
@@ -375,8 +390,9 @@ fn pt2pt_steps(o: &Options, bench: &'static str, transport: &'static str, steps:
     }
     for &size in &sizes {
         for &op in baselines(bench, transport).iter().filter(|b| !mpi::LABELS.contains(b) && !FLOORS.contains(b)) {
-            // A raw datagram carries at most 65,000 bytes: no raw message rate above.
-            if !(bench == "rate" && op == "udp_raw" && size > 65_000) {
+            // A raw datagram carries at most the path's datagram: no raw message rate above.
+            let too_big = bench == "rate" && op == "udp_raw" && size > o.datagram;
+            if !too_big && (op != "udp_gso" || o.udp_gso) {
                 push(op, size);
             }
         }
@@ -458,6 +474,7 @@ fn mpi_pt2pt_steps(o: &Options, benches: &[&'static str], transport: &'static st
                 ],
                 as_nton: false,
                 expect: points.len(),
+                hosts: o.mpi_hosts.clone(),
             }));
         }
     }
@@ -500,7 +517,10 @@ fn nton_steps(o: &Options, transport: &'static str, steps: &mut Vec<Step>) -> Re
             }
         }
         for label in o.mpi_labels("nton", transport) {
-            steps.push(Step::Mpi(coll_launch(label, transport, n, "alltoall", &sizes, o.mpi_iters_or(iters), true)));
+            steps.push(Step::Mpi(on_hosts(
+                o,
+                coll_launch(label, transport, n, "alltoall", &sizes, o.mpi_iters_or(iters), true),
+            )));
         }
     }
     Ok(())
@@ -549,11 +569,19 @@ fn coll_steps(
                 continue;
             }
             for label in o.mpi_labels("barrier", transport) {
-                steps.push(Step::Mpi(coll_launch(label, transport, n, bench, &sizes, o.mpi_iters_or(iters), false)));
+                steps.push(Step::Mpi(on_hosts(
+                    o,
+                    coll_launch(label, transport, n, bench, &sizes, o.mpi_iters_or(iters), false),
+                )));
             }
         }
     }
     Ok(())
+}
+
+/// `launch` across the hosts of the mwrun job, when it spans hosts.
+fn on_hosts(o: &Options, launch: Launch) -> Launch {
+    Launch { hosts: o.mpi_hosts.clone(), ..launch }
 }
 
 /// An MPI run of `coll_bench.c` for one collective `bench` at `sizes` (a
@@ -577,6 +605,7 @@ fn coll_launch(
         args: vec!["--bench".into(), bench.into(), "--sizes".into(), sizes_arg, "--iters".into(), iters.to_string()],
         as_nton,
         expect: if bench == "barrier" { 1 } else { sizes.len() },
+        hosts: None,
     }
 }
 
@@ -626,6 +655,9 @@ mod tests {
             loss: Vec::new(),
             process: None,
             mpi_installed: vec!["mpich", "openmpi"],
+            udp_gso: false,
+            datagram: 65_000,
+            mpi_hosts: None,
         }
     }
 
@@ -799,6 +831,20 @@ mod tests {
         let e = bad(Options { benches: vec!["pingpong".into()], process: Some((4, "udp")), ..options() });
         assert!(e.contains("exactly 2"), "{e}");
         assert!(bad(Options { loss: vec![100.0], ..options() }).contains("loss"));
+    }
+
+    #[test]
+    fn udp_gso_is_measured_only_where_offered() {
+        let o = Options { benches: vec!["pingpong".into(), "bandwidth".into(), "rate".into()], ..options() };
+        assert!(!points(&build(&o).unwrap()).iter().any(|p| p.1 == "udp_gso"), "not on loopback threads");
+        let e = build(&Options { ops: vec!["udp_gso".into()], ..o.clone() }).unwrap_err();
+        assert!(e.contains("mwrun"), "{e}");
+        let hosts = Options { udp_gso: true, datagram: 1472, process: Some((2, "udp")), ..o };
+        let pts = points(&build(&hosts).unwrap());
+        for bench in ["pingpong", "bandwidth"] {
+            assert!(pts.iter().any(|p| p.0 == bench && p.1 == "udp_gso"), "{bench}: {pts:?}");
+        }
+        assert!(!pts.iter().any(|p| p.0 == "rate" && p.1 == "udp_gso"));
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! Owns those measurements, each side a thread of this process; must not
 //! print (the runner emits the rows). A lost raw datagram in a ping-pong is
 //! reported as an error (raw UDP has no retransmission), never as a time.
+//! Under mwrun the same baselines run between two processes instead, on the
+//! job's own path (`rawpair`, which shares the socket helpers below).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -18,9 +20,9 @@ use crate::pingpong::warmup;
 use crate::row::Row;
 
 /// Largest raw datagram (memwire's loopback datagram size).
-const DATAGRAM: usize = 65_000;
+pub const DATAGRAM: usize = 65_000;
 /// A ping-pong datagram not back within this long was lost.
-const LOST_AFTER: Duration = Duration::from_secs(2);
+pub const LOST_AFTER: Duration = Duration::from_secs(2);
 
 fn bind_udp() -> UdpTransport {
     UdpTransport::bind("127.0.0.1:0".parse().expect("addr"), &UdpConfig::default()).expect("bind UDP")
@@ -28,7 +30,7 @@ fn bind_udp() -> UdpTransport {
 
 /// Sends one datagram, retrying while the socket is full; any other error
 /// (e.g. a datagram too large) is fatal for the measurement.
-fn send_udp(sock: &mut UdpTransport, datagram: &[u8], dst: SocketAddr) {
+pub fn send_udp(sock: &mut UdpTransport, datagram: &[u8], dst: SocketAddr) {
     loop {
         match sock.send_to(datagram, dst) {
             Ok(()) => return,
@@ -41,7 +43,13 @@ fn send_udp(sock: &mut UdpTransport, datagram: &[u8], dst: SocketAddr) {
 }
 
 fn send_all_udp(sock: &mut UdpTransport, data: &[u8], dst: SocketAddr) {
-    for piece in data.chunks(DATAGRAM) {
+    send_all_udp_in(sock, data, dst, DATAGRAM);
+}
+
+/// Sends `data` as datagrams of at most `datagram` bytes (one empty one
+/// when `data` is empty).
+pub fn send_all_udp_in(sock: &mut UdpTransport, data: &[u8], dst: SocketAddr, datagram: usize) {
+    for piece in data.chunks(datagram) {
         send_udp(sock, piece, dst);
     }
     if data.is_empty() {
@@ -51,7 +59,7 @@ fn send_all_udp(sock: &mut UdpTransport, data: &[u8], dst: SocketAddr) {
 
 /// Receives datagrams until `size` bytes (at least one datagram) arrived;
 /// `false` if none came for [`LOST_AFTER`].
-fn recv_all_udp(sock: &mut UdpTransport, buf: &mut [u8], size: usize) -> bool {
+pub fn recv_all_udp(sock: &mut UdpTransport, buf: &mut [u8], size: usize) -> bool {
     let mut got = 0;
     let mut datagrams = 0;
     let mut idle = Instant::now();
@@ -112,12 +120,19 @@ fn blast(mut tx: UdpTransport, dst: SocketAddr, datagram: usize, count: usize) {
 /// Receives until `expect` bytes arrived or the sender has been silent for
 /// 300 ms; returns (bytes, datagrams, first-to-last-arrival time).
 fn absorb(mut rx: UdpTransport, expect: usize) -> (usize, usize, Duration) {
+    absorb_from(&mut rx, expect, Duration::from_millis(300))
+}
+
+/// [`absorb`] on a borrowed socket that waits up to `first_wait` for the
+/// first datagram (a sender in another process starts a little later).
+pub fn absorb_from(rx: &mut UdpTransport, expect: usize, first_wait: Duration) -> (usize, usize, Duration) {
     let mut buf = vec![0u8; 65_536];
     let (mut got, mut datagrams) = (0usize, 0usize);
     let mut first = None;
     let mut last = Instant::now();
     let mut idle_since = Instant::now();
-    while got < expect && idle_since.elapsed() < Duration::from_millis(300) {
+    let quiet = Duration::from_millis(300);
+    while got < expect && idle_since.elapsed() < if first.is_some() { quiet } else { first_wait.max(quiet) } {
         match rx.recv_one(&mut buf) {
             Ok(Some((len, _))) => {
                 first.get_or_insert_with(Instant::now);
@@ -222,7 +237,7 @@ fn tcp_pair() -> (TcpStream, TcpStream) {
     (a, b)
 }
 
-fn write_polling(s: &mut TcpStream, mut data: &[u8]) {
+pub fn write_polling(s: &mut TcpStream, mut data: &[u8]) {
     while !data.is_empty() {
         match s.write(data) {
             Ok(n) => data = &data[n..],
@@ -235,7 +250,7 @@ fn write_polling(s: &mut TcpStream, mut data: &[u8]) {
 }
 
 /// Reads until exactly `buf.len()` bytes arrived.
-fn read_polling(s: &mut TcpStream, buf: &mut [u8]) {
+pub fn read_polling(s: &mut TcpStream, buf: &mut [u8]) {
     let mut got = 0;
     while got < buf.len() {
         match s.read(&mut buf[got..]) {
@@ -277,7 +292,7 @@ pub fn tcp_pingpong(size: usize, iters: usize) -> Row {
 
 /// Streams `count` writes of `size` bytes from `tx`, then waits for the
 /// 1-byte acknowledgement the reader sends after the last byte.
-fn tcp_send_stream(tx: &mut TcpStream, size: usize, count: usize) {
+pub fn tcp_send_stream(tx: &mut TcpStream, size: usize, count: usize) {
     let data = vec![5u8; size];
     for _ in 0..count {
         write_polling(tx, &data);
@@ -285,7 +300,7 @@ fn tcp_send_stream(tx: &mut TcpStream, size: usize, count: usize) {
     read_polling(tx, &mut [0u8; 1]);
 }
 
-fn tcp_recv_stream(rx: &mut TcpStream, size: usize, count: usize) {
+pub fn tcp_recv_stream(rx: &mut TcpStream, size: usize, count: usize) {
     let mut buf = vec![0u8; (size * count).clamp(1, 1 << 20)];
     let mut left = size * count;
     while left > 0 {

@@ -41,6 +41,14 @@ pub struct Row {
     /// How memwire's ranks ran: `threads` (mwbench started them) or
     /// `processes` (under mwrun). Absent on baselines.
     pub launch: Option<String>,
+    /// Where the bytes of a `udp` point went: `loopback` (both sides on
+    /// one host) or `hosts` (between the hosts of an mwrun job). Rows of
+    /// different paths are never compared (`table::same_point`).
+    pub path: Option<String>,
+    /// The UDP payload of one datagram on that path (memwire's and the raw
+    /// baselines'; absent over TCP): 1472 between hosts unless `MW_MTU`
+    /// says otherwise, 65000 on loopback.
+    pub datagram: Option<usize>,
     /// Bench-specific fields (e.g. overlap's comm/comp/both times).
     pub extra: Map<String, Value>,
 }
@@ -134,6 +142,12 @@ impl Row {
         if let Some(l) = &self.launch {
             o.insert("launch".into(), json!(l));
         }
+        if let Some(p) = &self.path {
+            o.insert("path".into(), json!(p));
+        }
+        if let Some(d) = self.datagram {
+            o.insert("datagram".into(), json!(d));
+        }
         for (k, v) in &self.extra {
             o.insert(k.clone(), v.clone());
         }
@@ -164,6 +178,8 @@ impl Row {
             loss_pct: num("loss_pct"),
             via: text("via"),
             launch: text("launch"),
+            path: text("path"),
+            datagram: int("datagram").map(|d| d as usize),
             extra: Map::new(),
         };
         if row.median_us.is_none() && row.mbps.is_none() && row.ops_per_s.is_none() {
@@ -185,6 +201,8 @@ impl Row {
             "loss_pct",
             "via",
             "launch",
+            "path",
+            "datagram",
         ];
         for (k, v) in o {
             if !KNOWN.contains(&k.as_str()) {
@@ -197,7 +215,7 @@ impl Row {
 
 /// The baseline ops of DESIGN §6.
 pub const BASELINES: &[&str] =
-    &["udp_raw", "tcp_raw", "shm_floor", "shm_floor_2lines", "shm_floor_ring", "memcpy", "mpich", "openmpi"];
+    &["udp_raw", "udp_gso", "tcp_raw", "shm_floor", "shm_floor_2lines", "shm_floor_ring", "memcpy", "mpich", "openmpi"];
 
 /// Whether `op` is a baseline.
 pub fn is_baseline_op(op: &str) -> bool {
@@ -228,6 +246,8 @@ mod tests {
         let mut row = Row::latency("pingpong", "put_signal", "udp", 8, vec![3.0, 1.0, 2.0]).launched("threads");
         row.ranks = Some(2);
         row.loss_pct = Some(0.1);
+        row.path = Some("hosts".into());
+        row.datagram = Some(1472);
         row.extra.insert("comm_us".into(), json!(12.0));
         let back = Row::from_json(&row.to_json()).unwrap();
         assert_eq!(back, row);

@@ -3,20 +3,26 @@
 //! (under mwrun, status 3), and the table at the end.
 //!
 //! With threads the steps run in plan order (each baseline next to the
-//! points it is compared with). Under mwrun every rank runs the memwire
-//! steps in order; then the endpoint is finalized, and rank 0 alone runs the
-//! baselines, so they never compete with a waiting rank for the CPU nor keep
-//! a peer waiting past its dead-peer timeout. Owns the order and the
-//! failure policy; must not know how a point is measured.
+//! points it is compared with). Under mwrun every rank runs, in plan order,
+//! the memwire steps, the raw socket baselines (`udp_raw`, `udp_gso`,
+//! `tcp_raw`: ranks 0 and 1 each run one side, see `rawpair`) and, when
+//! the job spans hosts, the MPI launches across those hosts (rank 0
+//! launches, the others wait at a barrier, blocked in the kernel); then the
+//! endpoint is finalized, and rank 0 alone runs the remaining baselines
+//! (memcpy, the shared-memory floors, MPI on one host), so they never
+//! compete with a waiting rank for the CPU nor keep a peer waiting past its
+//! dead-peer timeout. Every `udp` row gets the job's path (`hosts` or
+//! `loopback`) and datagram size. Owns the order and the failure policy;
+//! must not know how a point is measured.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::harness::Job;
+use crate::harness::{Job, NetPath};
 use crate::plan::{Point, Step};
 use crate::row::Row;
-use crate::{coll, floor, mpi, nton, out, pingpong, raw, stream};
+use crate::{coll, floor, mpi, nton, out, pingpong, raw, rawpair, stream};
 
 /// When the current step started and its text: under mwrun, where a hung
 /// point cannot be abandoned (every rank is in it), the watchdog ends the run.
@@ -44,6 +50,9 @@ fn start_watchdog(limit: Duration) {
 /// Measures one point (memwire op or mwbench's own baseline).
 fn measure(job: &Job, p: &Point) -> Result<Vec<Row>, String> {
     let (t, size, n) = (p.transport, p.size, p.count);
+    if let (Some((ep, net)), true) = (job.process(), rawpair::is_pair_op(p.op)) {
+        return rawpair::measure(ep, net, p);
+    }
     let rows = match (p.bench, p.op) {
         ("pingpong", "udp_raw") => vec![raw::udp_pingpong(size, n)?],
         ("pingpong", "tcp_raw") => vec![raw::tcp_pingpong(size, n)],
@@ -85,6 +94,52 @@ fn measure_threads(p: &Point, limit: Duration) -> Result<Vec<Row>, String> {
     }
 }
 
+/// Whether every rank of an mwrun job takes part in `step`: memwire's
+/// points, the raw baselines between ranks, and MPI launches across the
+/// job's hosts (rank 0 launches, the others wait).
+fn on_ranks(job: &Job, step: &Step) -> bool {
+    match step {
+        Step::Point(p) => step.uses_ranks() || (rawpair::is_pair_op(p.op) && job.process().is_some()),
+        Step::Mpi(launch) => launch.hosts.is_some() && job.process().is_some(),
+    }
+}
+
+/// `--network-loss`, in thousandths of a percent (`u64::MAX`: none given).
+static NETWORK_LOSS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Records `--network-loss` for every row of the run.
+pub fn set_network_loss(percent: Option<f64>) {
+    NETWORK_LOSS.store(percent.map_or(u64::MAX, |p| (p * 1000.0).round() as u64), Ordering::Relaxed);
+}
+
+/// Records the path of `row` (a `udp` point) unless its measurement did,
+/// and the network's own loss when the run was told it.
+fn mark_path(row: &mut Row, net: &NetPath) {
+    let loss = NETWORK_LOSS.load(Ordering::Relaxed);
+    if loss != u64::MAX && row.loss_pct.is_none() {
+        row.loss_pct = Some(loss as f64 / 1000.0);
+        row.extra.insert("loss".into(), serde_json::json!("network"));
+    }
+    if row.transport != "udp" {
+        return;
+    }
+    row.path.get_or_insert_with(|| net.name().into());
+    if row.via.is_none() && row.datagram.is_none() {
+        row.datagram = Some(if row.is_baseline() { raw::DATAGRAM } else { net.datagram });
+    }
+}
+
+/// An MPI launch across the hosts of the job (every rank calls it): rank 0
+/// launches it, the others wait for it at a barrier.
+fn mpi_across_hosts(job: &Job, launch: &mpi::Launch, limit: Duration) -> (Vec<Row>, Option<String>) {
+    let (ep, _) = job.process().expect("an mwrun job");
+    let result = if ep.rank() == 0 { mpi::run(launch, limit) } else { (Vec::new(), None) };
+    match ep.barrier() {
+        Ok(()) => result,
+        Err(e) => (result.0, Some(format!("barrier after the MPI launch: {e}"))),
+    }
+}
+
 /// Runs `step`; emits and returns its rows.
 fn run_step(job: &Job, step: &Step) -> (Vec<Row>, Option<String>) {
     let what = step.describe();
@@ -105,9 +160,13 @@ fn run_step(job: &Job, step: &Step) -> (Vec<Row>, Option<String>) {
                 Err(e) => (Vec::new(), Some(format!("{what}: {e}"))),
             }
         }
+        Step::Mpi(launch) if on_ranks(job, step) => mpi_across_hosts(job, launch, limit),
         Step::Mpi(launch) => mpi::run(launch, limit),
     };
-    for row in &rows {
+    let net = job.net();
+    let mut rows = rows;
+    for row in &mut rows {
+        mark_path(row, &net);
         out::emit(row);
     }
     if let Some(p) = &problem {
@@ -134,13 +193,14 @@ pub fn run(job: Job, steps: &[Step], step_limit: Duration) -> Result<(Vec<Row>, 
             }
         }
         Job::Process(_) => {
-            for step in steps.iter().filter(|s| s.uses_ranks()) {
+            for step in steps.iter().filter(|s| on_ranks(&job, s)) {
                 collect(run_step(&job, step));
             }
             let rank = job.rank();
+            let rest: Vec<&Step> = steps.iter().filter(|s| !on_ranks(&job, s)).collect();
             job.finish()?;
             if rank == 0 {
-                for step in steps.iter().filter(|s| !s.uses_ranks()) {
+                for step in rest {
                     collect(run_step(&Job::Threads, step));
                 }
             }

@@ -30,13 +30,15 @@ pub fn metric(row: &Row) -> Option<(f64, bool)> {
     }
 }
 
-/// Whether two rows are the same point apart from the op.
+/// Whether two rows are the same point apart from the op (and the same
+/// path: a row between hosts is never set against one on loopback).
 pub fn same_point(a: &Row, b: &Row) -> bool {
     a.bench == b.bench
         && a.transport == b.transport
         && a.size == b.size
         && a.ranks == b.ranks
         && a.loss_pct == b.loss_pct
+        && a.path == b.path
 }
 
 fn is_mpi(op: &str) -> bool {
@@ -117,9 +119,13 @@ pub fn variant(row: &Row) -> String {
 }
 
 fn path(row: &Row) -> String {
-    match &row.via {
-        Some(via) if via != &row.transport => format!("{}/{via}", row.transport),
+    let base = match row.path.as_deref() {
+        Some("hosts") => "hosts".to_string(),
         _ => row.transport.clone(),
+    };
+    match &row.via {
+        Some(via) if via != &row.transport => format!("{base}/{via}"),
+        _ => base,
     }
 }
 
@@ -127,7 +133,7 @@ fn path(row: &Row) -> String {
 /// comparison of each memwire row with every baseline of its point.
 pub fn print(rows: &[Row]) {
     let mut text = format!(
-        "\n{:<10} {:<15} {:<8} {:>9} {:<16} {:>10} {:>10} {:>9} {:>10} {:>7}  vs\n",
+        "\n{:<10} {:<15} {:<9} {:>9} {:<16} {:>10} {:>10} {:>9} {:>10} {:>7}  vs\n",
         "bench", "op", "path", "size", "variant", "median_us", "p99_us", "MB/s", "ops/s", "ratio"
     );
     let fmt = |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| format!("{v:.prec$}"));
@@ -136,7 +142,7 @@ pub fn print(rows: &[Row]) {
         let ratio = base.and_then(|b| ratio_text(row, b)).unwrap_or_else(|| "-".into());
         let vs = base.map_or(String::new(), reference_name);
         text.push_str(&format!(
-            "{:<10} {:<15} {:<8} {:>9} {:<16} {:>10} {:>10} {:>9} {:>10} {:>7}  {}\n",
+            "{:<10} {:<15} {:<9} {:>9} {:<16} {:>10} {:>10} {:>9} {:>10} {:>7}  {}\n",
             row.bench,
             row.op,
             path(row),
