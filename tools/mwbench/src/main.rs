@@ -131,8 +131,9 @@ struct Args {
     #[arg(long)]
     no_mpi: bool,
     /// Under mwrun across hosts: the remote-exec command MPI's launchers
-    /// start their daemons with instead of ssh (default: the netns
-    /// cluster's scripts/netns-exec when the hosts are its namespaces).
+    /// start their daemons with instead of ssh, called as ssh is (`CMD -x
+    /// HOST WORDS`; default: the netns cluster's scripts/netns-exec when
+    /// the hosts are its namespaces, else ssh).
     #[arg(long, value_name = "CMD")]
     mpi_launcher_exec: Option<String>,
     /// Percent of packets the network itself drops during this run (e.g.

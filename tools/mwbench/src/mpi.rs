@@ -22,13 +22,14 @@
 //!   UCX_TLS=tcp,self` (hosts that share one kernel, as network namespaces
 //!   do, would otherwise meet through UCX's shared memory);
 //! - Open MPI: `mpirun.openmpi --host ADDR0:K,… [--mca plm_rsh_agent AGENT]
-//!   --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include ADDR0/32,…
-//!   --mca oob_tcp_if_include ADDR0/32,…` (each host's interface is the one
+//!   --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include ADDR0/31,…
+//!   --mca oob_tcp_if_include ADDR0/31,…` (each host's interface is the one
 //!   holding its own address).
 //!
 //! AGENT is `--mpi-launcher-exec`, else `scripts/netns-exec` of this
 //! repository when the addresses are hosts of `scripts/netns-cluster`
-//! (`/run/netns-cluster/*.hosts`), else ssh. The compiled programs live
+//! (`/run/netns-cluster/*.hosts`), else ssh. Both launchers call it as they
+//! call ssh (`AGENT -x HOST WORDS…`, the words one command for a shell). The compiled programs live
 //! under the temporary directory, so on a real cluster that directory must
 //! be shared (or the programs copied) like any MPI program. The C sources are built into this
 //! binary and compiled on first use into a cache directory under the
@@ -231,10 +232,20 @@ fn across_hosts_args(launch: &Launch, hosts: &Hosts) -> Vec<String> {
         // Hydra's control port, as the other hosts reach this one.
         push(&["-localhost", &slots[0].0.to_string(), "-hosts", &host_list]);
     } else {
-        let nets = slots.iter().map(|(ip, _)| format!("{ip}/32")).collect::<Vec<_>>().join(",");
+        // Each host's own address as a network, so each picks the interface
+        // holding it. Not /32: Open MPI 4.1 matches every interface against
+        // a /32 (lo and eth0 alike here, and its ranks then never met).
+        let nets = slots
+            .iter()
+            .map(|(ip, _)| format!("{ip}/{}", if ip.is_ipv4() { 31 } else { 127 }))
+            .collect::<Vec<_>>()
+            .join(",");
         push(&["--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--host", &host_list]);
         if let Some(agent) = &hosts.agent {
-            push(&["--mca", "plm_rsh_agent", agent]);
+            // Open MPI hands the agent one command for a remote shell (its
+            // words quoted for it), as to ssh; `-x` (no X11, as Hydra's ssh
+            // launcher passes too) makes scripts/netns-exec run it that way.
+            push(&["--mca", "plm_rsh_agent", &format!("{agent} -x")]);
         }
         push(&["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"]);
         push(&["--mca", "btl_tcp_if_include", &nets, "--mca", "oob_tcp_if_include", &nets]);
@@ -448,8 +459,8 @@ mod tests {
         let mut l = Launch { ranks: 2, hosts: Some(hosts.clone()), ..launch(Program::Pt2pt, false) };
         let args = across_hosts_args(&l, &hosts).join(" ");
         assert!(args.contains("--host 10.77.0.1:1,10.77.0.2:1"), "{args}");
-        assert!(args.contains("--mca plm_rsh_agent /repo/scripts/netns-exec"), "{args}");
-        assert!(args.contains("btl_tcp_if_include 10.77.0.1/32,10.77.0.2/32"), "{args}");
+        assert!(args.contains("--mca plm_rsh_agent /repo/scripts/netns-exec -x"), "{args}");
+        assert!(args.contains("btl_tcp_if_include 10.77.0.1/31,10.77.0.2/31"), "{args}");
         l.label = "mpich";
         let args = across_hosts_args(&l, &hosts).join(" ");
         assert!(args.contains("-launcher-exec /repo/scripts/netns-exec -localhost 10.77.0.1"), "{args}");
