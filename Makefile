@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build demo test deps lint unit ctest capi header install nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench clean
+.PHONY: all build demo test deps lint unit ctest capi header install nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench bench-hosts clean
 
 all: build
 
@@ -154,6 +154,12 @@ soak-netns:
 ## README's performance section (BENCH_ONLY="pt2pt coll ..." reruns some groups)
 bench:
 	@scripts/bench.sh
+
+## bench-hosts: memwire against udp_raw, udp_gso, tcp_raw, MPICH and Open MPI between hosts (root):
+## netns clusters of 2 and 4 hosts at MTU 1500 and 9000, 5 runs a group, bench/results-hosts/*.jsonl,
+## bench/plots-hosts/*.png and docs/performance-hosts.md (BENCH_HOSTS_QUICK=1: a few minutes' check)
+bench-hosts:
+	@scripts/bench-hosts.sh
 
 clean:
 	$(CARGO) clean

@@ -67,6 +67,9 @@ enum Command {
         /// Where the PNG plots go.
         #[arg(long, default_value = "bench/plots")]
         plots: PathBuf,
+        /// The command the section says produced the results.
+        #[arg(long, default_value = "make bench")]
+        command: String,
     },
     /// Print the machine line (CPU, cores, kernel, load average, time) as JSON.
     Machine,
@@ -175,8 +178,8 @@ fn fail(message: &str) -> ! {
 fn main() {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Report { results, readme, plots }) => {
-            if let Err(e) = report::report(&results, &readme, &plots) {
+        Some(Command::Report { results, readme, plots, command }) => {
+            if let Err(e) = report::report(&results, &readme, &plots, &command) {
                 fail(&e);
             }
             return;

@@ -218,12 +218,25 @@ fn by_size(r: &Row) -> (f64, String) {
     (r.size as f64, size_label(r.size as f64))
 }
 
-fn path_name(transport: &str) -> &'static str {
+/// The path of `rows` (one transport) as a heading says it: loopback or
+/// between hosts with the datagram size, and the network's own loss.
+fn path_name(transport: &str, rows: &[&Row]) -> String {
     if transport == "shm" {
-        "shared memory"
-    } else {
-        "UDP path (loopback sockets; MPI and tcp_raw over TCP)"
+        return "shared memory".into();
     }
+    let Some(hosts) = rows.iter().find(|r| r.path.as_deref() == Some("hosts")) else {
+        return "UDP path (loopback sockets; MPI and tcp_raw over TCP)".into();
+    };
+    let datagram = rows.iter().find_map(|r| r.datagram).or(hosts.datagram);
+    let mut name = match datagram {
+        Some(d) => format!("UDP between hosts ({d}-byte datagrams; MPI and tcp_raw over TCP)"),
+        None => "UDP between hosts (MPI and tcp_raw over TCP)".into(),
+    };
+    let network_loss = rows.iter().find(|r| r.extra.get("loss").and_then(|v| v.as_str()) == Some("network"));
+    if let Some(l) = network_loss.and_then(|r| r.loss_pct) {
+        let _ = write!(name, ", {l}% of all packets arriving at every host dropped");
+    }
+    name
 }
 
 /// Titles and units of the point-to-point benches.
@@ -265,7 +278,8 @@ fn pt2pt_sections(run: &Run, out: &mut String) {
         let rows: Vec<&Row> = run.rows.iter().filter(|r| r.bench == bench).collect();
         for t in transports_of(rows.iter().copied()) {
             let these: Vec<&Row> = rows.iter().copied().filter(|r| r.transport == t).collect();
-            let _ = writeln!(out, "\n#### {title}: {}{} (`{}`)\n", path_name(&t), launch_note(&these), run.name);
+            let _ =
+                writeln!(out, "\n#### {title}: {}{} (`{}`)\n", path_name(&t, &these), launch_note(&these), run.name);
             out.push_str(&pivot(&these, &run.rows, "op", op_label, by_size));
         }
     }
@@ -282,7 +296,7 @@ fn group_sections(run: &Run, out: &mut String) {
             let _ = writeln!(
                 out,
                 "\n#### N-to-N, {n} ranks, Cenju-4's send orders (MB/s moved, slowest rank; MPI: MPI_Alltoall): {}{} (`{}`)\n",
-                path_name(&t),
+                path_name(&t, &these),
                 launch_note(&these),
                 run.name
             );
@@ -299,7 +313,7 @@ fn group_sections(run: &Run, out: &mut String) {
             let _ = writeln!(
                 out,
                 "\n#### Collectives, {n} ranks (median µs of the slowest rank per call): {}{} (`{}`)\n",
-                path_name(&t),
+                path_name(&t, &these),
                 launch_note(&these),
                 run.name
             );
@@ -351,8 +365,10 @@ fn group_sections(run: &Run, out: &mut String) {
 type Sel = (&'static str, &'static str, &'static str, usize, Option<&'static str>);
 
 fn find(run: &[Row], (bench, op, transport, size, variant): Sel) -> Option<&Row> {
+    // The targets were set on one host: rows between hosts are not read against them.
     run.iter().find(|r| {
-        r.bench == bench
+        r.path.as_deref() != Some("hosts")
+            && r.bench == bench
             && r.op == op
             && r.transport == transport
             && r.size == size
@@ -471,8 +487,17 @@ fn targets() -> Vec<(&'static str, Sel, Sel, f64)> {
 }
 
 fn target_sections(runs: &[Run], out: &mut String) {
+    let mut table = String::new();
+    target_lines(runs, &mut table);
+    if table.is_empty() {
+        return;
+    }
     out.push_str("\n### Targets (from the issues), read off the runs above\n\n");
     out.push_str("| target | run | measured | baseline | ratio | met |\n|---|---|---|---|---|---|\n");
+    out.push_str(&table);
+}
+
+fn target_lines(runs: &[Run], out: &mut String) {
     for (what, sel, base, limit) in targets() {
         for run in runs {
             let (Some(row), Some(b)) = (find(&run.rows, sel), find(&run.rows, base)) else { continue };
@@ -508,6 +533,7 @@ fn target_sections(runs: &[Run], out: &mut String) {
                         && r.op == "memwire"
                         && r.algo.as_deref() == Some("auto")
                         && r.transport == t
+                        && r.path.as_deref() != Some("hosts")
                 })
                 .collect();
             let mut compared = 0;
@@ -627,11 +653,10 @@ fn problems(runs: &[Run], results: &Path, out: &mut String) {
         }
     }
     if !lines.is_empty() {
-        out.push_str(
-            "
-During the runs (from `bench/results/*.log`; their points are missing or partial):
-
-",
+        let _ = write!(
+            out,
+            "\nDuring the runs (from `{}/*.log`; their points are missing or partial):\n\n",
+            results.display()
         );
         out.push_str(&lines.join("\n"));
         out.push('\n');
@@ -639,15 +664,21 @@ During the runs (from `bench/results/*.log`; their points are missing or partial
 }
 
 /// The whole generated section (without the markers).
-pub fn section(runs: &[Run], results: &Path, plot_dir: &Path, readme_dir: &Path) -> Result<String, String> {
+pub fn section(
+    runs: &[Run],
+    results: &Path,
+    plot_dir: &Path,
+    readme_dir: &Path,
+    command: &str,
+) -> Result<String, String> {
     let mut out = String::new();
-    out.push_str("\n<!-- generated by `mwbench report` from bench/results; do not edit by hand -->\n\n");
+    let _ = write!(out, "\n<!-- generated by `mwbench report` from {}; do not edit by hand -->\n\n", results.display());
     out.push_str(&machine_line(results));
     out.push('\n');
     if let Ok(commands) = std::fs::read_to_string(results.join("commands.txt")) {
         // Every fence names its language: the README is compiled as
         // doctests (crates/memwire), where a bare fence is Rust.
-        out.push_str("\nCommand: `make bench`, which ran:\n\n```sh\n");
+        let _ = write!(out, "\nCommand: `{command}`, which ran:\n\n```sh\n");
         out.push_str(commands.trim_end());
         out.push_str("\n```\n");
     }
@@ -659,6 +690,16 @@ pub fn section(runs: &[Run], results: &Path, plot_dir: &Path, readme_dir: &Path)
          memwire's ranks are threads of one process, each with its own endpoint. The udp_raw blast \
          counts only the bytes that arrived (its JSON lines give `received_pct`).\n",
     );
+    if runs.iter().any(|r| r.rows.iter().any(|row| row.path.as_deref() == Some("hosts"))) {
+        out.push_str(
+            "\nBetween hosts (titles say so) memwire's ranks are processes on different hosts under mwrun, \
+             and every baseline runs between the same hosts: udp_raw (one datagram per send, of the \
+             path's datagram size), udp_gso (UDP GSO sends of up to 64 datagrams, GRO receives) and \
+             tcp_raw between ranks 0 and 1, each side in its rank's process; MPICH and Open MPI \
+             launched across the job's hosts over TCP. Rows of different paths are never compared. \
+             The blasts' rates count from the first receive call to the last.\n",
+        );
+    }
     problems(runs, results, &mut out);
     target_sections(runs, &mut out);
     std::fs::create_dir_all(plot_dir).map_err(|e| format!("{}: {e}", plot_dir.display()))?;
@@ -689,10 +730,10 @@ pub fn splice(readme: &str, body: &str) -> Result<String, String> {
 
 /// `mwbench report`: reads `results`, writes plots into `plot_dir` and the
 /// section into `readme`.
-pub fn report(results: &Path, readme: &Path, plot_dir: &Path) -> Result<(), String> {
+pub fn report(results: &Path, readme: &Path, plot_dir: &Path, command: &str) -> Result<(), String> {
     let runs = load_runs(results)?;
     let readme_dir = readme.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let body = section(&runs, results, plot_dir, readme_dir)?;
+    let body = section(&runs, results, plot_dir, readme_dir, command)?;
     let text = std::fs::read_to_string(readme).map_err(|e| format!("{}: {e}", readme.display()))?;
     let spliced = splice(&text, &body)?;
     std::fs::write(readme, spliced).map_err(|e| format!("{}: {e}", readme.display()))?;
