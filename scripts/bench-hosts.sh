@@ -29,10 +29,10 @@
 # markers) and bench/plots-hosts/*.png from `mwbench report`.
 #
 # Settings (environment):
-#   BENCH_HOSTS_QUICK=1   a check of the whole path in a few minutes: 1 run,
-#                         fewer sizes and iterations, into
-#                         bench/results-hosts-quick/ (report and plots there
-#                         too), never over the real results
+#   BENCH_HOSTS_QUICK=1   a check of the whole path in about 6 minutes on the
+#                         2-core VM: 1 run, fewer sizes and iterations, 5%
+#                         loss only, into target/bench-hosts-quick/ (report
+#                         and plots there too), never over the real results
 #   BENCH_HOSTS_RUNS      runs per group (default 5; 1 with QUICK)
 #   BENCH_HOSTS_MTUS      the MTUs (default "1500 9000")
 #   BENCH_HOSTS_ONLY      only the named groups, e.g. "pingpong coll"
@@ -47,7 +47,7 @@ cd "$(dirname "$0")/.."
 QUICK=${BENCH_HOSTS_QUICK:-0}
 if [ "$QUICK" = 1 ]; then
     RUNS=${BENCH_HOSTS_RUNS:-1}
-    OUT=bench/results-hosts-quick
+    OUT=target/bench-hosts-quick
     DOC=$OUT/performance-hosts.md
     PLOTS=$OUT/plots
 else

@@ -72,10 +72,15 @@ impl NetPath {
         NetPath { ips, datagram, gso }
     }
 
-    /// Threads of this process: loopback.
+    /// Threads of this process: loopback (worked out once per process).
     pub fn threads() -> NetPath {
-        let config = Config::from_env().unwrap_or_default();
-        NetPath::new(vec![IpAddr::V4(Ipv4Addr::LOCALHOST)], &config, kernel_has_gso())
+        static THREADS: std::sync::OnceLock<NetPath> = std::sync::OnceLock::new();
+        THREADS
+            .get_or_init(|| {
+                let config = Config::from_env().unwrap_or_default();
+                NetPath::new(vec![IpAddr::V4(Ipv4Addr::LOCALHOST)], &config, kernel_has_gso())
+            })
+            .clone()
     }
 
     /// Whether a GSO send carries several of this path's datagrams (it
