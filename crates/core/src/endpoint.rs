@@ -208,6 +208,10 @@ impl Endpoint {
         proto_cfg.peer_dead_after = config.peer_dead_after;
         proto_cfg.keepalive = config.keepalive.then(|| config.peer_dead_after / 4);
         proto_cfg.rto_min = config.rto_min;
+        // A floor above the protocol's defaults lifts the first timeout and
+        // the ceiling with it (the protocol refuses min > initial or max).
+        proto_cfg.rto_initial = proto_cfg.rto_initial.max(config.rto_min);
+        proto_cfg.rto_max = proto_cfg.rto_max.max(config.rto_min);
         proto_cfg.max_window_bytes = proto_cfg.max_window_bytes.min(udp_cfg.socket_buffer_bytes / 2);
         proto_cfg.auth = config.auth_key(all_loopback, &info.job_key);
         proto_cfg.checksum = config.checksum_enabled(all_loopback);
@@ -903,6 +907,11 @@ impl Endpoint {
         core.mcast_oversized = state.mcast.truncated_datagrams();
         core.fault = state.fault.as_ref().map(|f| f.stats()).unwrap_or_default();
         core.requests_live = state.requests.live() as u64;
+        core.udp_io = state.udp.io_counts();
+        core.udp_payload_mtu = state.proto.config().max_datagram as u64;
+        core.udp_gso = state.udp.gso_enabled() && state.tx_batch.is_some();
+        core.udp_gro = state.udp.gro_enabled();
+        (core.cpu_user_us, core.cpu_system_us) = crate::stats::process_cpu_us().unwrap_or_default();
         if let Some(shm) = &self.shared.shm {
             core.shm_direct_ops = shm.direct_ops.load(Ordering::Relaxed);
         }

@@ -56,6 +56,20 @@ pub struct CoreStats {
     pub udp_oversized: u64,
     /// The same for the IP multicast socket.
     pub mcast_oversized: u64,
+    /// The UDP socket's system calls and the datagrams they moved.
+    pub udp_io: mw_transport::IoCounts,
+    /// The largest datagram sent to a peer on another host (the path's
+    /// payload MTU as configured; loopback peers may get larger ones).
+    pub udp_payload_mtu: u64,
+    /// Whether sends to one peer go out as UDP GSO super-datagrams.
+    pub udp_gso: bool,
+    /// Whether the kernel may hand over GRO-coalesced datagrams.
+    pub udp_gro: bool,
+    /// CPU time of the whole process when the counters were read, user and
+    /// system, in microseconds (`getrusage`; 0 where unavailable).
+    pub cpu_user_us: u64,
+    /// See `cpu_user_us`.
+    pub cpu_system_us: u64,
     /// What the fault injector (`MW_FAULT_*`) did to outgoing datagrams; all
     /// zero without injection.
     pub fault: mw_transport::FaultStats,
@@ -92,6 +106,25 @@ pub fn report(rank: u32, core: &CoreStats, proto: &mw_proto::Stats) -> String {
         format!(
             "transport  {} send errors, oversized datagrams dropped: {} udp, {} multicast",
             core.send_errors, core.udp_oversized, core.mcast_oversized
+        ),
+        format!(
+            "udp        datagrams up to {} B, GSO {}, GRO {}; {} datagrams sent in {} calls ({:.1} per call), \
+             {} received in {} calls ({:.1} per call)",
+            core.udp_payload_mtu,
+            on_off(core.udp_gso),
+            on_off(core.udp_gro),
+            core.udp_io.datagrams_sent,
+            core.udp_io.send_calls,
+            per(core.udp_io.datagrams_sent, core.udp_io.send_calls),
+            core.udp_io.datagrams_received,
+            core.udp_io.recv_calls,
+            per(core.udp_io.datagrams_received, core.udp_io.recv_calls),
+        ),
+        format!(
+            "cpu        {:.3} s user, {:.3} s system (whole process); {:.2} acks sent per data packet received",
+            core.cpu_user_us as f64 / 1e6,
+            core.cpu_system_us as f64 / 1e6,
+            per(proto.acks_sent + proto.nacks_sent, proto.data_received),
         ),
     ];
     let f = &core.fault;
@@ -130,9 +163,52 @@ pub fn report(rank: u32, core: &CoreStats, proto: &mw_proto::Stats) -> String {
     out
 }
 
+/// This process's CPU time so far, (user, system) in microseconds, from
+/// `/proc/self/stat` (fields 14 and 15, in the kernel's fixed `USER_HZ` of
+/// 100 ticks a second: 10 ms resolution). `None` off Linux.
+pub(crate) fn process_cpu_us() -> Option<(u64, u64)> {
+    const USER_HZ: u64 = 100;
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces: count from its ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user * 1_000_000 / USER_HZ, system * 1_000_000 / USER_HZ))
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// `a / b`, 0 when `b` is.
+fn per(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_process_cpu_time_is_read_and_grows() {
+        let (user, system) = process_cpu_us().expect("/proc/self/stat on Linux");
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < std::time::Duration::from_millis(60) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let (user2, system2) = process_cpu_us().unwrap();
+        assert!(user2 + system2 >= user + system + 20_000, "{user}+{system} -> {user2}+{system2}");
+    }
 
     #[test]
     fn the_report_is_labelled_lines_with_transport_counters() {
@@ -151,6 +227,7 @@ mod tests {
         assert!(text.contains("10 datagrams offered: 2 dropped, 1 duplicated"), "{text}");
         assert!(text.contains("drops      total 4 bad_version=4"), "{text}");
         assert!(!text.contains('{'), "no Debug structs: {text}");
+        assert!(text.contains("udp        datagrams up to 0 B, GSO off, GRO off"), "{text}");
         let quiet = report(0, &CoreStats::default(), &mw_proto::Stats::default());
         assert!(!quiet.contains("faults"), "no fault line without injection");
         assert!(!quiet.contains("ip mcast"), "no IP multicast line without IP multicast");

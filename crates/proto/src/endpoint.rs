@@ -271,6 +271,7 @@ impl Endpoint {
         let mut result = Ok(());
         match repr.packet_type {
             PacketType::Data => {
+                self.stats.data_received += 1;
                 let deliver_from = &mut |message: &[u8]| deliver(src, message);
                 let drops = &mut self.stats.drops;
                 match p.recv.on_data(now, &self.config, repr.seq, repr.flags, payload, drops, deliver_from) {

@@ -150,6 +150,9 @@ pub struct Stats {
     pub bytes_received: u64,
     /// Data packets sent for the first time.
     pub data_sent: u64,
+    /// Data packets that passed the header, job and MAC checks, duplicates
+    /// included (a duplicate on a lossless path is a spurious retransmission).
+    pub data_received: u64,
     /// Data packets retransmitted because the RTO expired (seed 004, PM/UDP S4).
     pub retransmits_timeout: u64,
     /// Data packets retransmitted early, on a Nack or SACK evidence (PM/UDP S3).
@@ -195,8 +198,8 @@ impl core::fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "data       {} sent once, {} retransmitted on timeout, {} fast",
-            self.data_sent, self.retransmits_timeout, self.retransmits_fast
+            "data       {} sent once, {} retransmitted on timeout, {} fast; {} received ({} duplicates)",
+            self.data_sent, self.retransmits_timeout, self.retransmits_fast, self.data_received, self.drops.duplicate
         )?;
         writeln!(
             f,

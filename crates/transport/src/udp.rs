@@ -141,6 +141,22 @@ pub struct UdpTransport {
     /// when GRO is off.
     stash: Option<GroStash>,
     truncated: u64,
+    io: IoCounts,
+}
+
+/// How many datagrams went through how many system calls, counted by
+/// [`UdpTransport`] (`MW_STATS`: datagrams per call tells whether batching,
+/// GSO and GRO work on a path).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct IoCounts {
+    /// Send calls that sent something (`sendto`, `sendmsg`, `sendmmsg`).
+    pub send_calls: u64,
+    /// Datagrams those calls sent (a GSO send counts its segments).
+    pub datagrams_sent: u64,
+    /// Receive calls that returned something.
+    pub recv_calls: u64,
+    /// Datagrams those calls returned (a GRO buffer counts its segments).
+    pub datagrams_received: u64,
 }
 
 impl UdpTransport {
@@ -184,6 +200,7 @@ impl UdpTransport {
             groups: Vec::with_capacity(SEND_CHUNK),
             stash: gro.then(|| GroStash::new(GRO_BUFFER_LEN)),
             truncated: 0,
+            io: IoCounts::default(),
             cfg: cfg.clone(),
         })
     }
@@ -220,6 +237,11 @@ impl UdpTransport {
         (self.buffers.recv, self.buffers.send)
     }
 
+    /// Datagrams and system calls so far.
+    pub fn io_counts(&self) -> IoCounts {
+        self.io
+    }
+
     /// Datagrams dropped so far because they did not fit the receive buffer.
     pub fn truncated_datagrams(&self) -> u64 {
         self.truncated
@@ -251,7 +273,19 @@ impl UdpTransport {
     /// caller that computes in user space right after sending can delay
     /// its peer by milliseconds; see `wait.rs`.
     pub fn send_to(&mut self, buf: &[u8], dst: SocketAddr) -> io::Result<()> {
-        sys::send_to(self.socket.as_raw_fd(), buf, &dst)
+        sys::send_to(self.socket.as_raw_fd(), buf, &dst)?;
+        self.count_sent(1);
+        Ok(())
+    }
+
+    fn count_sent(&mut self, datagrams: usize) {
+        self.io.send_calls += 1;
+        self.io.datagrams_sent += datagrams as u64;
+    }
+
+    fn count_received(&mut self, datagrams: usize) {
+        self.io.recv_calls += 1;
+        self.io.datagrams_received += datagrams as u64;
     }
 
     /// Sends one datagram made of `parts` concatenated (at most four, e.g. a
@@ -260,7 +294,9 @@ impl UdpTransport {
     /// copies the datagram in. Errors like [`send_to`](Self::send_to); more
     /// than four parts is `InvalidInput`.
     pub fn send_parts(&mut self, parts: &[&[u8]], dst: SocketAddr) -> io::Result<()> {
-        sys::send_parts(self.socket.as_raw_fd(), parts, &dst)
+        sys::send_parts(self.socket.as_raw_fd(), parts, &dst)?;
+        self.count_sent(1);
+        Ok(())
     }
 
     /// Sends `msgs` in order with `sendmmsg`, merging runs of equal-sized
@@ -297,7 +333,11 @@ impl UdpTransport {
             let used_gso = self.groups.iter().any(|g| g.gso_size.is_some());
             match self.send_scratch.send(self.socket.as_raw_fd(), chunk, &self.groups) {
                 Ok(0) => return Ok(0),
-                Ok(accepted) => return Ok(self.groups[accepted - 1].end),
+                Ok(accepted) => {
+                    let datagrams = self.groups[accepted - 1].end;
+                    self.count_sent(datagrams);
+                    return Ok(datagrams);
+                }
                 Err(e) if used_gso && e.raw_os_error() == Some(libc::EIO) => {
                     self.disable_gso(&e);
                     policy = self.gso;
@@ -354,7 +394,11 @@ impl UdpTransport {
     /// now in `batch` (0 when nothing was queued; never blocks). Datagrams
     /// left by `recv_one`'s GRO splitting come first, keeping arrival order.
     pub fn recv_batch(&mut self, batch: &mut RecvBatch) -> io::Result<usize> {
-        batch.fill(self.socket.as_raw_fd(), self.stash.as_mut(), &mut self.truncated)
+        let n = batch.fill(self.socket.as_raw_fd(), self.stash.as_mut(), &mut self.truncated)?;
+        if n > 0 {
+            self.count_received(n);
+        }
+        Ok(n)
     }
 
     /// Receives what one `recvmsg` returns into `buf`: one datagram or, with
@@ -381,7 +425,9 @@ impl UdpTransport {
                 continue;
             }
             let segment = rx.gro_segment.map_or(rx.len, |s| s.min(rx.len));
-            return Ok(Some(RecvSegments { len: rx.len, segment, from: rx.addr }));
+            let rx = RecvSegments { len: rx.len, segment, from: rx.addr };
+            self.count_received(rx.count());
+            return Ok(Some(rx));
         }
     }
 
@@ -398,7 +444,10 @@ impl UdpTransport {
         let Some(stash) = self.stash.as_mut() else {
             loop {
                 match sys::recv_from(fd, buf)? {
-                    Some((len, from)) if len <= buf.len() => return Ok(Some((len, from))),
+                    Some((len, from)) if len <= buf.len() => {
+                        self.count_received(1);
+                        return Ok(Some((len, from)));
+                    }
                     Some(_) => self.truncated += 1,
                     None => return Ok(None),
                 }
@@ -416,7 +465,11 @@ impl UdpTransport {
                 continue;
             }
             match rx.gro_segment.filter(|&segment| rx.len > segment) {
-                None if rx.len <= buf.len() => return Ok(Some((rx.len, rx.addr))),
+                None if rx.len <= buf.len() => {
+                    self.io.recv_calls += 1;
+                    self.io.datagrams_received += 1;
+                    return Ok(Some((rx.len, rx.addr)));
+                }
                 // One datagram, longer than `buf`: its tail went to the spill.
                 None => self.truncated += 1,
                 Some(segment) if segment > buf.len() => {
@@ -425,6 +478,8 @@ impl UdpTransport {
                 Some(segment) => {
                     let in_buf = rx.len.min(buf.len());
                     stash.load(&buf[segment..in_buf], rx.len - in_buf, segment, rx.addr);
+                    self.io.recv_calls += 1;
+                    self.io.datagrams_received += rx.len.div_ceil(segment) as u64;
                     return Ok(Some((segment, rx.addr)));
                 }
             }

@@ -46,8 +46,9 @@ pub const MAC_LEN: usize = 16;
 pub const CHECKSUM_LEN: usize = 4;
 /// First two bytes of every memwire packet ("MW" on the wire).
 pub const MAGIC: u16 = 0x574D;
-/// The protocol version this build speaks.
-pub const VERSION: u8 = 1;
+/// The protocol version this build speaks. 2: the MAC trailer is POLYVAL
+/// then AES-128 (`mw_proto::auth`), no longer keyed BLAKE3.
+pub const VERSION: u8 = 2;
 
 mod field {
     use core::ops::Range;
@@ -580,7 +581,7 @@ mod tests {
         let repr = sample();
         let mut buf = vec![0u8; HEADER_LEN];
         repr.emit_into(&mut buf);
-        assert_eq!(&buf[0..8], &[0x4d, 0x57, 1, 1, 0x07, 0x00, 5, 0]);
+        assert_eq!(&buf[0..8], &[0x4d, 0x57, 2, 1, 0x07, 0x00, 5, 0]);
         assert_eq!(&buf[8..16], &[0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11]);
         assert_eq!(&buf[32..36], &1000u32.to_le_bytes());
     }

@@ -153,6 +153,8 @@ pub(crate) struct SendState {
     /// (peer watermark, acked_msgs) pairs waiting for causal completion.
     holds: VecDeque<(u32, u64)>,
     seg: usize,
+    /// The receiver's `Config::ack_every`, assumed to be ours.
+    ack_every: u32,
     recv_window: u32,
     min_window: u32,
     max_window: u32,
@@ -192,6 +194,7 @@ impl SendState {
             reported_msgs: first_msg,
             holds: VecDeque::new(),
             seg: config.segment_size(),
+            ack_every: config.ack_every.max(1),
             recv_window: config.recv_window,
             min_window: config.min_window,
             max_window: config.max_window,
@@ -393,8 +396,13 @@ impl SendState {
             self.ack_request = None;
             wire_flags = wire_flags | Flags::ACK_NOW;
         }
-        if !self.unsent.is_empty() && !self.can_send_new() {
-            // This packet fills the window: a delayed ack would only stall us.
+        if !self.unsent.is_empty() && !self.can_send_new() && self.inflight < 2 * self.ack_every {
+            // This packet fills a window too small for the receiver's
+            // periodic acks (every `ack_every` packets) to keep it moving:
+            // a delayed ack would stall us. A larger window is kept moving
+            // by those acks; asking for one per burst here would clock the
+            // sender in bursts of one receive batch each (a few datagrams
+            // per GSO send and GRO buffer between hosts).
             wire_flags = wire_flags | Flags::ACK_NOW;
         }
         Some(DataPacket { seq, flags: wire_flags, off, len, retransmit: None })
