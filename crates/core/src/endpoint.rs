@@ -70,6 +70,10 @@ pub(crate) struct State {
     /// `sendmmsg`/GSO; `None` with loopback-sized datagrams, which go one
     /// gathered `sendmsg` each (see [`State::transmit`]).
     tx_batch: Option<mw_transport::udp::TxBatch>,
+    /// While set, messages queued for the protocol wait for the holder's
+    /// [`State::transmit`] instead of leaving one by one: a receive batch's
+    /// replies, a round of get requests (see [`State::with_transmit_held`]).
+    hold_transmit: bool,
     /// Scratch for operation headers (`MAX_HEADER_LEN`: a 256-segment iov header).
     pub hdr_buf: Vec<u8>,
     /// The shared-memory ring engine, when some peers share this host.
@@ -270,6 +274,7 @@ impl Endpoint {
                 let slots = (TX_BATCH_BYTES / max_datagram).clamp(1, mw_transport::udp::SEND_CHUNK);
                 mw_transport::udp::TxBatch::new(slots, max_datagram)
             }),
+            hold_transmit: false,
             hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
             shm: shm_state,
         };
@@ -1201,12 +1206,14 @@ impl State {
             };
             worked = true;
             taken += rx.count();
-            let mut start = 0;
-            for _ in 0..rx.count() {
-                let end = (start + rx.segment).min(rx.len);
-                self.receive_datagram(now, start..end);
-                start = end;
-            }
+            self.with_transmit_held(now, |state| {
+                let mut start = 0;
+                for _ in 0..rx.count() {
+                    let end = (start + rx.segment).min(rx.len);
+                    state.receive_datagram(now, start..end);
+                    start = end;
+                }
+            });
         }
         worked |= self.mcast_receive(now, max_datagrams);
         worked |= self.poll_shm(now);
@@ -1296,7 +1303,7 @@ impl State {
         for reply in &replies {
             self.send_reply(now, reply);
         }
-        if !replies.is_empty() {
+        if !replies.is_empty() && !self.hold_transmit {
             self.transmit(now);
         }
         let mut replies = replies;
@@ -1356,14 +1363,22 @@ impl State {
                 let hdr = &self.hdr_buf[..hlen];
                 let proto = &mut self.proto;
                 let loopback = &mut self.loopback;
+                // Over UDP one response per datagram, so the requester lands
+                // each straight from its receive buffer; a span asked for
+                // at once (crate::get_window) goes back as a run of them.
+                let piece = proto.config().segment_size().saturating_sub(hlen).max(1);
                 mem.with_slice(offset, len, |data| {
                     if peer == self.rank {
                         let mut msg = Vec::with_capacity(hlen + len);
                         msg.extend_from_slice(hdr);
                         msg.extend_from_slice(data);
                         loopback.push_back((msg, None));
+                    } else if data.is_empty() {
+                        let _ = proto.submit(now, peer, &[hdr]);
                     } else {
-                        let _ = proto.submit(now, peer, &[hdr, data]);
+                        for part in data.chunks(piece) {
+                            let _ = proto.submit(now, peer, &[hdr, part]);
+                        }
                     }
                 });
             }
@@ -1391,7 +1406,7 @@ impl State {
         body: &[u8],
         waiter: Option<RequestId>,
     ) -> Result<()> {
-        if self.queue_op(now, peer, repr, body, waiter)? {
+        if self.queue_op(now, peer, repr, body, waiter)? && !self.hold_transmit {
             // Out now rather than at the end of the next progress round,
             // which would first spend a receive syscall (latency: the
             // initiator's request and the target's reply both leave here).
@@ -1514,6 +1529,20 @@ impl State {
             self.after_delivery(now);
         }
         worked
+    }
+
+    /// Runs `body` with messages to the protocol held back, then transmits
+    /// them together: what a batch of received datagrams or a round of get
+    /// requests sets off leaves as one batch of datagrams (GSO runs), not
+    /// one system call each. Nested holds transmit once, at the outermost.
+    pub(crate) fn with_transmit_held<R>(&mut self, now: ProtoInstant, body: impl FnOnce(&mut State) -> R) -> R {
+        let outer = !std::mem::replace(&mut self.hold_transmit, true);
+        let result = body(self);
+        if outer {
+            self.hold_transmit = false;
+            self.transmit(now);
+        }
+        result
     }
 
     /// Sends every datagram the protocol has ready now.

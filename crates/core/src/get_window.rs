@@ -12,6 +12,14 @@
 //! ~5.4 GB/s). Pacing keeps the target's queue short, whatever the caller
 //! keeps outstanding.
 //!
+//! Chunks are pushed one datagram's worth each (the request counts them as
+//! its parts), but asked for in spans: [`GetWindow::next`] merges the
+//! following contiguous chunks of the same request, up to [`MAX_SPAN`]
+//! bytes, into one request message, and the target answers a span with as
+//! many one-datagram responses as it takes. Answers are counted in bytes
+//! ([`GetWindow::on_answer`] says how many of the pushed chunks each one
+//! completed), so the target's cut need not match ours.
+//!
 //! Must not: send anything (the endpoint issues what [`GetWindow::next`]
 //! yields) or decide whether a request still wants its data (the caller
 //! checks the request slab). No scan over all peers: only those with chunks
@@ -20,6 +28,11 @@
 use std::collections::VecDeque;
 
 use crate::request::RequestId;
+
+/// Most bytes one get request message asks for: a few dozen datagrams,
+/// answered back to back (one GSO send's worth), while the window still
+/// holds several spans in flight.
+pub(crate) const MAX_SPAN: u64 = 64 << 10;
 
 /// One get request message to be sent: `len` bytes at `key+offset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,14 +43,56 @@ pub(crate) struct GetChunk {
     pub len: u64,
 }
 
+/// A span asked for and not yet wholly answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Asked {
+    req: RequestId,
+    /// Bytes asked for.
+    len: u64,
+    /// Bytes answered so far.
+    answered: u64,
+    /// Length of the pushed chunks it merges (all but the last are this long).
+    piece: u64,
+}
+
+impl Asked {
+    /// Pushed chunks wholly answered once `answered` bytes have arrived in
+    /// answers that did (`whole`) or did not yet finish the span (an empty
+    /// span's one chunk is done only by its answer).
+    fn pieces_done(&self, answered: u64, whole: bool) -> u64 {
+        if whole {
+            self.len.div_ceil(self.piece.max(1)).max(1)
+        } else {
+            (answered / self.piece.max(1)).min(self.len.div_ceil(self.piece.max(1)).saturating_sub(1))
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct PeerGets {
     /// Chunks waiting to be requested, in issue order.
     waiting: VecDeque<GetChunk>,
-    /// Chunks requested and not yet answered, oldest first: (request, bytes).
-    /// A peer answers its requests in order, so answers match the front.
-    asked: VecDeque<(RequestId, u64)>,
+    /// Spans requested and not yet wholly answered, oldest first. A peer
+    /// answers its requests in order, so answers match the front.
+    asked: VecDeque<Asked>,
     asked_bytes: u64,
+    /// Bytes of the chunks in `waiting`.
+    waiting_bytes: u64,
+}
+
+impl PeerGets {
+    /// Whether the next span may be asked for now: always when nothing is
+    /// on its way; otherwise only once the window has room for a whole span
+    /// (or for all that waits, if less), so that answers trickling in do
+    /// not each let one small request out (which would cost a request
+    /// message per datagram of data).
+    fn may_ask(&self, limit: u64) -> bool {
+        let Some(first) = self.waiting.front() else {
+            return false;
+        };
+        let want = first.len.max(MAX_SPAN.min(limit / 2).min(self.waiting_bytes));
+        self.asked.is_empty() || self.asked_bytes + want <= limit
+    }
 }
 
 /// The paced get chunks of one endpoint.
@@ -73,47 +128,75 @@ impl GetWindow {
         if p.waiting.is_empty() {
             self.waiting_peers.push(peer);
         }
+        p.waiting_bytes += chunk.len;
         p.waiting.push_back(chunk);
         self.waiting += 1;
     }
 
-    /// The next chunk to request from some peer whose window has room (one
-    /// chunk may always be on its way); it counts as asked from now on.
+    /// The next span to request from some peer whose window has room (one
+    /// chunk may always be on its way): the first waiting chunk and the
+    /// contiguous chunks of the same request after it, up to [`MAX_SPAN`]
+    /// bytes and the window's room. It counts as asked from now on.
     pub(crate) fn next(&mut self) -> Option<(u32, GetChunk)> {
         let limit = self.limit;
-        let i = self.waiting_peers.iter().position(|&peer| {
-            let p = &self.peers[peer as usize];
-            p.waiting.front().is_some_and(|c| p.asked.is_empty() || p.asked_bytes + c.len <= limit)
-        })?;
+        let i = self.waiting_peers.iter().position(|&peer| self.peers[peer as usize].may_ask(limit))?;
         let peer = self.waiting_peers[i];
         let p = &mut self.peers[peer as usize];
-        let chunk = p.waiting.pop_front()?;
+        let mut span = p.waiting.pop_front()?;
+        let piece = span.len;
+        let mut merged = 1;
+        while let Some(c) = p.waiting.front() {
+            let fits = span.len + c.len <= MAX_SPAN && p.asked_bytes + span.len + c.len <= limit;
+            if !(fits && c.req == span.req && c.key == span.key && c.offset == span.offset + span.len && c.len <= piece)
+            {
+                break;
+            }
+            span.len += c.len;
+            merged += 1;
+            let short = c.len < piece;
+            p.waiting.pop_front();
+            if short {
+                break; // a short chunk is a request's last
+            }
+        }
         if p.waiting.is_empty() {
             self.waiting_peers.swap_remove(i);
         }
-        self.waiting -= 1;
-        p.asked.push_back((chunk.req, chunk.len));
-        p.asked_bytes += chunk.len;
-        Some((peer, chunk))
+        p.waiting_bytes -= span.len;
+        self.waiting -= merged;
+        p.asked.push_back(Asked { req: span.req, len: span.len, answered: 0, piece });
+        p.asked_bytes += span.len;
+        Some((peer, span))
     }
 
-    /// A chunk taken by [`next`](Self::next) was not sent after all.
+    /// A span taken by [`next`](Self::next) was not sent after all.
     pub(crate) fn unask(&mut self, peer: u32) {
         let p = &mut self.peers[peer as usize];
-        if let Some((_, len)) = p.asked.pop_back() {
-            p.asked_bytes -= len;
+        if let Some(asked) = p.asked.pop_back() {
+            p.asked_bytes -= asked.len - asked.answered;
         }
     }
 
-    /// `peer` answered a get request of `req` (data or an error).
-    pub(crate) fn on_answer(&mut self, peer: u32, req: RequestId) {
-        let Some(p) = self.peers.get_mut(peer as usize) else {
-            return;
+    /// `peer` answered a get request of `req` with `bytes` of data, or with
+    /// an error (`bytes` is then `None`: the span is given up). Returns how
+    /// many of the pushed chunks this answer completed, or `None` when the
+    /// answer is not for a span asked through the window (a get to this
+    /// rank or a same-host peer, whose every answer is one part).
+    pub(crate) fn on_answer(&mut self, peer: u32, req: RequestId, bytes: Option<u64>) -> Option<u64> {
+        let p = self.peers.get_mut(peer as usize)?;
+        let front = p.asked.front_mut().filter(|asked| asked.req == req)?;
+        let before = front.answered;
+        let after = match bytes {
+            Some(bytes) => (before + bytes).min(front.len),
+            None => front.len,
         };
-        if p.asked.front().is_some_and(|&(asked, _)| asked == req) {
-            let (_, len) = p.asked.pop_front().expect("front checked");
-            p.asked_bytes -= len;
+        front.answered = after;
+        let done = front.pieces_done(after, after == front.len) - front.pieces_done(before, false);
+        p.asked_bytes -= after - before;
+        if after == front.len {
+            p.asked.pop_front();
         }
+        Some(done)
     }
 
     /// Forgets everything toward `peer` (it died or restarted: what was
@@ -122,6 +205,7 @@ impl GetWindow {
     pub(crate) fn clear_peer(&mut self, peer: u32) -> Vec<RequestId> {
         let p = &mut self.peers[peer as usize];
         self.waiting -= p.waiting.len();
+        p.waiting_bytes = 0;
         self.waiting_peers.retain(|&waiting| waiting != peer);
         let mut reqs: Vec<RequestId> = p.waiting.drain(..).map(|c| c.req).collect();
         reqs.dedup();
@@ -139,29 +223,83 @@ mod tests {
         GetChunk { req: RequestId(req), key: 1, offset: 0, len }
     }
 
+    fn span(req: u32, offset: u64, len: u64) -> GetChunk {
+        GetChunk { req: RequestId(req), key: 1, offset, len }
+    }
+
     #[test]
     fn asks_while_the_window_has_room_and_refills_on_answers() {
         let mut w = GetWindow::new(3, 100);
         assert!(w.is_idle());
-        for _ in 0..3 {
-            w.push(1, chunk(7, 40));
+        // Three chunks of different requests: not merged.
+        for req in [7, 17, 27] {
+            w.push(1, chunk(req, 40));
         }
         w.push(1, chunk(8, 500));
         assert_eq!(w.next(), Some((1, chunk(7, 40))));
-        assert_eq!(w.next(), Some((1, chunk(7, 40))));
+        assert_eq!(w.next(), Some((1, chunk(17, 40))));
         assert_eq!(w.next(), None, "120 bytes would exceed the window of 100");
         w.push(2, chunk(5, 60));
         assert_eq!(w.next(), Some((2, chunk(5, 60))), "another peer has its own window");
-        w.on_answer(1, RequestId(9));
+        assert_eq!(w.on_answer(1, RequestId(9), Some(40)), None, "an answer to something else");
         assert_eq!(w.next(), None, "an answer to something else frees nothing");
-        w.on_answer(1, RequestId(7));
-        assert_eq!(w.next(), Some((1, chunk(7, 40))));
-        w.on_answer(1, RequestId(7));
-        w.on_answer(1, RequestId(7));
+        assert_eq!(w.on_answer(1, RequestId(7), Some(40)), Some(1));
+        assert_eq!(w.next(), Some((1, chunk(27, 40))));
+        assert_eq!(w.on_answer(1, RequestId(17), Some(40)), Some(1));
+        assert_eq!(w.on_answer(1, RequestId(27), None), Some(1), "an error gives the span up");
         assert_eq!(w.next(), Some((1, chunk(8, 500))), "a chunk larger than the window goes alone");
         assert!(w.is_idle());
         w.unask(1);
         assert_eq!(w.peers[1].asked_bytes, 0);
+    }
+
+    /// Contiguous chunks of one request go as one span (up to MAX_SPAN and
+    /// the window), answered by pieces of any size: each answer reports the
+    /// pushed chunks it completed, and the span's room comes back by bytes.
+    #[test]
+    fn contiguous_chunks_of_a_request_are_asked_as_spans_and_answered_by_bytes() {
+        let mut w = GetWindow::new(2, 10_000);
+        for i in 0..10 {
+            w.push(1, span(3, 1000 + i * 1400, if i == 9 { 600 } else { 1400 }));
+        }
+        assert_eq!(w.next(), Some((1, span(3, 1000, 7 * 1400))), "cut at the window");
+        assert_eq!(w.next(), None);
+        // The target answers in pieces of 1000 bytes; room for a mere piece
+        // or two lets no small request out.
+        let mut done = 0;
+        for _ in 0..4 {
+            assert_eq!(w.next(), None, "room for less than all that waits (3400 bytes)");
+            done += w.on_answer(1, RequestId(3), Some(1000)).unwrap();
+        }
+        assert_eq!(w.next(), Some((1, span(3, 1000 + 7 * 1400, 2 * 1400 + 600))), "room for the rest");
+        assert!(w.is_idle());
+        done += w.on_answer(1, RequestId(3), Some(1000)).unwrap();
+        assert_eq!(done, 3, "5000 bytes complete three 1400-byte chunks");
+        assert_eq!(w.peers[1].asked_bytes, 7 * 1400 - 5000 + 3400);
+        done += w.on_answer(1, RequestId(3), Some(4800)).unwrap();
+        assert_eq!(done, 7);
+        done += w.on_answer(1, RequestId(3), Some(3400)).unwrap();
+        assert_eq!(done, 10, "every pushed chunk completed exactly once");
+        assert_eq!(w.peers[1].asked_bytes, 0);
+        assert!(w.peers[1].asked.is_empty());
+        // A gap or another request ends a span; so does MAX_SPAN.
+        w.push(1, span(4, 0, 1000));
+        w.push(1, span(4, 2000, 1000));
+        w.push(1, span(5, 3000, 1000));
+        assert_eq!(w.next(), Some((1, span(4, 0, 1000))));
+        assert_eq!(w.next(), Some((1, span(4, 2000, 1000))));
+        assert_eq!(w.next(), Some((1, span(5, 3000, 1000))));
+        // An empty get is one chunk, done by its (empty) answer.
+        let mut empty = GetWindow::new(2, 100);
+        empty.push(1, span(9, 0, 0));
+        assert_eq!(empty.next(), Some((1, span(9, 0, 0))));
+        assert_eq!(empty.on_answer(1, RequestId(9), Some(0)), Some(1));
+        assert!(empty.peers[1].asked.is_empty());
+        let mut big = GetWindow::new(2, 1 << 30);
+        for i in 0..100 {
+            big.push(0, span(6, i * 1000, 1000));
+        }
+        assert_eq!(big.next().unwrap().1.len, MAX_SPAN / 1000 * 1000);
     }
 
     #[test]

@@ -699,6 +699,10 @@ impl State {
     /// Requests the get chunks the windows of their peers have room for
     /// (crate::get_window). Returns whether any went out.
     pub(crate) fn pump_gets(&mut self, now: mw_proto::time::Instant) -> bool {
+        self.with_transmit_held(now, |state| state.request_get_chunks(now))
+    }
+
+    fn request_get_chunks(&mut self, now: mw_proto::time::Instant) -> bool {
         let mut worked = false;
         while let Some((peer, chunk)) = self.gets.next() {
             if !self.requests.is_wanted(chunk.req) {

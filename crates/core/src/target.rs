@@ -302,8 +302,9 @@ impl Target<'_> {
 
     fn on_get_response(&mut self, peer: u32, resp: &op::GetResponse<'_>) {
         let id = RequestId(resp.req);
-        self.gets.on_answer(peer, id);
-        if resp.status != Status::Ok {
+        let ok = resp.status == Status::Ok;
+        let parts = self.gets.on_answer(peer, id, ok.then_some(resp.body.len() as u64));
+        if !ok {
             let completion = self.requests.fail(id, fail_status(resp.status));
             self.complete(completion);
             return;
@@ -314,8 +315,12 @@ impl Target<'_> {
             self.complete(completion);
             return;
         }
-        let completion = self.requests.part_done(id);
-        self.complete(completion);
+        // A windowed span's answer completes the chunks it covered (maybe
+        // none yet); any other answer is one part.
+        for _ in 0..parts.unwrap_or(1) {
+            let completion = self.requests.part_done(id);
+            self.complete(completion);
+        }
     }
 
     fn atomic(&mut self, peer: u32, at: &op::AtomicRequest) -> Result<u64, Status> {
