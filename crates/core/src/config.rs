@@ -87,6 +87,11 @@ pub struct Config {
     pub keepalive: bool,
     /// Floor of the retransmission timeout.
     pub rto_min: Duration,
+    /// A receiver acknowledges at least every this many in-order packets
+    /// (`mw_proto::Config::ack_every`; default 32: about one ack per 45 KB
+    /// of LAN datagrams, one per two or three GRO buffers). Senders assume
+    /// their peers use the same value.
+    pub ack_every: u32,
     /// Bytes queued toward one peer before a new operation waits for room.
     pub max_queued_bytes: usize,
     /// Over UDP, how far a put may copy ahead of what the protocol's window
@@ -194,6 +199,7 @@ impl Default for Config {
             peer_dead_after: Duration::from_secs(2),
             keepalive: true,
             rto_min: Duration::from_micros(500),
+            ack_every: mw_proto::Config::default().ack_every,
             max_queued_bytes: 8 << 20,
             copy_ahead_bytes: 64 << 10,
             chunk_bytes: 256 << 10,
@@ -230,6 +236,7 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("MW_STATS", "1 prints per-endpoint counters at finalize"),
     ("MW_PEER_DEAD_MS", "silence before a peer is declared unreachable, ms (default 2000)"),
     ("MW_RTO_MIN_US", "retransmission timeout floor, microseconds (default 500)"),
+    ("MW_ACK_EVERY", "acknowledge at least every N in-order packets received, 1-256 (default 32)"),
     ("MW_MAX_QUEUED", "bytes queued toward one peer before senders wait (default 8 MiB)"),
     (
         "MW_COPY_AHEAD",
@@ -380,6 +387,13 @@ impl Config {
         }
         if let Some(v) = lookup("MW_RTO_MIN_US") {
             cfg.rto_min = Duration::from_micros(parse_num("MW_RTO_MIN_US must be microseconds", &v)?);
+        }
+        if let Some(v) = lookup("MW_ACK_EVERY") {
+            let every = parse_num("MW_ACK_EVERY must be a packet count", &v)?;
+            if !(1..=256).contains(&every) {
+                return Err(Error::InvalidArgument("MW_ACK_EVERY must be between 1 and 256"));
+            }
+            cfg.ack_every = every as u32;
         }
         if let Some(v) = lookup("MW_MAX_QUEUED") {
             cfg.max_queued_bytes = parse_num("MW_MAX_QUEUED must be a byte count", &v)?.max(64 << 10) as usize;
@@ -580,6 +594,15 @@ mod tests {
         assert_eq!(both.transport, TransportChoice::Auto);
         let cfg = with(&[("MW_TRANSPORT", "udp"), ("MW_SHM_COPY", "ring")]).unwrap();
         assert_eq!((cfg.transport, cfg.shm_copy), (TransportChoice::Udp, ShmCopy::Rings));
+    }
+
+    #[test]
+    fn acks_every_32_packets_unless_told() {
+        assert_eq!(with(&[]).unwrap().ack_every, 32);
+        assert_eq!(with(&[("MW_ACK_EVERY", "8")]).unwrap().ack_every, 8);
+        for bad in ["0", "257", "many"] {
+            assert!(matches!(with(&[("MW_ACK_EVERY", bad)]), Err(Error::InvalidArgument(_))), "{bad}");
+        }
     }
 
     #[test]
