@@ -15,7 +15,7 @@
 //! Chunks are pushed one datagram's worth each (the request counts them as
 //! its parts), but asked for in spans: [`GetWindow::next`] merges the
 //! following contiguous chunks of the same request, up to [`MAX_SPAN`]
-//! bytes, into one request message, and the target answers a span with as
+//! bytes and [`MAX_SPAN_CHUNKS`] chunks, into one request message, and the target answers a span with as
 //! many one-datagram responses as it takes. Answers are counted in bytes
 //! ([`GetWindow::on_answer`] says how many of the pushed chunks each one
 //! completed), so the target's cut need not match ours.
@@ -30,9 +30,14 @@ use std::collections::VecDeque;
 use crate::request::RequestId;
 
 /// Most bytes one get request message asks for: a few dozen datagrams,
-/// answered back to back (one GSO send's worth), while the window still
-/// holds several spans in flight.
+/// answered back to back, while the window still holds several spans in
+/// flight.
 pub(crate) const MAX_SPAN: u64 = 64 << 10;
+
+/// Most pushed chunks (one datagram's answer each) one span merges: the
+/// answers to a span then fit one GSO send (at most 64 KiB of datagrams,
+/// 44 of 1,472 bytes), rather than one full send and a short one.
+pub(crate) const MAX_SPAN_CHUNKS: usize = 40;
 
 /// One get request message to be sent: `len` bytes at `key+offset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +151,8 @@ impl GetWindow {
         let piece = span.len;
         let mut merged = 1;
         while let Some(c) = p.waiting.front() {
-            let fits = span.len + c.len <= MAX_SPAN && p.asked_bytes + span.len + c.len <= limit;
+            let fits =
+                merged < MAX_SPAN_CHUNKS && span.len + c.len <= MAX_SPAN && p.asked_bytes + span.len + c.len <= limit;
             if !(fits && c.req == span.req && c.key == span.key && c.offset == span.offset + span.len && c.len <= piece)
             {
                 break;
@@ -299,7 +305,12 @@ mod tests {
         for i in 0..100 {
             big.push(0, span(6, i * 1000, 1000));
         }
-        assert_eq!(big.next().unwrap().1.len, MAX_SPAN / 1000 * 1000);
+        assert_eq!(big.next().unwrap().1.len, MAX_SPAN_CHUNKS as u64 * 1000);
+        let mut wide = GetWindow::new(2, 1 << 30);
+        for i in 0..100 {
+            wide.push(0, span(6, i * 4000, 4000));
+        }
+        assert_eq!(wide.next().unwrap().1.len, MAX_SPAN / 4000 * 4000);
     }
 
     #[test]
