@@ -153,8 +153,10 @@ pub(crate) struct SendState {
     /// (peer watermark, acked_msgs) pairs waiting for causal completion.
     holds: VecDeque<(u32, u64)>,
     seg: usize,
-    /// The receiver's `Config::ack_every`, assumed to be ours.
+    /// The receiver's `Config::ack_every` and `ack_every_bytes`, assumed
+    /// to be ours.
     ack_every: u32,
+    ack_every_bytes: usize,
     recv_window: u32,
     min_window: u32,
     max_window: u32,
@@ -195,6 +197,7 @@ impl SendState {
             holds: VecDeque::new(),
             seg: config.segment_size(),
             ack_every: config.ack_every.max(1),
+            ack_every_bytes: config.ack_every_bytes.max(1),
             recv_window: config.recv_window,
             min_window: config.min_window,
             max_window: config.max_window,
@@ -396,9 +399,14 @@ impl SendState {
             self.ack_request = None;
             wire_flags = wire_flags | Flags::ACK_NOW;
         }
-        if !self.unsent.is_empty() && !self.can_send_new() && self.inflight < 2 * self.ack_every {
+        if !self.unsent.is_empty()
+            && !self.can_send_new()
+            && self.inflight < 2 * self.ack_every
+            && self.inflight_bytes < 2 * self.ack_every_bytes
+        {
             // This packet fills a window too small for the receiver's
-            // periodic acks (every `ack_every` packets) to keep it moving:
+            // periodic acks (every `ack_every` packets or `ack_every_bytes`
+            // bytes, whichever comes first) to keep it moving:
             // a delayed ack would stall us. A larger window is kept moving
             // by those acks; asking for one per burst here would clock the
             // sender in bursts of one receive batch each (a few datagrams
@@ -767,6 +775,29 @@ mod tests {
 
     fn inflight(s: &SendState) -> u32 {
         s.window_stats().2
+    }
+
+    /// A packet that fills the window asks for an immediate ack only while
+    /// the window is too small for the receiver's periodic acks (every
+    /// `ack_every` packets or `ack_every_bytes` bytes) to keep it moving.
+    #[test]
+    fn a_window_filling_packet_asks_for_an_ack_only_when_the_window_is_small() {
+        let filling_asks = |cfg: &Config, messages: usize| {
+            let (mut s, rtt) = sender(cfg, messages);
+            let sent = send_all(&mut s, at(0), &rtt);
+            let last = sent.last().expect("something was sent");
+            (sent.len(), last.flags.contains(Flags::ACK_NOW))
+        };
+        // 32 packets in flight, acks every 8: the window keeps moving.
+        let big = Config { ack_every: 8, ..config(32) };
+        assert_eq!(filling_asks(&big, 64), (32, false));
+        // 8 in flight, acks every 8: a delayed ack would stall the sender.
+        let small = Config { ack_every: 8, ..config(8) };
+        assert_eq!(filling_asks(&small, 64), (8, true));
+        // 8 packets in flight, but as many bytes as four byte-driven acks
+        // (large datagrams: jumbo frames): the receiver's acks keep it moving.
+        let bytes = Config { ack_every: 8, ack_every_bytes: 200, ..config(8) };
+        assert_eq!(filling_asks(&bytes, 64), (8, false));
     }
 
     #[test]
