@@ -160,6 +160,18 @@ fn choose_bind_ip(config: &Config, boot: &mw_bootstrap::Bootstrap) -> Result<IpA
     boot.reachable_ip().map_err(|e| Error::Bootstrap(format!("choosing the address to bind: {e}")))
 }
 
+/// The UDP transport's settings for `config`. A datagram size set by
+/// `MW_MTU` is the path's: GSO may cut sends into segments that large (the
+/// transport allows only segments up to its payload MTU toward other
+/// hosts, 1,472 bytes unless told).
+fn udp_config(config: &Config) -> mw_transport::udp::UdpConfig {
+    let mut udp = mw_transport::udp::UdpConfig::default();
+    if let Some(mtu) = config.max_datagram {
+        udp.payload_mtu = mtu;
+    }
+    udp
+}
+
 /// Binds the UDP transport on `ip`, at a port of `MW_PORT_RANGE` when one is
 /// set (for firewalls), else wherever the kernel likes.
 fn bind_udp(
@@ -199,7 +211,7 @@ impl Endpoint {
     pub fn init_with_bootstrap(config: Config, mut boot: mw_bootstrap::Bootstrap) -> Result<Endpoint> {
         let info = boot.info().clone();
         let bind_ip = choose_bind_ip(&config, &boot)?;
-        let udp_cfg = mw_transport::udp::UdpConfig::default();
+        let udp_cfg = udp_config(&config);
         let udp = bind_udp(bind_ip, config.port_range, &udp_cfg)?;
         let me = udp.local_addr();
         // Addresses, and which peers share this host (shared memory with them).
@@ -1707,5 +1719,22 @@ pub(crate) fn send_datagram(
     match fault {
         None => send_retrying(udp, stats, packet, dst),
         Some(fault) => fault.send(packet, dst, |bytes, to| send_retrying(udp, stats, bytes, to)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `MW_MTU` sets the largest GSO segment toward other hosts too: with
+    /// the transport's default (1,472) a jumbo-frame job sent its 8,972-byte
+    /// datagrams one `sendmmsg` entry each, never as GSO sends.
+    #[test]
+    fn the_datagram_size_asked_for_is_the_transports_payload_mtu() {
+        let default = udp_config(&Config::default());
+        assert_eq!(default, mw_transport::udp::UdpConfig::default());
+        let jumbo = udp_config(&Config { max_datagram: Some(8972), ..Config::default() });
+        assert_eq!(jumbo.payload_mtu, 8972);
+        assert_eq!(jumbo.payload_mtu_for("10.0.0.2".parse().unwrap()), 8972);
     }
 }
