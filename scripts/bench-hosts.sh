@@ -60,20 +60,8 @@ MTUS=${BENCH_HOSTS_MTUS:-1500 9000}
 export NETNS_PREFIX=${BENCH_HOSTS_PREFIX:-mwbh}
 export NETNS_SUBNET=${BENCH_HOSTS_SUBNET:-10.79.0}
 
-packages=(gcc mpich libmpich-dev openmpi-bin libopenmpi-dev fonts-dejavu-core iproute2 nftables)
-missing=()
-for pkg in "${packages[@]}"; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    if command -v apt-get >/dev/null; then
-        echo "bench-hosts: installing ${missing[*]}"
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-            { echo "bench-hosts: apt-get install failed" >&2; exit 1; }
-    else
-        echo "bench-hosts: missing ${missing[*]} and no apt-get: those baselines (or the plots' font) will be missing" >&2
-    fi
-fi
+. scripts/bench-common.sh
+bench_need_packages bench-hosts gcc mpich libmpich-dev openmpi-bin libopenmpi-dev fonts-dejavu-core iproute2 nftables
 
 set -e
 cargo build --release -q -p mwbench -p mwrun
@@ -86,15 +74,6 @@ mkdir -p "$OUT" "$PLOTS"
 trap '"$CLUSTER" down >/dev/null 2>&1' EXIT
 trap 'exit 130' INT TERM
 
-# `repeat N CMD...`: CMD N times, its output one stream (see scripts/bench.sh).
-repeat() {
-    local jobs=$1 status=0 j
-    shift
-    for ((j = 1; j <= jobs; j++)); do
-        "$@" || status=$?
-    done
-    return $status
-}
 
 selected() {
     [ -z "${BENCH_HOSTS_ONLY:-}" ] && return 0

@@ -14,20 +14,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc mpich libmpich-dev openmpi-bin libopenmpi-dev fonts-dejavu-core)
-missing=()
-for pkg in "${packages[@]}"; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
-        echo "bench: installing ${missing[*]}"
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-            { echo "bench: apt-get install failed" >&2; exit 1; }
-    else
-        echo "bench: missing ${missing[*]} and not root on Debian: those baselines (or the plots' font) will be missing" >&2
-    fi
-fi
+. scripts/bench-common.sh
+bench_need_packages bench gcc mpich libmpich-dev openmpi-bin libopenmpi-dev fonts-dejavu-core
 
 set -e
 cargo build --release -q -p mwbench -p mwrun
@@ -65,20 +53,12 @@ alternate() {
     return $status
 }
 
-# `repeat N CMD...`: runs CMD N times, its output one stream, for a group
+# `repeat N CMD...` (scripts/bench-common.sh) runs CMD N times, for a group
 # whose every run already measures memwire next to its baselines (raw UDP,
 # memcpy, the shared-memory floors, MPI): the host's speed drifts over
 # minutes (every library's 2-rank 64 KiB collectives 2-3x slower in some
 # stretches; raw UDP's ping-pong 3.9 or 4.1 us), and one run would put each
 # point in whichever stretch it fell. The report takes each point's median.
-repeat() {
-    local jobs=$1 status=0 j
-    shift
-    for ((j = 1; j <= jobs; j++)); do
-        "$@" || status=$?
-    done
-    return $status
-}
 # memwire's collective points take 2000 calls (a 2-rank 8-byte point of 300
 # lasted ~50 us, so one scheduling hiccup could move its median); the MPI
 # runs keep 300, which oversubscribed MPICH (~8 ms a call) needs minutes for.
