@@ -6,7 +6,7 @@
 #    says what is missing and goes on (missing MPIs are noted in the results).
 # 2. Runs mwbench once per group, each run's points in bench/results/NAME.jsonl
 #    (its table and notes in NAME.log), with the machine line before and after.
-# 3. `mwbench report` writes bench/plots/*.png and the README's performance
+# 3. `mwbench report` writes bench/plots/*.png and docs/performance.md's generated
 #    section from them.
 #
 # BENCH_ONLY="pt2pt coll" runs only the named groups (the report then uses
@@ -109,9 +109,9 @@ done
 $MWBENCH machine >"$OUT/machine-end.json"
 echo "bench: all runs in $((SECONDS - start)) s"
 
-$MWBENCH report --results "$OUT" --readme README.md --plots bench/plots || failed+=("report")
+$MWBENCH report --results "$OUT" --readme docs/performance.md --plots bench/plots || failed+=("report")
 if [ ${#failed[@]} -gt 0 ]; then
     printf 'bench: failed: %s\n' "${failed[@]}" >&2
     exit 1
 fi
-echo "bench: results in $OUT, plots in bench/plots, README performance section regenerated"
+echo "bench: results in $OUT, plots in bench/plots, docs/performance.md regenerated"

@@ -1,4 +1,4 @@
-/* put / get / fetch_add between the ranks of a job (the README's example). Build and run:
+/* put / get / fetch_add between the ranks of a job (the README's C example). Build and run:
  *   make capi && export PKG_CONFIG_PATH=$PWD/target/release/pkgconfig
  *   gcc -Wall hello_rma.c $(pkg-config --cflags --libs memwire) -o hello_rma
  *   target/release/mwrun -n 4 ./hello_rma                                   */

@@ -2,7 +2,7 @@
  * stage_probe: how fast a 16 MiB message crosses between two processes of
  * this host, four ways, in the same seconds, with the placement of the two
  * CPUs measured beside them. The evidence behind memwire's staging forms
- * (crates/transport/src/shm/stage.rs, StageCopy; README, Messaging, "Two
+ * (crates/transport/src/shm/stage.rs, StageCopy; docs/messaging.md, "Two
  * CPUs per large message").
  *
  *   plain   the staging pipeline: the sender copies 512 KiB chunks into 4

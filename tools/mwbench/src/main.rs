@@ -11,7 +11,7 @@
 //! memory the same mappings, each endpoint mapping the other's memory files
 //! through `/proc`), or as real processes when mwbench runs under mwrun
 //! (`mwrun -n 2 -q target/release/mwbench --bench pingpong,bandwidth`).
-//! `mwbench report` turns result files into the README's performance
+//! `mwbench report` turns result files into docs/performance.md's generated
 //! section and PNG plots; `mwbench machine` records the machine line.
 //!
 //! Owns: the command line (one option vocabulary for every bench, STYLE habit
@@ -55,14 +55,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Write the README's performance section and PNG plots from result files.
+    /// Write the generated section of docs/performance.md and PNG plots from result files.
     Report {
         /// Directory of *.jsonl results (one file per run), machine-start.json,
         /// machine-end.json and commands.txt.
         #[arg(long, default_value = "bench/results")]
         results: PathBuf,
-        /// The README whose section between <!-- bench:begin --> and <!-- bench:end --> is replaced.
-        #[arg(long, default_value = "README.md")]
+        /// The Markdown page whose section between <!-- bench:begin --> and <!-- bench:end --> is replaced.
+        #[arg(long, default_value = "docs/performance.md")]
         readme: PathBuf,
         /// Where the PNG plots go.
         #[arg(long, default_value = "bench/plots")]

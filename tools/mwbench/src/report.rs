@@ -1,6 +1,6 @@
 //! `mwbench report`: turns the JSON lines of one or more runs
 //! (`bench/results/*.jsonl`, one file per mwbench invocation) into the
-//! README's performance section (between `<!-- bench:begin -->` and
+//! generated section of docs/performance.md (between `<!-- bench:begin -->` and
 //! `<!-- bench:end -->`) and PNG plots; `mwbench machine` records the
 //! machine line a run is read with.
 //!
@@ -676,8 +676,8 @@ pub fn section(
     out.push_str(&machine_line(results));
     out.push('\n');
     if let Ok(commands) = std::fs::read_to_string(results.join("commands.txt")) {
-        // Every fence names its language: the README is compiled as
-        // doctests (crates/memwire), where a bare fence is Rust.
+        // Every fence names its language: Markdown pages may be compiled
+        // as doctests (crates/memwire), where a bare fence is Rust.
         let _ = write!(out, "\nCommand: `{command}`, which ran:\n\n```sh\n");
         out.push_str(commands.trim_end());
         out.push_str("\n```\n");
@@ -720,10 +720,10 @@ pub fn section(
 
 /// Replaces the text between the markers of `readme` with `body`.
 pub fn splice(readme: &str, body: &str) -> Result<String, String> {
-    let begin = readme.find(BEGIN).ok_or(format!("the README has no {BEGIN} marker"))?;
-    let end = readme.find(END).ok_or(format!("the README has no {END} marker"))?;
+    let begin = readme.find(BEGIN).ok_or(format!("the page has no {BEGIN} marker"))?;
+    let end = readme.find(END).ok_or(format!("the page has no {END} marker"))?;
     if end < begin {
-        return Err(format!("{END} comes before {BEGIN} in the README"));
+        return Err(format!("{END} comes before {BEGIN} in the page"));
     }
     Ok(format!("{}{BEGIN}{body}{}", &readme[..begin], &readme[end..]))
 }

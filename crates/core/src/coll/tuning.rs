@@ -3,7 +3,7 @@
 //! the environment).
 //!
 //! The automatic choices were picked by measurement on loopback UDP (see
-//! the README's Collectives section): per message the cost is dominated by
+//! docs/collectives.md): per message the cost is dominated by
 //! the system calls, so fewer, larger messages win until the data is large.
 //!
 //! Owns: the `*Algo` enums, [`CollTuning`] and the `pick_*` rules. Must not:
@@ -186,12 +186,12 @@ pub struct CollTuning {
     /// `MW_MCAST`
     pub mcast: McastAlgo,
     /// `MW_COLL_SPREAD=0`: never move a waiting thread to another CPU (see
-    /// the README's Collectives section); by default ranks of an
+    /// docs/collectives.md); by default ranks of an
     /// all-shared-memory team crowded on one CPU are nudged apart once.
     pub no_spread: bool,
     /// `MW_COLL_TRIALS`: where allgather and alltoall try a single-copy
     /// and a slot algorithm on their first calls of a size before keeping
-    /// the faster (see the README's Collectives section).
+    /// the faster (see docs/collectives.md).
     pub trials: CollTrials,
 }
 
@@ -325,7 +325,7 @@ pub(crate) fn trial_pays(mode: CollTrials, single_copy: Option<bool>, block: usi
 }
 
 pub(crate) fn pick_barrier(p: usize, local: bool) -> BarrierAlgo {
-    // Measured (README): over UDP the binary tree's 2(N-1) messages beat
+    // Measured (docs/collectives.md): over UDP the binary tree's 2(N-1) messages beat
     // dissemination's N·log2 N at 3-4 ranks on 2 cores; at 2 ranks one
     // concurrent exchange wins, at 8 the log2 N rounds do. Over shared
     // memory a message is a store, and what costs is handing a CPU to
@@ -365,7 +365,7 @@ pub(crate) fn pick_allgather(block: usize, p: usize, direct: bool) -> AllgatherA
 }
 
 pub(crate) fn pick_alltoall(block: usize, p: usize, direct: bool) -> AlltoallAlgo {
-    // Measured (README): at 4 ranks, 8-64 B blocks, the allgather's two
+    // Measured (docs/collectives.md): at 4 ranks, 8-64 B blocks, the allgather's two
     // rounds take about half the time of pairwise's three waits (shared
     // memory, oversubscribed) and no longer over UDP; at 2 ranks both are
     // one exchange and pairwise moves less.
@@ -402,7 +402,7 @@ pub(crate) fn pick_allreduce(bytes: usize, p: usize) -> AllreduceAlgo {
 }
 
 /// Whether a multicast on a team with IP multicast goes by IP. Measured on
-/// loopback (README): the IP path's ready/done exchange with the root costs
+/// loopback (docs/collectives.md): the IP path's ready/done exchange with the root costs
 /// more than the tree's few hops for small data on small teams; from 64 KiB,
 /// or from 8 ranks, sending once beats forwarding.
 pub(crate) fn pick_mcast_ip(bytes: usize, p: usize) -> bool {

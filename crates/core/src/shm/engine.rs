@@ -551,7 +551,7 @@ impl State {
     /// for a waiter whose peek just saw a record: before the waiter's own
     /// condition and the general round, which then run as before. A
     /// request's reply leaves a few layers sooner this way (`pingpong_blocks`
-    /// 8-byte am, threads, same placement: see the README's Messaging
+    /// 8-byte am, threads, same placement: see docs/messaging.md
     /// section). Returns whether it executed any.
     pub(crate) fn serve_ring_requests(&mut self, now: impl Fn() -> ProtoInstant) -> bool {
         if !self.msg.outbox.is_empty() {
