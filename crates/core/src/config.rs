@@ -92,6 +92,11 @@ pub struct Config {
     /// of LAN datagrams, one per two or three GRO buffers). Senders assume
     /// their peers use the same value.
     pub ack_every: u32,
+    /// Share of a round trip's packets (percent) that may be lost without
+    /// shrinking the congestion window, while the RTT shows no queue
+    /// (`mw_proto::Config::loss_tolerance_pct`; default 10). `0` halves
+    /// the window on every loss event, as TCP Reno does.
+    pub loss_tolerance_pct: u32,
     /// Bytes queued toward one peer before a new operation waits for room.
     pub max_queued_bytes: usize,
     /// Over UDP, how far a put may copy ahead of what the protocol's window
@@ -200,6 +205,7 @@ impl Default for Config {
             keepalive: true,
             rto_min: Duration::from_micros(500),
             ack_every: mw_proto::Config::default().ack_every,
+            loss_tolerance_pct: mw_proto::Config::default().loss_tolerance_pct,
             max_queued_bytes: 8 << 20,
             copy_ahead_bytes: 64 << 10,
             chunk_bytes: 256 << 10,
@@ -394,6 +400,13 @@ impl Config {
                 return Err(Error::InvalidArgument("MW_ACK_EVERY must be between 1 and 256"));
             }
             cfg.ack_every = every as u32;
+        }
+        if let Some(v) = lookup("MW_LOSS_TOLERANCE") {
+            let pct = parse_num("MW_LOSS_TOLERANCE must be a percentage", &v)?;
+            if pct > 100 {
+                return Err(Error::InvalidArgument("MW_LOSS_TOLERANCE must be between 0 and 100"));
+            }
+            cfg.loss_tolerance_pct = pct as u32;
         }
         if let Some(v) = lookup("MW_MAX_QUEUED") {
             cfg.max_queued_bytes = parse_num("MW_MAX_QUEUED must be a byte count", &v)?.max(64 << 10) as usize;
@@ -600,6 +613,10 @@ mod tests {
     fn acks_every_32_packets_unless_told() {
         assert_eq!(with(&[]).unwrap().ack_every, 32);
         assert_eq!(with(&[("MW_ACK_EVERY", "8")]).unwrap().ack_every, 8);
+        assert_eq!(with(&[]).unwrap().loss_tolerance_pct, 10);
+        assert_eq!(with(&[("MW_LOSS_TOLERANCE", "0")]).unwrap().loss_tolerance_pct, 0);
+        assert!(with(&[("MW_LOSS_TOLERANCE", "101")]).is_err());
+        assert!(with(&[("MW_LOSS_TOLERANCE", "ten")]).is_err());
         for bad in ["0", "257", "many"] {
             assert!(matches!(with(&[("MW_ACK_EVERY", bad)]), Err(Error::InvalidArgument(_))), "{bad}");
         }

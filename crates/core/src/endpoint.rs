@@ -225,6 +225,7 @@ impl Endpoint {
         proto_cfg.keepalive = config.keepalive.then(|| config.peer_dead_after / 4);
         proto_cfg.rto_min = config.rto_min;
         proto_cfg.ack_every = config.ack_every;
+        proto_cfg.loss_tolerance_pct = config.loss_tolerance_pct;
         // A floor above the protocol's defaults lifts the first timeout and
         // the ceiling with it (the protocol refuses min > initial or max).
         proto_cfg.rto_initial = proto_cfg.rto_initial.max(config.rto_min);

@@ -85,6 +85,19 @@ pub struct Config {
     pub min_window: u32,
     /// Largest congestion window in packets. Default 256 (≈ 360 KiB at 1472 B).
     pub max_window: u32,
+    /// Share of a round trip's packets (percent, 0-100) that may be lost
+    /// before the losses count as congestion. A loss detected while the
+    /// current round's losses stay at or below this share of the congestion
+    /// window (or are its first), and while the RTT shows no queue building (the latest sample
+    /// at most twice the connection's smallest plus 100 µs), is
+    /// retransmitted without shrinking the window: random loss on
+    /// an uncongested path (a flaky link, a dropping middlebox) then costs
+    /// only its retransmissions, where halving per loss would hold the
+    /// window near `sqrt(1.5 / loss)` packets. Losses above the share, a
+    /// retransmission lost again, and a timeout shrink it as before, so a
+    /// queue that overflows (incast, a slower receiver) still throttles
+    /// the senders. `0` reacts to every loss (RFC 5681). Default 10.
+    pub loss_tolerance_pct: u32,
     /// Cap on unacknowledged payload bytes in flight per peer, whatever the
     /// packet count. Default 384 KiB: above `max_window` LAN datagrams (256
     /// × 1424 bytes ≈ 356 KiB), so it only limits large datagrams (jumbo
@@ -145,6 +158,7 @@ impl Default for Config {
             initial_window: 32,
             min_window: 2,
             max_window: 256,
+            loss_tolerance_pct: 10,
             max_window_bytes: 384 << 10,
             recv_window: 256,
             peer_dead_after: Duration::from_secs(2),
@@ -162,7 +176,8 @@ impl Default for Config {
 pub enum ConfigError {
     /// `max_datagram` leaves no room for payload, or exceeds what `payload_len` can describe.
     MaxDatagram,
-    /// A window is zero, or `min_window <= initial_window <= max_window` does not hold.
+    /// A window is zero, `min_window <= initial_window <= max_window` does
+    /// not hold, or `loss_tolerance_pct` is above 100.
     Window,
     /// `recv_window` is zero or above 2^20.
     RecvWindow,
@@ -180,7 +195,7 @@ impl core::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(match self {
             ConfigError::MaxDatagram => "max_datagram out of range",
-            ConfigError::Window => "inconsistent congestion window limits",
+            ConfigError::Window => "inconsistent congestion window limits (or loss_tolerance_pct above 100)",
             ConfigError::RecvWindow => "recv_window out of range",
             ConfigError::Rto => "inconsistent RTO limits",
             ConfigError::AckEvery => "ack_every and ack_every_bytes must be at least 1",
@@ -203,7 +218,11 @@ impl Config {
         {
             return Err(ConfigError::MaxDatagram);
         }
-        if self.min_window == 0 || self.min_window > self.initial_window || self.initial_window > self.max_window {
+        if self.min_window == 0
+            || self.min_window > self.initial_window
+            || self.initial_window > self.max_window
+            || self.loss_tolerance_pct > 100
+        {
             return Err(ConfigError::Window);
         }
         if self.recv_window == 0 || self.recv_window > 1 << 20 {

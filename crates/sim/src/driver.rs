@@ -172,7 +172,7 @@ impl<'a> Driver<'a> {
         let w = &self.sc.workload;
         let seg = self.sc.config.segment_size();
         for dst in 0..self.n {
-            if dst == src || (w.one_way && src != 0) {
+            if dst == src || (w.one_way && src != 0) || (w.incast && (src == 0 || dst != 0)) {
                 continue;
             }
             let talks = self.rng.chance(w.pair_chance);

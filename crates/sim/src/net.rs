@@ -33,6 +33,12 @@ pub struct LinkConfig {
     pub bandwidth: Option<u64>,
     /// Bytes that may wait for serialization before tail drop.
     pub queue_bytes: usize,
+    /// The destination's receive port, shared by every link into it (a
+    /// switch port, the receiver's NIC): its rate in bytes per second and
+    /// the bytes that may wait for it before tail drop. Datagrams from
+    /// several senders queue there together, which is what makes incast.
+    /// `None`: each link is independent.
+    pub port: Option<(u64, usize)>,
 }
 
 impl Default for LinkConfig {
@@ -47,6 +53,7 @@ impl Default for LinkConfig {
             jitter: Duration::ZERO,
             bandwidth: None,
             queue_bytes: 1 << 20,
+            port: None,
         }
     }
 }
@@ -85,6 +92,8 @@ pub struct Network {
     n: usize,
     links: Vec<LinkConfig>,
     busy_until: Vec<Instant>,
+    /// When each node's shared receive port (`LinkConfig::port`) is free.
+    port_busy_until: Vec<Instant>,
     flights: BinaryHeap<Reverse<Flight>>,
     order: u64,
     /// Counters.
@@ -99,6 +108,7 @@ impl Network {
             n,
             links: vec![link; n * n],
             busy_until: vec![Instant::ZERO; n * n],
+            port_busy_until: vec![Instant::ZERO; n],
             flights: BinaryHeap::new(),
             order: 0,
             stats: NetStats::default(),
@@ -140,11 +150,28 @@ impl Network {
             depart = start + Duration::from_nanos(bytes.len() as u64 * 1_000_000_000 / rate);
             self.busy_until[li] = depart;
         }
+        // The shared port: datagrams reach it after the link's delay and
+        // leave it in the order they were sent (all links into one node
+        // share a delay in the scenarios, so send order is arrival order).
+        let mut port_delay = Duration::ZERO;
+        if let Some((rate, queue)) = link.port {
+            let reach = depart + link.delay;
+            let di = dst as usize;
+            let start = self.port_busy_until[di].max(reach);
+            let backlog = (start - reach).as_nanos() as u64 * rate / 1_000_000_000;
+            if backlog as usize + bytes.len() > queue {
+                self.stats.queue_drops += 1;
+                return;
+            }
+            let leave = start + Duration::from_nanos(bytes.len() as u64 * 1_000_000_000 / rate);
+            self.port_busy_until[di] = leave;
+            port_delay = leave - reach;
+        }
         let copies = if rng.chance(link.duplicate) { 2 } else { 1 };
         self.stats.duplicated += copies - 1;
         for _ in 0..copies {
             let link = &self.links[li];
-            let mut at = depart + link.delay;
+            let mut at = depart + link.delay + port_delay;
             at += Duration::from_nanos((rng.unit() * link.jitter.as_nanos() as f64) as u64);
             if rng.chance(link.reorder) {
                 at += Duration::from_nanos((rng.unit() * link.reorder_delay.as_nanos() as f64) as u64);

@@ -37,6 +37,10 @@ pub struct Workload {
     pub queue_limit: usize,
     /// Only node 0 sends (to every other node).
     pub one_way: bool,
+    /// Every node but 0 sends to node 0 only, and node 0 sends nothing:
+    /// many senders into one receiver (with `LinkConfig::port`, into one
+    /// shared queue).
+    pub incast: bool,
 }
 
 impl Default for Workload {
@@ -50,6 +54,7 @@ impl Default for Workload {
             spread: Duration::ZERO,
             queue_limit: 256 * 1024,
             one_way: false,
+            incast: false,
         }
     }
 }

@@ -12,6 +12,9 @@ use crate::Config;
 const GRANULARITY: Duration = Duration::from_micros(1);
 /// Backoff doublings beyond which the RTO stays at `rto_max` anyway.
 const MAX_BACKOFF: u32 = 16;
+/// Growth of the RTT over its minimum that is taken for scheduling noise
+/// rather than a queue (on top of the minimum doubling).
+const QUEUE_DELAY_FLOOR: Duration = Duration::from_micros(100);
 
 /// RFC 6298 estimator with a LAN-scale floor.
 #[derive(Debug, Clone)]
@@ -19,6 +22,8 @@ pub(crate) struct RttEstimator {
     srtt: Option<Duration>,
     rttvar: Duration,
     latest: Duration,
+    /// The smallest sample of the connection: the path without queues.
+    min_rtt: Option<Duration>,
     backoff: u32,
     /// [`RttEstimator::rto`], recomputed only when an input changes (it is read per packet).
     rto: Duration,
@@ -34,6 +39,7 @@ impl RttEstimator {
             srtt: None,
             rttvar: Duration::ZERO,
             latest: Duration::ZERO,
+            min_rtt: None,
             backoff: 0,
             rto: config.rto_initial,
             initial: config.rto_initial,
@@ -47,6 +53,7 @@ impl RttEstimator {
     /// (§5.7: the backed-off RTO holds until a fresh sample arrives).
     pub(crate) fn on_sample(&mut self, r: Duration) {
         self.latest = r;
+        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         match self.srtt {
             None => {
                 self.srtt = Some(r);
@@ -99,6 +106,14 @@ impl RttEstimator {
     /// The smoothed RTT, once measured.
     pub(crate) fn srtt(&self) -> Option<Duration> {
         self.srtt
+    }
+
+    /// The latest sample is more than twice the connection's smallest plus
+    /// [`QUEUE_DELAY_FLOOR`]: packets wait in a queue somewhere on the path
+    /// (a switch port, the receiver's socket), so a loss now is likely that
+    /// queue overflowing rather than random.
+    pub(crate) fn queue_building(&self) -> bool {
+        self.min_rtt.is_some_and(|min| self.latest > min * 2 + QUEUE_DELAY_FLOOR)
     }
 
     /// How much later than a packet another one must have been sent, and been

@@ -135,6 +135,13 @@ pub(crate) struct SendState {
     /// Losses of packets sent before this transmission number belong to the
     /// congestion event already reacted to.
     recovery_tx: u64,
+    /// The current round trip ends when a packet sent at or after this
+    /// transmission number is acknowledged.
+    round_end_tx: u64,
+    /// Losses detected in the current round trip.
+    round_losses: u32,
+    /// `Config::loss_tolerance_pct`.
+    loss_tolerance_pct: u32,
     /// Send the next lost packet even if the window is full (RTO).
     force_one: bool,
     /// (cwnd, ssthresh) before the current series of RTOs, restored if the
@@ -186,6 +193,9 @@ impl SendState {
             ssthresh: config.max_window,
             cwnd_acc: 0,
             recovery_tx: 0,
+            round_end_tx: 0,
+            round_losses: 0,
+            loss_tolerance_pct: config.loss_tolerance_pct,
             force_one: false,
             before_rto: None,
             dup_acks: 0,
@@ -540,6 +550,10 @@ impl SendState {
             if let Some((tx, sent_at)) = reference {
                 self.largest_acked_tx = tx;
                 self.largest_acked_sent_at = sent_at;
+                if tx >= self.round_end_tx {
+                    self.round_end_tx = self.next_tx;
+                    self.round_losses = 0;
+                }
             }
             if !newest_retransmitted {
                 // Karn's rule: only never-retransmitted packets give samples,
@@ -553,7 +567,7 @@ impl SendState {
         }
         rtt.on_progress();
         let threshold = if nack { 1 } else { PACKET_THRESHOLD };
-        self.sweep_losses(threshold, rtt.loss_delay());
+        self.sweep_losses(threshold, rtt.loss_delay(), rtt.queue_building());
         // RFC 6298 §5.2/5.3: stop the timer when nothing is outstanding, else
         // restart it because the peer made progress.
         self.rto_deadline = self.outstanding().then(|| now + rtt.rto());
@@ -600,7 +614,7 @@ impl SendState {
         self.inflight -= 1;
         self.inflight_bytes -= len;
         self.lost.push_front(self.snd_una);
-        self.on_congestion(tx);
+        self.on_congestion(tx, true);
         // Both copies of an RTO's retransmission lost: the RTO was not
         // spurious, its window collapse stays.
         self.before_rto = None;
@@ -613,7 +627,7 @@ impl SendState {
     /// Marks as lost every in-flight packet sent at least `threshold`
     /// transmissions, or one loss delay, before the newest acked one. The log
     /// is in transmission order, so only its front is examined: O(1) amortized.
-    fn sweep_losses(&mut self, threshold: u64, loss_delay: Duration) {
+    fn sweep_losses(&mut self, threshold: u64, loss_delay: Duration, queue_building: bool) {
         while let Some(&(tx, seq)) = self.sent_log.front() {
             if seq_lt(seq, self.snd_una) {
                 self.sent_log.pop_front();
@@ -637,15 +651,26 @@ impl SendState {
             self.inflight_bytes -= p.len as usize;
             self.lost.push_back(seq);
             self.sent_log.pop_front();
-            self.on_congestion(tx);
+            self.on_congestion(tx, queue_building);
         }
     }
 
     /// Multiplicative decrease, at most once per window of data: only a loss
     /// of a packet sent after the previous decrease counts (PM/UDP shrinks
-    /// its window on Nack; RFC 5681 halves it).
-    fn on_congestion(&mut self, tx: u64) {
-        if tx >= self.recovery_tx {
+    /// its window on Nack; RFC 5681 halves it). A loss is congestion when
+    /// `certain` (a retransmission lost again, or the RTT shows a queue
+    /// building) or when the round trip's losses exceed
+    /// `loss_tolerance_pct` of the window (and are more than one);
+    /// otherwise it is taken for random loss and only retransmitted.
+    fn on_congestion(&mut self, tx: u64, certain: bool) {
+        self.round_losses = self.round_losses.saturating_add(1);
+        // A window of a few packets tolerates one loss per round trip:
+        // otherwise a window shrunk below 100 / loss_tolerance_pct could
+        // never grow back under random loss.
+        let tolerated = self.loss_tolerance_pct > 0
+            && (self.round_losses == 1
+                || u64::from(self.round_losses) * 100 <= u64::from(self.loss_tolerance_pct) * u64::from(self.cwnd));
+        if tx >= self.recovery_tx && (certain || !tolerated) {
             self.ssthresh = (self.cwnd / 2).max(self.min_window);
             self.cwnd = self.ssthresh;
             self.cwnd_acc = 0;
@@ -747,8 +772,9 @@ mod tests {
         Instant::ZERO + Duration::from_micros(us)
     }
 
+    /// Reacts to every loss (RFC 5681), as the window tests below assume.
     fn config(initial_window: u32) -> Config {
-        Config { initial_window, min_window: 2, max_window: 64, ..Config::default() }
+        Config { initial_window, min_window: 2, max_window: 64, loss_tolerance_pct: 0, ..Config::default() }
     }
 
     /// A sender with `messages` one-segment messages queued.
@@ -855,6 +881,43 @@ mod tests {
         assert_eq!(cwnd(&s), start + 1, "additive increase: +1 per window");
         assert!(acked >= start - 1, "grew after only {acked} acks with a window of {start}");
         assert!(acked <= 2 * start, "took {acked} acks with a window of {start}");
+    }
+
+    #[test]
+    fn losses_within_the_tolerance_are_resent_without_shrinking_the_window() {
+        let cfg = Config { loss_tolerance_pct: 10, ..config(32) };
+        let (mut s, mut rtt) = sender(&cfg, 1000);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 32);
+        // Seq 0 lost, 1..=31 arrived: 1 loss in a window of 32+ is random loss.
+        let sack = (1u64 << 31) - 1;
+        assert!(s.on_ack(at(50), 0, sack, true, 0, &mut rtt));
+        assert_eq!(s.lost.front(), Some(&0), "still retransmitted");
+        assert_eq!(ssthresh(&s), cfg.max_window, "no decrease");
+        let window = cwnd(&s);
+        assert!(window >= 32, "{window}");
+        // In the next round trip, losses beyond 10% of the window are congestion.
+        let rtx = s.next_packet(at(50), rtt.rto()).unwrap();
+        assert_eq!(rtx.seq, 0);
+        let round = send_all(&mut s, at(50), &rtt);
+        assert!(s.on_ack(at(100), 32, 0, false, 0, &mut rtt), "the hole is filled");
+        let lost = (window / 10 + 1) as usize;
+        let first = round[0].seq;
+        assert!(round.len() <= 64 && round.len() > lost + 3, "{} packets", round.len());
+        // `first .. first + lost` missing, the rest of the round arrived
+        // (SACK bit i reports `first + 1 + i`).
+        let arrived = (1u64 << (round.len() - 1)) - 1;
+        let sack = arrived & !((1u64 << (lost - 1)) - 1);
+        let _ = s.on_ack(at(150), first, sack, true, 0, &mut rtt);
+        assert!(s.lost.len() >= lost, "{:?}", s.lost);
+        assert!(ssthresh(&s) < cfg.max_window, "{lost} losses of {window} shrink the window");
+        // A timeout is congestion whatever the share.
+        let cfg = Config { loss_tolerance_pct: 100, ..config(8) };
+        let (mut s, mut rtt) = sender(&cfg, 100);
+        assert_eq!(send_all(&mut s, T0, &rtt).len(), 8);
+        assert!(s.on_ack(at(50), 0, 0b111_1111, true, 0, &mut rtt));
+        assert_eq!(ssthresh(&s), cfg.max_window, "tolerated");
+        assert!(s.on_rto(at(5_000), &mut rtt));
+        assert!(ssthresh(&s) < cfg.max_window, "a timeout always shrinks the window");
     }
 
     #[test]
