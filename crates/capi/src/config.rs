@@ -38,22 +38,22 @@ impl mw_config {
 
 /// How incoming operations make progress (`mw_config_set_progress`,
 /// `MW_PROGRESS`): one of `MW_PROGRESS_*`.
-pub type mw_progress = u32;
+pub type mw_progress_mode = u32;
 /// The application drives progress whenever it calls memwire; a light
 /// background thread steps in when it has not for a few milliseconds (default).
-pub const MW_PROGRESS_AUTO: mw_progress = 0;
+pub const MW_PROGRESS_AUTO: mw_progress_mode = 0;
 /// Only when the application calls memwire.
-pub const MW_PROGRESS_INLINE: mw_progress = 1;
+pub const MW_PROGRESS_INLINE: mw_progress_mode = 1;
 /// A background thread serves every arrival at once.
-pub const MW_PROGRESS_THREAD: mw_progress = 2;
+pub const MW_PROGRESS_THREAD: mw_progress_mode = 2;
 
 /// Transports toward same-host peers (`mw_config_set_transport`,
 /// `MW_TRANSPORT`): one of `MW_TRANSPORT_*`.
-pub type mw_transport = u32;
+pub type mw_transport_choice = u32;
 /// Shared memory with same-host peers, UDP with the others (default).
-pub const MW_TRANSPORT_AUTO: mw_transport = 0;
+pub const MW_TRANSPORT_AUTO: mw_transport_choice = 0;
 /// UDP with every peer.
-pub const MW_TRANSPORT_UDP: mw_transport = 1;
+pub const MW_TRANSPORT_UDP: mw_transport_choice = 1;
 
 /// Whether `name` is a setting of the table (entries like
 /// `"MW_FAULT_DROP / MW_FAULT_DUP"` name several).
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn mw_config_set(config: *mut mw_config, name: *const c_ch
 /// # Safety
 /// `config` must be NULL or a live configuration used by no other thread.
 #[no_mangle]
-pub unsafe extern "C" fn mw_config_set_progress(config: *mut mw_config, mode: mw_progress) -> mw_status {
+pub unsafe extern "C" fn mw_config_set_progress(config: *mut mw_config, mode: mw_progress_mode) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract.
         let config = unsafe { ffi::obj_mut(config, "config") }?;
@@ -157,7 +157,7 @@ pub unsafe extern "C" fn mw_config_set_progress(config: *mut mw_config, mode: mw
 /// # Safety
 /// `config` must be NULL or a live configuration used by no other thread.
 #[no_mangle]
-pub unsafe extern "C" fn mw_config_set_transport(config: *mut mw_config, transport: mw_transport) -> mw_status {
+pub unsafe extern "C" fn mw_config_set_transport(config: *mut mw_config, transport: mw_transport_choice) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract.
         let config = unsafe { ffi::obj_mut(config, "config") }?;

@@ -16,9 +16,13 @@
 //!   required is `MW_ERR_NULL_POINTER`; an unknown enum value or a bad size
 //!   is `MW_ERR_INVALID_ARGUMENT`; a bug caught as a panic is `MW_ERR_INTERNAL`.
 //! - Functions that destroy an object take a pointer to the caller's
-//!   variable and set it to NULL (`mw_finalize`, `mw_region_free`, `mw_wait`,
-//!   `mw_wait_value`, `mw_wait_all`, `mw_handle_free`), so calling them twice
-//!   on the same variable is an error, not a double free.
+//!   variable and set it to NULL (`mw_finalize`, `mw_config_free`,
+//!   `mw_region_free`, `mw_wait`, `mw_wait_value`, `mw_wait_recv`,
+//!   `mw_wait_reply`, `mw_wait_all`, `mw_handle_free`), so calling them
+//!   twice on the same variable is an error, not a double free.
+//! - A struct that may grow (`mw_stats`) leads with its `size`, set by the
+//!   caller; the library writes no byte past it, so new fields are appended
+//!   without breaking programs built against an older header.
 //! - The endpoint outlives its regions and handles: `mw_finalize` refuses with
 //!   `MW_ERR_IN_USE` while any exist.
 //! - A nonblocking operation's local buffer must stay valid, and a get's must
@@ -65,7 +69,7 @@ use std::ffi::c_void;
 
 pub use am::{mw_am_context, mw_am_handler, mw_am_message, mw_am_reply_data, MW_AM_MAX_ARGS};
 pub use config::{
-    mw_config, mw_progress, mw_transport, MW_PROGRESS_AUTO, MW_PROGRESS_INLINE, MW_PROGRESS_THREAD, MW_TRANSPORT_AUTO,
+    mw_config, mw_progress_mode, mw_transport_choice, MW_PROGRESS_AUTO, MW_PROGRESS_INLINE, MW_PROGRESS_THREAD, MW_TRANSPORT_AUTO,
     MW_TRANSPORT_UDP,
 };
 pub use coll::{mw_dtype, mw_op};
