@@ -114,7 +114,11 @@ fn init(out: ffi::Out<'_, *mut mw_endpoint>, config: impl FnOnce() -> mw_core::R
     }
     match config().and_then(Endpoint::init_with) {
         Ok(endpoint) => {
-            out.set(ffi::give(mw_endpoint { ep: endpoint, live: AtomicUsize::new(0), world: Mutex::new(World::default()) }));
+            out.set(ffi::give(mw_endpoint {
+                ep: endpoint,
+                live: AtomicUsize::new(0),
+                world: Mutex::new(World::default()),
+            }));
             Ok(())
         }
         Err(error) => {

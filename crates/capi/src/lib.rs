@@ -68,11 +68,11 @@ mod ffi;
 use std::ffi::c_void;
 
 pub use am::{mw_am_context, mw_am_handler, mw_am_message, mw_am_reply_data, MW_AM_MAX_ARGS};
-pub use config::{
-    mw_config, mw_progress_mode, mw_transport_choice, MW_PROGRESS_AUTO, MW_PROGRESS_INLINE, MW_PROGRESS_THREAD, MW_TRANSPORT_AUTO,
-    MW_TRANSPORT_UDP,
-};
 pub use coll::{mw_dtype, mw_op};
+pub use config::{
+    mw_config, mw_progress_mode, mw_transport_choice, MW_PROGRESS_AUTO, MW_PROGRESS_INLINE, MW_PROGRESS_THREAD,
+    MW_TRANSPORT_AUTO, MW_TRANSPORT_UDP,
+};
 pub use endpoint::{mw_endpoint, mw_peer_event, mw_peer_event_kind, MW_PEER_DOWN, MW_PEER_RESTARTED};
 pub use fifo::{mw_fifo, mw_fifo_watermark};
 pub use handle::mw_handle;

@@ -19,6 +19,9 @@ const BIG: usize = 200_000;
 /// Argument that marks the large message.
 const BIG_TAG: u64 = u64::MAX;
 
+/// (source, first argument, payload) of every message a rank's handler ran.
+type Seen = Arc<Mutex<Vec<(u32, u64, Vec<u8>)>>>;
+
 #[test]
 fn one_way_messages_run_once_in_order() {
     let configs = [
@@ -29,8 +32,7 @@ fn one_way_messages_run_once_in_order() {
     for (name, cfg) in configs {
         eprintln!("config {name}");
         run_job(3, cfg, move |ep| {
-            // (source, first argument, payload) of every message handled here.
-            let seen: Arc<Mutex<Vec<(u32, u64, Vec<u8>)>>> = Arc::default();
+            let seen: Seen = Arc::default();
             let log = seen.clone();
             ep.register_handler(10, move |ctx, m| {
                 assert!(!ctx.wants_reply(), "a one-way message waits for no reply");
