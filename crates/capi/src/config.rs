@@ -103,7 +103,12 @@ pub unsafe extern "C" fn mw_config_from_env(config: *mut *mut mw_config) -> mw_s
     guard(|| {
         // SAFETY: forwarded contract.
         let out = unsafe { ffi::out(config, "config") }?;
-        let base = std::env::vars().filter(|(name, _)| is_setting(name)).collect();
+        // Not `env::vars`, which panics on a variable that is not UTF-8;
+        // such a setting is ignored, as `mw_init` ignores it.
+        let base = std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+            .filter(|(name, _)| is_setting(name))
+            .collect();
         let made = mw_config { base, settings: BTreeMap::new() };
         made.build()?;
         out.set(ffi::give(made));
