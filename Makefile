@@ -49,6 +49,8 @@ unit:
 PREFIX ?= /usr/local
 DESTDIR ?=
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+# The shared library's SONAME is libmemwire.so.$(MAJOR) (crates/capi/build.rs).
+MAJOR := $(firstword $(subst ., ,$(VERSION)))
 RELEASE_DIR := $(CURDIR)/target/release
 PC_DIR := $(RELEASE_DIR)/pkgconfig
 C_OUT := target/c
@@ -66,6 +68,8 @@ endef
 ## capi: build libmemwire.so/.a and mwrun; write pkg-config files for the build tree
 capi:
 	$(CARGO) build --release -p mw-capi -p mwrun
+	@# Programs linked against it ask the loader for its SONAME.
+	ln -sf libmemwire.so $(RELEASE_DIR)/libmemwire.so.$(MAJOR)
 	$(call gen-pc,crates/capi/memwire.pc.in,$(PC_DIR)/memwire.pc,$(CURDIR),$(RELEASE_DIR),$(CURDIR)/include)
 	$(call gen-pc,crates/capi/memwire-static.pc.in,$(PC_DIR)/memwire-static.pc,$(CURDIR),$(RELEASE_DIR),$(CURDIR)/include)
 
@@ -77,7 +81,10 @@ header:
 install: capi
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/memwire.h $(DESTDIR)$(PREFIX)/include/memwire.h
-	install -m 755 target/release/libmemwire.so $(DESTDIR)$(PREFIX)/lib/libmemwire.so
+	@# The versioned file, the SONAME programs load, and the name they link with.
+	install -m 755 target/release/libmemwire.so $(DESTDIR)$(PREFIX)/lib/libmemwire.so.$(VERSION)
+	ln -sf libmemwire.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libmemwire.so.$(MAJOR)
+	ln -sf libmemwire.so.$(MAJOR) $(DESTDIR)$(PREFIX)/lib/libmemwire.so
 	install -m 644 target/release/libmemwire.a $(DESTDIR)$(PREFIX)/lib/libmemwire.a
 	install -m 755 $(MWRUN) $(DESTDIR)$(PREFIX)/bin/mwrun
 	$(call gen-pc,crates/capi/memwire.pc.in,$(DESTDIR)$(PREFIX)/lib/pkgconfig/memwire.pc,$(PREFIX),$(PREFIX)/lib,$(PREFIX)/include)
@@ -89,7 +96,8 @@ ctest: capi
 	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c include/memwire.h
 	$(CXX) $(CXXWARN) -fsyntax-only -x c++ include/memwire.h
 	export PKG_CONFIG_PATH=$(PC_DIR); set -e; \
-	for prog in examples/c/hello_rma.c examples/c/ring_messages.c tests/c/capi_test.c; do \
+	for prog in examples/c/hello_rma.c examples/c/ring_messages.c tests/c/capi_test.c tests/c/capi_parity_test.c \
+	        tests/c/peer_event_test.c; do \
 	    name=$$(basename $$prog .c); \
 	    $(CC) $(CWARN) $$prog $$(pkg-config --cflags --libs memwire) -o $(C_OUT)/$$name; \
 	    $(CC) $(CWARN) $$prog $$(pkg-config --cflags --libs memwire-static) -o $(C_OUT)/$$name-static; \
@@ -104,6 +112,14 @@ ctest: capi
 	MW_TRANSPORT=udp $(MWRUN) -n 4 --timeout 300 $(C_OUT)/capi_test
 	$(MWRUN) -n 2 --timeout 300 $(C_OUT)/capi_test-static
 	$(MWRUN) -n 1 --timeout 300 $(C_OUT)/capi_test
+	$(MWRUN) -n 3 --timeout 120 $(C_OUT)/capi_parity_test
+	MW_TRANSPORT=udp $(MWRUN) -n 3 --timeout 120 $(C_OUT)/capi_parity_test
+	$(MWRUN) -n 1 --timeout 120 $(C_OUT)/capi_parity_test-static
+	$(MWRUN) -n 3 --timeout 120 $(C_OUT)/peer_event_test
+	MW_TRANSPORT=udp $(MWRUN) -n 3 --timeout 120 $(C_OUT)/peer_event_test-static
+	@# The shared library carries its versioned SONAME, and programs ask for it.
+	readelf -d $(RELEASE_DIR)/libmemwire.so | grep -q 'SONAME.*\[libmemwire\.so\.$(MAJOR)\]'
+	readelf -d $(C_OUT)/capi_test | grep -q 'NEEDED.*\[libmemwire\.so\.$(MAJOR)\]'
 	@# The staging probe behind MW_SHM_STAGE_STORES (README, Messaging): builds, and runs a round.
 	$(CC) $(CWARN) tools/probes/stage_probe.c -o $(C_OUT)/stage_probe
 	$(C_OUT)/stage_probe 1 > /dev/null
@@ -112,6 +128,9 @@ ctest: capi
 	PKG_CONFIG_PATH=$(CURDIR)/$(C_OUT)/prefix/lib/pkgconfig; export PKG_CONFIG_PATH; \
 	    $(CC) $(CWARN) examples/c/hello_rma.c $$(pkg-config --cflags --libs memwire) -o $(C_OUT)/hello_rma-installed
 	$(C_OUT)/prefix/bin/mwrun -n 2 --timeout 120 $(C_OUT)/hello_rma-installed
+	test "$$(readlink $(C_OUT)/prefix/lib/libmemwire.so)" = libmemwire.so.$(MAJOR)
+	test "$$(readlink $(C_OUT)/prefix/lib/libmemwire.so.$(MAJOR))" = libmemwire.so.$(VERSION)
+	test -f $(C_OUT)/prefix/lib/libmemwire.so.$(VERSION) && ! test -L $(C_OUT)/prefix/lib/libmemwire.so.$(VERSION)
 	@echo "ctest: C API example and tests passed (shared, static, installed)"
 
 ## nas: NAS-style CG, FT, IS (apps/nas) over memwire, class S on 1, 2, 4 ranks, verified; MPI variants too when installed

@@ -17,10 +17,14 @@
  *   MW_ERR_INVALID_ARGUMENT. memwire never aborts or unwinds into C: a bug
  *   caught inside it is MW_ERR_INTERNAL.
  * - Functions that destroy an object take the address of the caller's
- *   variable and set it to NULL: mw_finalize, mw_region_free, mw_wait,
- *   mw_wait_value, mw_wait_recv, mw_wait_all, mw_handle_free. Every handle
- *   from a *_nb function, mw_isend or mw_irecv must be consumed by exactly
- *   one of the last five.
+ *   variable and set it to NULL: mw_finalize, mw_config_free,
+ *   mw_region_free, mw_wait, mw_wait_value, mw_wait_recv, mw_wait_reply,
+ *   mw_wait_all, mw_handle_free. Every handle from a *_nb function,
+ *   mw_isend or mw_irecv must be consumed by exactly one of the last six.
+ * - Structs that may grow carry their size: set `size` first
+ *   (`mw_stats s = { .size = sizeof s };`); the library writes no byte
+ *   past it. MW_VERSION_* give the header's version, mw_version() the
+ *   library's; the shared library's SONAME is libmemwire.so.<major>.
  * - Free every multicast group, region, FIFO, team and handle before
  *   mw_finalize (MW_ERR_IN_USE otherwise; a region also refuses to be freed
  *   while a group uses it).
@@ -50,6 +54,28 @@
 #include <stdint.h>
 
 /**
+ * Major version of the header (the SONAME's number: `libmemwire.so.0`).
+ * Literals for cbindgen; checked against Cargo's version below.
+ */
+#define MW_VERSION_MAJOR 0
+
+/**
+ * Minor version of the header.
+ */
+#define MW_VERSION_MINOR 1
+
+/**
+ * Patch version of the header.
+ */
+#define MW_VERSION_PATCH 0
+
+/**
+ * The header's version as one number, `(major << 16) | (minor << 8) |
+ * patch`, comparable with `mw_version()`.
+ */
+#define MW_VERSION (((MW_VERSION_MAJOR << 16) | (MW_VERSION_MINOR << 8)) | MW_VERSION_PATCH)
+
+/**
  * Matches a message from any rank (the `source` of a receive or probe).
  */
 #define MW_ANY_SOURCE 4294967295
@@ -59,6 +85,12 @@
  * tag to send).
  */
 #define MW_ANY_TAG 18446744073709551615ull
+
+/**
+ * The matching context of the functions without `_in` (`mw_send`,
+ * `mw_recv`, ...). Any other value is a context of the caller's choosing.
+ */
+#define MW_CONTEXT_DEFAULT 0
 
 /**
  * Most u64 arguments a request or reply carries.
@@ -163,6 +195,13 @@ typedef enum mw_status {
 typedef struct mw_am_context mw_am_context;
 
 /**
+ * Endpoint settings for `mw_init_with`. Opaque; created by
+ * `mw_config_new` or `mw_config_from_env`, changed by `mw_config_set*`,
+ * freed by `mw_config_free`.
+ */
+typedef struct mw_config mw_config;
+
+/**
  * This process's memwire endpoint: its place in the job. Opaque; created by
  * `mw_init`, destroyed by `mw_finalize`.
  */
@@ -177,8 +216,9 @@ typedef struct mw_fifo mw_fifo;
 /**
  * A nonblocking operation in flight. Opaque; returned by the `*_nb`
  * functions, `mw_isend` and `mw_irecv`, and consumed by exactly one of
- * `mw_wait`, `mw_wait_value`, `mw_wait_recv`, `mw_wait_all` or
- * `mw_handle_free`, each of which sets the caller's variable to NULL.
+ * `mw_wait`, `mw_wait_value`, `mw_wait_recv`, `mw_wait_reply`,
+ * `mw_wait_all` or `mw_handle_free`, each of which sets the caller's
+ * variable to NULL.
  */
 typedef struct mw_handle mw_handle;
 
@@ -204,10 +244,54 @@ typedef struct mw_region mw_region;
 typedef struct mw_team mw_team;
 
 /**
+ * What happened to a peer: one of `MW_PEER_*`.
+ */
+typedef uint32_t mw_peer_event_kind;
+
+/**
+ * A change in a peer's liveness, from `mw_poll_peer_event`.
+ */
+typedef struct mw_peer_event {
+  /**
+   * `MW_PEER_DOWN` or `MW_PEER_RESTARTED`.
+   */
+  mw_peer_event_kind kind;
+  /**
+   * The peer's rank.
+   */
+  uint32_t rank;
+} mw_peer_event;
+
+/**
+ * How incoming operations make progress (`mw_config_set_progress`,
+ * `MW_PROGRESS`): one of `MW_PROGRESS_*`.
+ */
+typedef uint32_t mw_progress_mode;
+
+/**
+ * Transports toward same-host peers (`mw_config_set_transport`,
+ * `MW_TRANSPORT`): one of `MW_TRANSPORT_*`.
+ */
+typedef uint32_t mw_transport_choice;
+
+/**
  * Counters of one endpoint (`mw_stats_get`): operations, the reliable
- * protocol's packets, and the shared-memory path's operations. `MW_STATS=1` prints them at `mw_finalize`.
+ * protocol's packets, the shared-memory and UDP paths, messaging, active
+ * messages and multicast. `MW_STATS=1` prints them at `mw_finalize`.
+ *
+ * Versioned by its size: set `size` before the call
+ * (`mw_stats s = { .size = sizeof s };`, or in C++ `s.size = sizeof s`)
+ * and the library writes only that many bytes, so a program built against
+ * an older, shorter `mw_stats` keeps working with a newer library. Fields
+ * are only ever appended, and every one is a `uint64_t`.
  */
 typedef struct mw_stats {
+  /**
+   * In: the caller's `sizeof(mw_stats)`. Out: the bytes written, the
+   * smaller of that and the library's own size (so a newer program on an
+   * older library can tell which fields were filled).
+   */
+  uint64_t size;
   /**
    * Operations this rank initiated.
    */
@@ -358,6 +442,206 @@ typedef struct mw_stats {
    * (while the host placed the two CPUs far apart).
    */
   uint64_t shm_streamed_bytes;
+  /**
+   * Requests allocated and not yet freed when the counters were read
+   * (operations in flight, handles not yet consumed, payloads exposed
+   * and not yet pulled): a value that keeps growing over the rounds of a
+   * steady loop is a leak.
+   */
+  uint64_t requests_live;
+  /**
+   * Data packets received that passed the header, job and MAC checks,
+   * duplicates included.
+   */
+  uint64_t data_received;
+  /**
+   * Probe packets sent (ack requests with no data to carry them, keepalives).
+   */
+  uint64_t probes_sent;
+  /**
+   * Reset packets sent to peers that addressed an earlier incarnation of this rank.
+   */
+  uint64_t resets_sent;
+  /**
+   * Times this rank noticed it had not run for a while (stopped or
+   * starved) and restarted its peers' silence clocks.
+   */
+  uint64_t stalls_forgiven;
+  /**
+   * UDP send calls that sent something (`sendto`, `sendmsg`, `sendmmsg`).
+   */
+  uint64_t udp_send_calls;
+  /**
+   * Datagrams those calls sent (a GSO send counts its segments).
+   */
+  uint64_t udp_datagrams_sent;
+  /**
+   * UDP receive calls that returned something.
+   */
+  uint64_t udp_recv_calls;
+  /**
+   * Datagrams those calls returned (a GRO buffer counts its segments).
+   */
+  uint64_t udp_datagrams_received;
+  /**
+   * The largest datagram sent to a peer on another host (the path's
+   * payload MTU as configured; loopback peers may get larger ones).
+   */
+  uint64_t udp_payload_mtu;
+  /**
+   * 1 if sends to one peer go out as UDP GSO super-datagrams, else 0.
+   */
+  uint64_t udp_gso;
+  /**
+   * 1 if the kernel may hand over GRO-coalesced datagrams, else 0.
+   */
+  uint64_t udp_gro;
+  /**
+   * Datagrams the UDP socket dropped as longer than its receive buffer.
+   */
+  uint64_t udp_oversized;
+  /**
+   * The same for the IP multicast socket.
+   */
+  uint64_t mcast_oversized;
+  /**
+   * CPU time of the whole process in user mode when the counters were
+   * read, microseconds (0 where unavailable).
+   */
+  uint64_t cpu_user_us;
+  /**
+   * The same in the kernel.
+   */
+  uint64_t cpu_system_us;
+  /**
+   * Datagrams offered to the fault injector (`MW_FAULT_*`; 0 without it).
+   */
+  uint64_t fault_offered;
+  /**
+   * Of those, dropped.
+   */
+  uint64_t fault_dropped;
+  /**
+   * Of those, duplicated.
+   */
+  uint64_t fault_duplicated;
+  /**
+   * Of those, reordered.
+   */
+  uint64_t fault_reordered;
+  /**
+   * Bytes (payload + 64 per message) now held in the unexpected-message buffer.
+   */
+  uint64_t msg_unexpected_bytes;
+  /**
+   * The highest `msg_unexpected_bytes` ever reached.
+   */
+  uint64_t msg_unexpected_bytes_max;
+  /**
+   * Messages now held in the unexpected-message buffer.
+   */
+  uint64_t msg_unexpected_messages;
+  /**
+   * Tagged sends that had to wait for credit from their receiver.
+   */
+  uint64_t msg_credit_stalls;
+  /**
+   * Tagged messages sent eagerly.
+   */
+  uint64_t msg_eager_sent;
+  /**
+   * Tagged messages sent by rendezvous.
+   */
+  uint64_t msg_rndv_sent;
+  /**
+   * Rendezvous payloads pulled (tagged and active-message).
+   */
+  uint64_t msg_rndv_pulled;
+  /**
+   * Active-message handlers run.
+   */
+  uint64_t am_handled;
+  /**
+   * Of those, requests from same-host peers run straight from the ring.
+   */
+  uint64_t am_in_place;
+  /**
+   * Replies from same-host peers the waiting requester took straight from the ring.
+   */
+  uint64_t am_replies_in_place;
+  /**
+   * Handlers that failed (their request was answered `MW_ERR_UNSUPPORTED`).
+   */
+  uint64_t am_handler_panics;
+  /**
+   * Active messages for an id without a handler (one-way ones included).
+   */
+  uint64_t am_no_handler;
+  /**
+   * FIFO pushes refused because the FIFO was full.
+   */
+  uint64_t fifo_refused;
+  /**
+   * Raw datagrams received and queued.
+   */
+  uint64_t raw_received;
+  /**
+   * Raw datagrams dropped because the receive queue was full.
+   */
+  uint64_t raw_dropped;
+  /**
+   * Multicast calls this rank rooted over IP multicast.
+   */
+  uint64_t mcast_ip_transfers;
+  /**
+   * Multicast calls this rank rooted over the tree although the team had
+   * IP multicast (a member reported trouble, or sending failed).
+   */
+  uint64_t mcast_tree_fallbacks;
+  /**
+   * Segments sent to a group (first sends and repairs).
+   */
+  uint64_t mcast_group_sends;
+  /**
+   * Segments sent by unicast (repairs, or everything after a group failure).
+   */
+  uint64_t mcast_unicast_sends;
+  /**
+   * Of the group sends, repairs.
+   */
+  uint64_t mcast_group_repairs;
+  /**
+   * Nacks received from members.
+   */
+  uint64_t mcast_nacks_received;
+  /**
+   * Segments received first from a group.
+   */
+  uint64_t mcast_received_via_group;
+  /**
+   * Segments received first by unicast repair.
+   */
+  uint64_t mcast_received_via_unicast;
+  /**
+   * Copies of segments already held.
+   */
+  uint64_t mcast_duplicates;
+  /**
+   * Nacks sent to roots.
+   */
+  uint64_t mcast_nacks_sent;
+  /**
+   * Valid segments for no transfer armed here (late, early or another team's).
+   */
+  uint64_t mcast_stray;
+  /**
+   * Sends to a group the kernel refused (no route, not permitted).
+   */
+  uint64_t mcast_send_errors;
+  /**
+   * Failures to open the group socket or join a group.
+   */
+  uint64_t mcast_setup_failures;
 } mw_stats;
 
 /**
@@ -734,6 +1018,45 @@ typedef uint32_t mw_op;
 #define MW_ARRIVAL_GET 9
 
 /**
+ * The peer stayed silent past the deadline (`MW_PEER_DEAD_MS`, default
+ * 2000 ms) while this rank waited on it: it is treated as dead, and every
+ * operation toward it fails with `MW_ERR_PEER_UNREACHABLE` from then on.
+ */
+#define MW_PEER_DOWN 1
+
+/**
+ * The peer came back as a new incarnation (a restarted process):
+ * operations addressed to the old one failed.
+ */
+#define MW_PEER_RESTARTED 2
+
+/**
+ * The application drives progress whenever it calls memwire; a light
+ * background thread steps in when it has not for a few milliseconds (default).
+ */
+#define MW_PROGRESS_AUTO 0
+
+/**
+ * Only when the application calls memwire.
+ */
+#define MW_PROGRESS_INLINE 1
+
+/**
+ * A background thread serves every arrival at once.
+ */
+#define MW_PROGRESS_THREAD 2
+
+/**
+ * Shared memory with same-host peers, UDP with the others (default).
+ */
+#define MW_TRANSPORT_AUTO 0
+
+/**
+ * UDP with every peer.
+ */
+#define MW_TRANSPORT_UDP 1
+
+/**
  * `mw_team_barrier` (names: a|all_to_all, b|tree, c|counters,
  * d|multicast, e|dissemination, binomial).
  */
@@ -864,6 +1187,14 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * The version of the library the program runs with, encoded like
+ * `MW_VERSION`. A program can check at run time that the library is at
+ * least what it was compiled against:
+ * `mw_version() >> 16 == MW_VERSION_MAJOR && mw_version() >= MW_VERSION`.
+ */
+uint32_t mw_version(void);
+
+/**
  * A short, static, English description of `status` (any integer is
  * accepted; unknown values get "unknown status code"). Never NULL; the
  * string must not be freed.
@@ -890,6 +1221,21 @@ const char *mw_last_error(void);
  * `ep` must be NULL or valid for writing one pointer.
  */
 enum mw_status mw_init(struct mw_endpoint **ep);
+
+/**
+ * `mw_init` with the settings of `config` (`mw_config_new`,
+ * `mw_config_from_env`, `mw_config_set*`) instead of the `MW_*`
+ * environment variables alone. The job's bootstrap variables (set by
+ * `mwrun`) are still read from the environment. `config` is not consumed:
+ * free it with `mw_config_free` whenever convenient. Settings every rank
+ * must agree on (e.g. `MW_AUTH`, `MW_ACK_EVERY`) must be the same on
+ * every rank.
+ *
+ * # Safety
+ * `config` must be NULL or a live configuration; `ep` NULL or valid for
+ * writing one pointer.
+ */
+enum mw_status mw_init_with(const struct mw_config *config, struct mw_endpoint **ep);
 
 /**
  * Leaves the job: completes this rank's operations, waits for every rank
@@ -985,10 +1331,116 @@ enum mw_status mw_barrier(struct mw_endpoint *ep);
 enum mw_status mw_quiesce(struct mw_endpoint *ep);
 
 /**
- * Stores a snapshot of the endpoint's counters in `*stats`.
+ * Takes the oldest peer failure or restart noticed so far: sets `*found`
+ * to whether there was one and, if so, stores it in `*event` (unless
+ * NULL). Each event is reported once. Does not make progress: a failure
+ * is noticed while this rank waits on the peer (in any call) or, with
+ * keepalives (the default), while it makes progress at all.
  *
  * # Safety
- * `ep` must be NULL or a live endpoint; `stats` NULL or valid for writes.
+ * `ep` must be NULL or a live endpoint; `found` NULL or valid for writes;
+ * `event` NULL or valid for writes.
+ */
+enum mw_status mw_poll_peer_event(struct mw_endpoint *ep, bool *found, struct mw_peer_event *event);
+
+/**
+ * Sets `*down` to whether `rank` has been declared down (and has not come
+ * back as a new incarnation). A rank outside `0..size` is `MW_ERR_BAD_RANK`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `down` NULL or valid for writes.
+ */
+enum mw_status mw_is_peer_down(struct mw_endpoint *ep, uint32_t rank, bool *down);
+
+/**
+ * Creates a configuration with every setting at its default (the
+ * environment is not read) and stores it in `*config`.
+ *
+ * # Safety
+ * `config` must be NULL or valid for writing one pointer.
+ */
+enum mw_status mw_config_new(struct mw_config **config);
+
+/**
+ * Creates a configuration from the process's `MW_*` environment variables
+ * as they are now (what `mw_init` would use), for the caller to adjust;
+ * stores it in `*config`. A bad variable is `MW_ERR_INVALID_ARGUMENT`,
+ * naming it in `mw_last_error`.
+ *
+ * # Safety
+ * `config` must be NULL or valid for writing one pointer.
+ */
+enum mw_status mw_config_from_env(struct mw_config **config);
+
+/**
+ * Sets one setting by its environment variable's name and value syntax
+ * (the README's `MW_*` table, e.g. `"MW_PEER_DEAD_MS"`, `"500"`), checked
+ * now: an unknown name or a bad value is `MW_ERR_INVALID_ARGUMENT` (the
+ * reason in `mw_last_error`) and leaves `config` unchanged. It overrides
+ * the environment's value in a configuration from `mw_config_from_env`.
+ *
+ * # Safety
+ * `config` must be NULL or a live configuration used by no other thread;
+ * `name` and `value` NULL or NUL-terminated strings.
+ */
+enum mw_status mw_config_set(struct mw_config *config, const char *name, const char *value);
+
+/**
+ * Sets the progress mode (`MW_PROGRESS`): one of `MW_PROGRESS_*`; another
+ * value is `MW_ERR_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `config` must be NULL or a live configuration used by no other thread.
+ */
+enum mw_status mw_config_set_progress(struct mw_config *config, mw_progress_mode mode);
+
+/**
+ * Sets the transport toward same-host peers (`MW_TRANSPORT`): one of
+ * `MW_TRANSPORT_*`; another value is `MW_ERR_INVALID_ARGUMENT`. Every rank
+ * of one host must choose alike.
+ *
+ * # Safety
+ * `config` must be NULL or a live configuration used by no other thread.
+ */
+enum mw_status mw_config_set_transport(struct mw_config *config, mw_transport_choice transport);
+
+/**
+ * Sets the silence after which a peer this rank waits on is declared
+ * down (`MW_PEER_DEAD_MS`), in milliseconds; 0 is `MW_ERR_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `config` must be NULL or a live configuration used by no other thread.
+ */
+enum mw_status mw_config_set_peer_dead_ms(struct mw_config *config, uint64_t ms);
+
+/**
+ * Sets the largest datagram sent, header included (`MW_MTU`), in bytes:
+ * 256 to 65507, otherwise `MW_ERR_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `config` must be NULL or a live configuration used by no other thread.
+ */
+enum mw_status mw_config_set_mtu(struct mw_config *config, uint32_t bytes);
+
+/**
+ * Frees a configuration and sets `*config` to NULL (a NULL `*config` is a
+ * no-op). An endpoint made from it is not affected.
+ *
+ * # Safety
+ * `config` must be NULL or point to the caller's variable holding NULL or
+ * a configuration from this library, used by no other thread.
+ */
+enum mw_status mw_config_free(struct mw_config **config);
+
+/**
+ * Stores a snapshot of the endpoint's counters in `*stats`, writing no
+ * more than `stats->size` bytes (see `mw_stats`) and setting `stats->size`
+ * to the bytes written. A `size` below 16 (e.g. 0: not set) is
+ * `MW_ERR_INVALID_ARGUMENT` and writes nothing.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `stats` NULL or 8-byte aligned and
+ * valid for reads and writes of `stats->size` bytes.
  */
 enum mw_status mw_stats_get(struct mw_endpoint *ep, struct mw_stats *stats);
 
@@ -1663,6 +2115,19 @@ enum mw_status mw_handle_notify(struct mw_handle *handle, const struct mw_region
 enum mw_status mw_send(struct mw_endpoint *ep, uint32_t dest, uint64_t tag, const void *data, size_t len);
 
 /**
+ * `mw_send` in matching context `context`: the message matches only
+ * receives and probes of the same context (`mw_recv_in`, `mw_irecv_in`,
+ * `mw_probe_in`, `mw_iprobe_in`). The functions without `_in` use
+ * `MW_CONTEXT_DEFAULT`; a library layered on memwire picks its own
+ * context so its messages never mix with the application's, whatever
+ * their tags. Order between a pair of ranks holds within each context.
+ *
+ * # Safety
+ * As for `mw_send`.
+ */
+enum mw_status mw_send_in(struct mw_endpoint *ep, uint32_t context, uint32_t dest, uint64_t tag, const void *data, size_t len);
+
+/**
  * Receives a message from `source` (or `MW_ANY_SOURCE`) with `tag` (or
  * `MW_ANY_TAG`) into `buf` of `capacity` bytes, waiting for it; stores its
  * envelope in `*status` unless `status` is NULL. A message longer than
@@ -1674,6 +2139,15 @@ enum mw_status mw_send(struct mw_endpoint *ep, uint32_t dest, uint64_t tag, cons
  * 0) or writable for `capacity` bytes; `status` NULL or valid for writes.
  */
 enum mw_status mw_recv(struct mw_endpoint *ep, uint32_t source, uint64_t tag, void *buf, size_t capacity, struct mw_recv_status *status);
+
+/**
+ * `mw_recv` in matching context `context`: takes only a message sent in
+ * the same context (`mw_send_in`, `mw_isend_in`).
+ *
+ * # Safety
+ * As for `mw_recv`.
+ */
+enum mw_status mw_recv_in(struct mw_endpoint *ep, uint32_t context, uint32_t source, uint64_t tag, void *buf, size_t capacity, struct mw_recv_status *status);
 
 /**
  * Starts a send of `len` bytes of `data` to `dest` with `tag` and stores
@@ -1691,6 +2165,14 @@ enum mw_status mw_recv(struct mw_endpoint *ep, uint32_t source, uint64_t tag, vo
 enum mw_status mw_isend(struct mw_endpoint *ep, uint32_t dest, uint64_t tag, const void *data, size_t len, struct mw_handle **handle);
 
 /**
+ * `mw_isend` in matching context `context` (see `mw_send_in`).
+ *
+ * # Safety
+ * As for `mw_isend`.
+ */
+enum mw_status mw_isend_in(struct mw_endpoint *ep, uint32_t context, uint32_t dest, uint64_t tag, const void *data, size_t len, struct mw_handle **handle);
+
+/**
  * Posts a receive from `source` (or `MW_ANY_SOURCE`) with `tag` (or
  * `MW_ANY_TAG`) into `buf` of `capacity` bytes and stores its handle in
  * `*handle`. `buf` is filled when `mw_wait_recv` (which also gives the
@@ -1704,6 +2186,15 @@ enum mw_status mw_isend(struct mw_endpoint *ep, uint32_t dest, uint64_t tag, con
  * `handle` NULL or valid for writes.
  */
 enum mw_status mw_irecv(struct mw_endpoint *ep, uint32_t source, uint64_t tag, void *buf, size_t capacity, struct mw_handle **handle);
+
+/**
+ * `mw_irecv` in matching context `context`: matches only a message sent
+ * in the same context (see `mw_send_in`).
+ *
+ * # Safety
+ * As for `mw_irecv`.
+ */
+enum mw_status mw_irecv_in(struct mw_endpoint *ep, uint32_t context, uint32_t source, uint64_t tag, void *buf, size_t capacity, struct mw_handle **handle);
 
 /**
  * Waits for a receive from `mw_irecv`, stores the message's envelope in
@@ -1729,6 +2220,15 @@ enum mw_status mw_wait_recv(struct mw_handle **handle, struct mw_recv_status *st
 enum mw_status mw_probe(struct mw_endpoint *ep, uint32_t source, uint64_t tag, struct mw_recv_status *status);
 
 /**
+ * `mw_probe` in matching context `context`: sees only messages sent in
+ * the same context.
+ *
+ * # Safety
+ * As for `mw_probe`.
+ */
+enum mw_status mw_probe_in(struct mw_endpoint *ep, uint32_t context, uint32_t source, uint64_t tag, struct mw_recv_status *status);
+
+/**
  * Makes progress once and sets `*found` to whether a message from `source`
  * (or `MW_ANY_SOURCE`) with `tag` (or `MW_ANY_TAG`) has arrived; if so,
  * stores its envelope in `*status` (unless NULL). The message stays queued.
@@ -1738,6 +2238,15 @@ enum mw_status mw_probe(struct mw_endpoint *ep, uint32_t source, uint64_t tag, s
  * `status` NULL or valid for writes.
  */
 enum mw_status mw_iprobe(struct mw_endpoint *ep, uint32_t source, uint64_t tag, bool *found, struct mw_recv_status *status);
+
+/**
+ * `mw_iprobe` in matching context `context`: sees only messages sent in
+ * the same context.
+ *
+ * # Safety
+ * As for `mw_iprobe`.
+ */
+enum mw_status mw_iprobe_in(struct mw_endpoint *ep, uint32_t context, uint32_t source, uint64_t tag, bool *found, struct mw_recv_status *status);
 
 /**
  * Stores the largest raw datagram payload in `*len`.
@@ -1810,6 +2319,55 @@ enum mw_status mw_unregister_handler(struct mw_endpoint *ep, uint16_t id, bool *
  * its `payload` writable for `capacity` bytes.
  */
 enum mw_status mw_am_request(struct mw_endpoint *ep, uint32_t rank, uint16_t id, const uint64_t *args, size_t nargs, const void *payload, size_t len, struct mw_am_reply_data *reply);
+
+/**
+ * Starts `mw_am_request` without waiting: runs handler `id` at `rank`
+ * with `nargs` arguments and `len` bytes of `payload`, and stores the
+ * request's handle in `*handle`. `args` and `payload` may be reused as
+ * soon as this returns (a payload above the eager limit is copied for the
+ * target to pull). Take the reply with `mw_wait_reply`; `mw_wait` waits
+ * and discards it, `mw_test` polls, `mw_handle_free` abandons it (the
+ * handler still runs). No handler under `id` at `rank` completes the
+ * handle with `MW_ERR_NO_HANDLER`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `args` NULL (only if `nargs` is 0)
+ * or readable for `nargs` values; `payload` NULL (only if `len` is 0) or
+ * readable for `len` bytes; `handle` NULL or valid for writes.
+ */
+enum mw_status mw_am_request_nb(struct mw_endpoint *ep, uint32_t rank, uint16_t id, const uint64_t *args, size_t nargs, const void *payload, size_t len, struct mw_handle **handle);
+
+/**
+ * Waits for a request from `mw_am_request_nb`, stores the handler's reply
+ * in `*reply` as `mw_am_request` does (a payload longer than
+ * `reply->capacity` is `MW_ERR_TRUNCATED`; `reply` may be NULL when no
+ * reply payload is expected), frees the handle and sets `*handle` to
+ * NULL. The handle is consumed whatever the result; one of another kind
+ * is waited for and answered with `MW_ERR_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `handle` must be NULL or point to the caller's variable holding NULL or
+ * a handle from this library, used by no other thread; `reply` NULL or
+ * valid for reads and writes, its `payload` writable for `capacity` bytes.
+ */
+enum mw_status mw_wait_reply(struct mw_handle **handle, struct mw_am_reply_data *reply);
+
+/**
+ * Sends a one-way active message to handler `id` at `rank` from
+ * application code (the form of `mw_am_send` outside a handler): returns
+ * once it is queued, and `args` and `payload` may be reused at once. It
+ * is delivered reliably and, toward one target, in order with this rank's
+ * other operations, and its handler runs once there; nothing comes back:
+ * an unknown `id` or a failing handler at the target is only counted there
+ * (`am_no_handler`, `am_handler_panics` in `mw_stats`), and `mw_flush`
+ * does not wait for it. Use `mw_am_request_nb` to learn the outcome.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `args` NULL (only if `nargs` is 0)
+ * or readable for `nargs` values; `payload` NULL (only if `len` is 0) or
+ * readable for `len` bytes.
+ */
+enum mw_status mw_am_post(struct mw_endpoint *ep, uint32_t rank, uint16_t id, const uint64_t *args, size_t nargs, const void *payload, size_t len);
 
 /**
  * From inside a handler: answers the request with `nargs` arguments and

@@ -1,6 +1,9 @@
 //! Active messages as C sees them: handlers are C functions with a user
 //! pointer, run by the progress engine; a request waits for the handler's
-//! reply, whose payload lands in the caller's buffer.
+//! reply, whose payload lands in the caller's buffer, either at once
+//! (`mw_am_request`) or through a handle (`mw_am_request_nb`,
+//! `mw_wait_reply`); a one-way message (`mw_am_post`, or `mw_am_send` from
+//! inside a handler) gets no reply.
 //!
 //! Owns: the C handler trampoline (it marks the thread as inside a callback,
 //! so every other exported function refuses instead of waiting for the
@@ -15,6 +18,7 @@ use mw_core::{AmContext, AmMessage, AmReplyData};
 
 use crate::endpoint::{endpoint, mw_endpoint};
 use crate::ffi;
+use crate::handle::{self, mw_handle};
 use crate::status::{as_callback, guard, guard_callback, mw_status, Failure};
 
 /// Most u64 arguments a request or reply carries.
@@ -175,28 +179,149 @@ pub unsafe extern "C" fn mw_am_request(
         // SAFETY: forwarded contract.
         let (owner, args, payload) =
             unsafe { (endpoint(ep)?, ffi::array(args, nargs, "args")?, ffi::bytes(payload, len, "payload")?) };
-        // SAFETY: forwarded contract.
-        let reply = unsafe { ffi::obj_mut_opt(reply, "reply") }?;
-        if let Some(r) = &reply {
-            // SAFETY: forwarded contract: checked before anything is sent.
-            unsafe { ffi::bytes_mut(r.payload, r.capacity, "reply->payload") }?;
-        }
+        // SAFETY: forwarded contract: checked before anything is sent.
+        let reply = unsafe { check_reply(reply) }?;
         let mut got = AmReplyData::default();
         owner.ep.am_request_into(rank, id, args, payload, &mut got)?;
-        let Some(reply) = reply else {
-            return if got.payload.is_empty() { Ok(()) } else { Err(Failure::from(mw_core::Error::Truncated)) };
-        };
-        reply.nargs = got.args.len();
-        reply.args = [0; MW_AM_MAX_ARGS];
-        reply.args[..got.args.len()].copy_from_slice(&got.args);
-        reply.len = got.payload.len();
-        if got.payload.len() > reply.capacity {
-            return Err(Failure::from(mw_core::Error::Truncated));
-        }
         // SAFETY: forwarded contract (checked above).
-        let out = unsafe { ffi::bytes_mut(reply.payload, reply.capacity, "reply->payload") }?;
-        out[..got.payload.len()].copy_from_slice(&got.payload);
+        unsafe { fill_reply(reply, &got) }
+    })
+}
+
+/// Checks the caller's reply struct and its buffer (`reply->payload`,
+/// `reply->capacity`) before anything is sent or waited for; `None` when
+/// `reply` is NULL.
+///
+/// # Safety
+/// `reply` NULL or valid for reads and writes for `'a`, its `payload`
+/// writable for `capacity` bytes.
+unsafe fn check_reply<'a>(reply: *mut mw_am_reply_data) -> Result<Option<&'a mut mw_am_reply_data>, Failure> {
+    // SAFETY: forwarded contract.
+    let reply = unsafe { ffi::obj_mut_opt(reply, "reply") }?;
+    if let Some(r) = &reply {
+        // SAFETY: forwarded contract.
+        unsafe { ffi::bytes_mut(r.payload, r.capacity, "reply->payload") }?;
+    }
+    Ok(reply)
+}
+
+/// Stores the handler's reply `got` in the caller's `reply` (see
+/// `mw_am_request`): a payload larger than `reply->capacity`, or any
+/// payload with no `reply`, is `MW_ERR_TRUNCATED` (its length still in
+/// `reply->len`, nothing written to the buffer).
+///
+/// # Safety
+/// `reply`, if `Some`, passed `check_reply`, whose contract still holds.
+unsafe fn fill_reply(reply: Option<&mut mw_am_reply_data>, got: &AmReplyData) -> Result<(), Failure> {
+    let Some(reply) = reply else {
+        return if got.payload.is_empty() { Ok(()) } else { Err(Failure::from(mw_core::Error::Truncated)) };
+    };
+    reply.nargs = got.args.len();
+    reply.args = [0; MW_AM_MAX_ARGS];
+    reply.args[..got.args.len()].copy_from_slice(&got.args);
+    reply.len = got.payload.len();
+    if got.payload.len() > reply.capacity {
+        return Err(Failure::from(mw_core::Error::Truncated));
+    }
+    // SAFETY: forwarded contract (checked by `check_reply`).
+    let out = unsafe { ffi::bytes_mut(reply.payload, reply.capacity, "reply->payload") }?;
+    out[..got.payload.len()].copy_from_slice(&got.payload);
+    Ok(())
+}
+
+/// Starts `mw_am_request` without waiting: runs handler `id` at `rank`
+/// with `nargs` arguments and `len` bytes of `payload`, and stores the
+/// request's handle in `*handle`. `args` and `payload` may be reused as
+/// soon as this returns (a payload above the eager limit is copied for the
+/// target to pull). Take the reply with `mw_wait_reply`; `mw_wait` waits
+/// and discards it, `mw_test` polls, `mw_handle_free` abandons it (the
+/// handler still runs). No handler under `id` at `rank` completes the
+/// handle with `MW_ERR_NO_HANDLER`.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `args` NULL (only if `nargs` is 0)
+/// or readable for `nargs` values; `payload` NULL (only if `len` is 0) or
+/// readable for `len` bytes; `handle` NULL or valid for writes.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the C signature: target, handler, arguments, payload, handle
+pub unsafe extern "C" fn mw_am_request_nb(
+    ep: *mut mw_endpoint,
+    rank: u32,
+    id: u16,
+    args: *const u64,
+    nargs: usize,
+    payload: *const c_void,
+    len: usize,
+    handle: *mut *mut mw_handle,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, args, payload, out) = unsafe {
+            (
+                endpoint(ep)?,
+                ffi::array(args, nargs, "args")?,
+                ffi::bytes(payload, len, "payload")?,
+                ffi::out(handle, "handle")?,
+            )
+        };
+        let h = owner.ep.am_request_nb(rank, id, args, payload)?;
+        handle::give_am(owner, h, out);
         Ok(())
+    })
+}
+
+/// Waits for a request from `mw_am_request_nb`, stores the handler's reply
+/// in `*reply` as `mw_am_request` does (a payload longer than
+/// `reply->capacity` is `MW_ERR_TRUNCATED`; `reply` may be NULL when no
+/// reply payload is expected), frees the handle and sets `*handle` to
+/// NULL. The handle is consumed whatever the result; one of another kind
+/// is waited for and answered with `MW_ERR_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `handle` must be NULL or point to the caller's variable holding NULL or
+/// a handle from this library, used by no other thread; `reply` NULL or
+/// valid for reads and writes, its `payload` writable for `capacity` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_wait_reply(handle: *mut *mut mw_handle, reply: *mut mw_am_reply_data) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract; `reply` is checked before the handle is taken.
+        let reply = unsafe { check_reply(reply) }?;
+        // SAFETY: forwarded contract.
+        let mut h = unsafe { ffi::take(handle, "handle") }?.ok_or_else(|| Failure::null("*handle"))?;
+        let got = handle::wait_reply(&mut h)?;
+        // SAFETY: `reply` passed `check_reply` above.
+        unsafe { fill_reply(reply, &got) }
+    })
+}
+
+/// Sends a one-way active message to handler `id` at `rank` from
+/// application code (the form of `mw_am_send` outside a handler): returns
+/// once it is queued, and `args` and `payload` may be reused at once. It
+/// is delivered reliably and, toward one target, in order with this rank's
+/// other operations, and its handler runs once there; nothing comes back:
+/// an unknown `id` or a failing handler at the target is only counted there
+/// (`am_no_handler`, `am_handler_panics` in `mw_stats`), and `mw_flush`
+/// does not wait for it. Use `mw_am_request_nb` to learn the outcome.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `args` NULL (only if `nargs` is 0)
+/// or readable for `nargs` values; `payload` NULL (only if `len` is 0) or
+/// readable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_am_post(
+    ep: *mut mw_endpoint,
+    rank: u32,
+    id: u16,
+    args: *const u64,
+    nargs: usize,
+    payload: *const c_void,
+    len: usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, args, payload) =
+            unsafe { (endpoint(ep)?, ffi::array(args, nargs, "args")?, ffi::bytes(payload, len, "payload")?) };
+        Ok(owner.ep.am_send(rank, id, args, payload)?)
     })
 }
 

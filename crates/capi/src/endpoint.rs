@@ -13,10 +13,10 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use mw_core::{CollTuning, Endpoint, Team};
+use mw_core::{CollTuning, Config, Endpoint, PeerEvent, Team};
 
+use crate::config::mw_config;
 use crate::ffi;
-use crate::mw_stats;
 use crate::status::{guard, mw_status, Failure};
 
 /// This process's memwire endpoint: its place in the job. Opaque; created by
@@ -81,24 +81,51 @@ pub unsafe extern "C" fn mw_init(ep: *mut *mut mw_endpoint) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract.
         let out = unsafe { ffi::out(ep, "ep") }?;
-        if ENDPOINT_EXISTS.swap(true, Ordering::AcqRel) {
-            return Err(Failure::in_use("this process already has an endpoint (mw_init called twice)"));
-        }
-        match Endpoint::init() {
-            Ok(endpoint) => {
-                out.set(ffi::give(mw_endpoint {
-                    ep: endpoint,
-                    live: AtomicUsize::new(0),
-                    world: Mutex::new(World::default()),
-                }));
-                Ok(())
-            }
-            Err(error) => {
-                ENDPOINT_EXISTS.store(false, Ordering::Release);
-                Err(error.into())
-            }
-        }
+        init(out, Config::from_env)
     })
+}
+
+/// `mw_init` with the settings of `config` (`mw_config_new`,
+/// `mw_config_from_env`, `mw_config_set*`) instead of the `MW_*`
+/// environment variables alone. The job's bootstrap variables (set by
+/// `mwrun`) are still read from the environment. `config` is not consumed:
+/// free it with `mw_config_free` whenever convenient. Settings every rank
+/// must agree on (e.g. `MW_AUTH`, `MW_ACK_EVERY`) must be the same on
+/// every rank.
+///
+/// # Safety
+/// `config` must be NULL or a live configuration; `ep` NULL or valid for
+/// writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn mw_init_with(config: *const mw_config, ep: *mut *mut mw_endpoint) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (config, out) = unsafe { (ffi::obj(config, "config")?, ffi::out(ep, "ep")?) };
+        let config = config.build()?;
+        init(out, || Ok(config))
+    })
+}
+
+/// Creates the process's endpoint with the configuration `config` gives
+/// (read only once no other endpoint exists) and stores it in `out`.
+fn init(out: ffi::Out<'_, *mut mw_endpoint>, config: impl FnOnce() -> mw_core::Result<Config>) -> Result<(), Failure> {
+    if ENDPOINT_EXISTS.swap(true, Ordering::AcqRel) {
+        return Err(Failure::in_use("this process already has an endpoint (mw_init called twice)"));
+    }
+    match config().and_then(Endpoint::init_with) {
+        Ok(endpoint) => {
+            out.set(ffi::give(mw_endpoint {
+                ep: endpoint,
+                live: AtomicUsize::new(0),
+                world: Mutex::new(World::default()),
+            }));
+            Ok(())
+        }
+        Err(error) => {
+            ENDPOINT_EXISTS.store(false, Ordering::Release);
+            Err(error.into())
+        }
+    }
 }
 
 /// Leaves the job: completes this rank's operations, waits for every rank
@@ -249,55 +276,71 @@ pub unsafe extern "C" fn mw_quiesce(ep: *mut mw_endpoint) -> mw_status {
     })
 }
 
-/// Stores a snapshot of the endpoint's counters in `*stats`.
+/// What happened to a peer: one of `MW_PEER_*`.
+pub type mw_peer_event_kind = u32;
+/// The peer stayed silent past the deadline (`MW_PEER_DEAD_MS`, default
+/// 2000 ms) while this rank waited on it: it is treated as dead, and every
+/// operation toward it fails with `MW_ERR_PEER_UNREACHABLE` from then on.
+pub const MW_PEER_DOWN: mw_peer_event_kind = 1;
+/// The peer came back as a new incarnation (a restarted process):
+/// operations addressed to the old one failed.
+pub const MW_PEER_RESTARTED: mw_peer_event_kind = 2;
+
+/// A change in a peer's liveness, from `mw_poll_peer_event`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct mw_peer_event {
+    /// `MW_PEER_DOWN` or `MW_PEER_RESTARTED`.
+    pub kind: mw_peer_event_kind,
+    /// The peer's rank.
+    pub rank: u32,
+}
+
+/// Takes the oldest peer failure or restart noticed so far: sets `*found`
+/// to whether there was one and, if so, stores it in `*event` (unless
+/// NULL). Each event is reported once. Does not make progress: a failure
+/// is noticed while this rank waits on the peer (in any call) or, with
+/// keepalives (the default), while it makes progress at all.
 ///
 /// # Safety
-/// `ep` must be NULL or a live endpoint; `stats` NULL or valid for writes.
+/// `ep` must be NULL or a live endpoint; `found` NULL or valid for writes;
+/// `event` NULL or valid for writes.
 #[no_mangle]
-pub unsafe extern "C" fn mw_stats_get(ep: *mut mw_endpoint, stats: *mut mw_stats) -> mw_status {
+pub unsafe extern "C" fn mw_poll_peer_event(
+    ep: *mut mw_endpoint,
+    found: *mut bool,
+    event: *mut mw_peer_event,
+) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract.
-        let (ep, out) = unsafe { (endpoint(ep)?, ffi::out(stats, "stats")?) };
-        let (core, proto) = ep.ep.stats();
-        let d = &proto.drops;
-        out.set(mw_stats {
-            ops_initiated: core.ops_initiated,
-            rejected_bad_key: core.rejected_bad_key,
-            rejected_out_of_bounds: core.rejected_out_of_bounds,
-            rejected_no_permission: core.rejected_no_permission,
-            rejected_other: core.rejected_other,
-            malformed_ops: core.malformed_ops,
-            unsupported_ops: core.unsupported_ops,
-            send_errors: core.send_errors,
-            packets_sent: proto.packets_sent,
-            bytes_sent: proto.bytes_sent,
-            packets_received: proto.packets_received,
-            bytes_received: proto.bytes_received,
-            data_sent: proto.data_sent,
-            retransmits_timeout: proto.retransmits_timeout,
-            retransmits_fast: proto.retransmits_fast,
-            acks_sent: proto.acks_sent,
-            nacks_sent: proto.nacks_sent,
-            nacks_received: proto.nacks_received,
-            messages_submitted: proto.messages_submitted,
-            messages_delivered: proto.messages_delivered,
-            peers_dead: proto.peers_dead,
-            peers_restarted: proto.peers_restarted,
-            drops_malformed: d.not_well_formed(),
-            drops_wrong_job: d.wrong_job,
-            drops_wrong_peer: d.wrong_target + d.unknown_peer,
-            drops_stale_epoch: d.stale_epoch,
-            drops_duplicate: d.duplicate,
-            drops_out_of_window: d.out_of_window,
-            drops_bad_mac: d.bad_mac,
-            drops_dead_peer: d.dead_peer,
-            shm_direct_ops: core.shm_direct_ops,
-            shm_ring_sent: core.shm_ring_sent,
-            shm_ring_received: core.shm_ring_received,
-            shm_assist_bytes: core.shm_assist_bytes,
-            shm_staged_bytes: core.shm_staged_bytes,
-            shm_streamed_bytes: core.shm_streamed_bytes,
-        });
+        let (ep, found, out) = unsafe { (endpoint(ep)?, ffi::out(found, "found")?, ffi::out_opt(event, "event")?) };
+        let next = ep.ep.poll_peer_event();
+        if let (Some(next), Some(out)) = (next, out) {
+            out.set(match next {
+                PeerEvent::Down { rank } => mw_peer_event { kind: MW_PEER_DOWN, rank },
+                PeerEvent::Restarted { rank } => mw_peer_event { kind: MW_PEER_RESTARTED, rank },
+            });
+        }
+        found.set(next.is_some());
+        Ok(())
+    })
+}
+
+/// Sets `*down` to whether `rank` has been declared down (and has not come
+/// back as a new incarnation). A rank outside `0..size` is `MW_ERR_BAD_RANK`.
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `down` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_is_peer_down(ep: *mut mw_endpoint, rank: u32, down: *mut bool) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (ep, out) = unsafe { (endpoint(ep)?, ffi::out(down, "down")?) };
+        let size = ep.ep.size();
+        if rank >= size {
+            return Err(mw_core::Error::BadRank { rank, size }.into());
+        }
+        out.set(ep.ep.is_peer_down(rank));
         Ok(())
     })
 }

@@ -8,7 +8,7 @@
 //! not: call into the endpoint (the operation modules do, with what this
 //! module hands them).
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void, CStr};
 use std::marker::PhantomData;
 
 use crate::status::Failure;
@@ -137,6 +137,49 @@ pub(crate) unsafe fn array_mut<'a, T>(ptr: *mut T, count: usize, what: &'static 
     // SAFETY: non-NULL, aligned, total size <= isize::MAX (checked);
     // exclusively accessible per the contract.
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr, count) })
+}
+
+/// A NUL-terminated UTF-8 string from C.
+///
+/// # Safety
+/// If `ptr` is non-NULL it must point to a NUL-terminated string that
+/// nothing writes for `'a`.
+pub(crate) unsafe fn str<'a>(ptr: *const c_char, what: &'static str) -> Result<&'a str, Failure> {
+    if ptr.is_null() {
+        return Err(Failure::null(what));
+    }
+    // SAFETY: non-NULL (checked); NUL-terminated and unchanging for 'a per the contract.
+    let text = unsafe { CStr::from_ptr(ptr) };
+    text.to_str().map_err(|_| Failure::invalid("a string argument is not UTF-8"))
+}
+
+/// The leading `u64` of a size-versioned C struct `T` (its `size` field),
+/// read without assuming the rest of `T` is there.
+///
+/// # Safety
+/// If `ptr` is non-NULL it must be valid for reads of 8 bytes; `T` must
+/// begin with a `u64`.
+pub(crate) unsafe fn leading_u64<T>(ptr: *const T, what: &'static str) -> Result<u64, Failure> {
+    if !usable(ptr) || !ptr.cast::<u64>().is_aligned() {
+        return Err(Failure::null(what));
+    }
+    // SAFETY: non-NULL and aligned (checked); 8 readable bytes per the contract.
+    Ok(unsafe { ptr.cast::<u64>().read() })
+}
+
+/// Writes the first `len` bytes of `value` to `dst`: a C struct versioned
+/// by its size, whose caller may know an older, shorter layout (a prefix of
+/// `T`'s), so that nothing past the caller's struct is written.
+///
+/// # Safety
+/// `dst` must be valid for writes of `len` bytes; `T` must have no padding
+/// (every byte of `value` is initialized); `len <= size_of::<T>()`.
+pub(crate) unsafe fn write_prefix<T: Copy>(dst: *mut T, value: &T, len: usize) {
+    debug_assert!(len <= size_of::<T>());
+    // SAFETY: `value` is `size_of::<T>()` initialized bytes (no padding,
+    // the contract) and `len` fits in it; `dst` is writable for `len` bytes
+    // and cannot overlap the local `value`.
+    unsafe { std::ptr::copy_nonoverlapping(std::ptr::from_ref(value).cast::<u8>(), dst.cast::<u8>(), len) }
 }
 
 /// An output parameter, checked up front and written only on success.

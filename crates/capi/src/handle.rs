@@ -3,12 +3,13 @@
 //! waiting, and a completion flag written at the initiator.
 //!
 //! Owns: `mw_handle`, which keeps a `Handle<'static>` (or, for `mw_irecv`,
-//! a `RecvHandle<'static>`) borrowing the endpoint (counted, see
+//! a `RecvHandle<'static>`; for `mw_am_request_nb`, an `AmHandle<'static>`)
+//! borrowing the endpoint (counted, see
 //! `endpoint`) and the caller's buffer (the caller's promise to keep it
 //! valid until the handle is consumed). Must not: hand a handle back to C
 //! after consuming it: every consuming call nulls the caller's variable.
 
-use mw_core::{Handle, RecvHandle, RecvStatus};
+use mw_core::{AmHandle, AmReplyData, Handle, RecvHandle, RecvStatus};
 
 use crate::endpoint::mw_endpoint;
 use crate::ffi;
@@ -17,8 +18,9 @@ use crate::status::{guard, mw_status, Failure};
 
 /// A nonblocking operation in flight. Opaque; returned by the `*_nb`
 /// functions, `mw_isend` and `mw_irecv`, and consumed by exactly one of
-/// `mw_wait`, `mw_wait_value`, `mw_wait_recv`, `mw_wait_all` or
-/// `mw_handle_free`, each of which sets the caller's variable to NULL.
+/// `mw_wait`, `mw_wait_value`, `mw_wait_recv`, `mw_wait_reply`,
+/// `mw_wait_all` or `mw_handle_free`, each of which sets the caller's
+/// variable to NULL.
 #[derive(Debug)]
 pub struct mw_handle {
     /// Always `Some` until consumed; taken before the endpoint stops
@@ -34,6 +36,9 @@ enum InFlight {
     Op(Handle<'static>),
     /// A receive (`mw_irecv`): completes with the message's envelope.
     Recv(RecvHandle<'static>),
+    /// An active-message request (`mw_am_request_nb`): completes with the
+    /// handler's reply.
+    Am(AmHandle<'static>),
 }
 
 impl InFlight {
@@ -41,6 +46,7 @@ impl InFlight {
         match self {
             InFlight::Op(h) => h.test(),
             InFlight::Recv(h) => h.test(),
+            InFlight::Am(h) => h.test(),
         }
     }
 
@@ -48,6 +54,7 @@ impl InFlight {
         match self {
             InFlight::Op(h) => h.wait(),
             InFlight::Recv(h) => h.wait().map(drop),
+            InFlight::Am(h) => h.wait().map(drop),
         }
     }
 }
@@ -82,6 +89,25 @@ pub(crate) fn give(owner: &'static mw_endpoint, handle: Handle<'static>, out: ff
 pub(crate) fn give_recv(owner: &'static mw_endpoint, handle: RecvHandle<'static>, out: ffi::Out<'_, *mut mw_handle>) {
     owner.retain();
     out.set(ffi::give(mw_handle { op: Some(InFlight::Recv(handle)), owner }));
+}
+
+/// Hands a new active-message request handle to C through `out`.
+pub(crate) fn give_am(owner: &'static mw_endpoint, handle: AmHandle<'static>, out: ffi::Out<'_, *mut mw_handle>) {
+    owner.retain();
+    out.set(ffi::give(mw_handle { op: Some(InFlight::Am(handle)), owner }));
+}
+
+/// Waits for an active-message request handle (`mw_wait_reply`): the
+/// handler's reply, or `MW_ERR_INVALID_ARGUMENT` for a handle of another
+/// kind (waited all the same: the handle is consumed whatever the result).
+pub(crate) fn wait_reply(h: &mut mw_handle) -> Result<AmReplyData, Failure> {
+    h.consume(|op| match op {
+        InFlight::Am(am) => Ok(am.wait()?),
+        other => {
+            other.wait()?;
+            Err(Failure::invalid("not an active-message request handle (use mw_wait or mw_wait_recv)"))
+        }
+    })
 }
 
 /// Waits for a receive handle (`mw_wait_recv`): the message's envelope, or
@@ -151,6 +177,10 @@ pub unsafe extern "C" fn mw_wait_value(handle: *mut *mut mw_handle, value: *mut 
                 recv.wait()?;
                 Err(Failure::invalid("a receive fetches no word (use mw_wait_recv)"))
             }
+            InFlight::Am(am) => {
+                am.wait()?;
+                Err(Failure::invalid("an active-message request fetches no word (use mw_wait_reply)"))
+            }
         })?);
         Ok(())
     })
@@ -184,7 +214,7 @@ pub unsafe extern "C" fn mw_wait_all(handles: *mut *mut mw_handle, count: usize)
             });
             first_error = mw_core::wait_all(ops.collect::<Vec<_>>()).err();
         } else {
-            // Receives among them: each in turn (every wait makes progress
+            // Receives or requests among them: each in turn (every wait makes progress
             // for all), the first error in array order kept.
             for h in &mut boxes {
                 if let Some(op) = h.op.take() {
@@ -238,6 +268,7 @@ pub unsafe extern "C" fn mw_handle_notify(
         match h.get() {
             InFlight::Op(op) => Ok(op.notify(r.get(), offset)?),
             InFlight::Recv(_) => Err(Failure::invalid("a receive handle has no completion flag")),
+            InFlight::Am(_) => Err(Failure::invalid("an active-message request handle has no completion flag")),
         }
     })
 }

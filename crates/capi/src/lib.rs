@@ -16,9 +16,13 @@
 //!   required is `MW_ERR_NULL_POINTER`; an unknown enum value or a bad size
 //!   is `MW_ERR_INVALID_ARGUMENT`; a bug caught as a panic is `MW_ERR_INTERNAL`.
 //! - Functions that destroy an object take a pointer to the caller's
-//!   variable and set it to NULL (`mw_finalize`, `mw_region_free`, `mw_wait`,
-//!   `mw_wait_value`, `mw_wait_all`, `mw_handle_free`), so calling them twice
-//!   on the same variable is an error, not a double free.
+//!   variable and set it to NULL (`mw_finalize`, `mw_config_free`,
+//!   `mw_region_free`, `mw_wait`, `mw_wait_value`, `mw_wait_recv`,
+//!   `mw_wait_reply`, `mw_wait_all`, `mw_handle_free`), so calling them
+//!   twice on the same variable is an error, not a double free.
+//! - A struct that may grow (`mw_stats`) leads with its `size`, set by the
+//!   caller; the library writes no byte past it, so new fields are appended
+//!   without breaking programs built against an older header.
 //! - The endpoint outlives its regions and handles: `mw_finalize` refuses with
 //!   `MW_ERR_IN_USE` while any exist.
 //! - A nonblocking operation's local buffer must stay valid, and a get's must
@@ -29,9 +33,15 @@
 
 // Declared in the order the header presents them (blank lines keep rustfmt
 // from sorting them).
+mod version;
+
 mod status;
 
 mod endpoint;
+
+mod config;
+
+mod stats;
 
 mod region;
 
@@ -59,14 +69,20 @@ use std::ffi::c_void;
 
 pub use am::{mw_am_context, mw_am_handler, mw_am_message, mw_am_reply_data, MW_AM_MAX_ARGS};
 pub use coll::{mw_dtype, mw_op};
-pub use endpoint::mw_endpoint;
+pub use config::{
+    mw_config, mw_progress_mode, mw_transport_choice, MW_PROGRESS_AUTO, MW_PROGRESS_INLINE, MW_PROGRESS_THREAD,
+    MW_TRANSPORT_AUTO, MW_TRANSPORT_UDP,
+};
+pub use endpoint::{mw_endpoint, mw_peer_event, mw_peer_event_kind, MW_PEER_DOWN, MW_PEER_RESTARTED};
 pub use fifo::{mw_fifo, mw_fifo_watermark};
 pub use handle::mw_handle;
 pub use mcast::mw_mcast_group;
-pub use msg::{mw_recv_status, MW_ANY_SOURCE, MW_ANY_TAG};
+pub use msg::{mw_recv_status, MW_ANY_SOURCE, MW_ANY_TAG, MW_CONTEXT_DEFAULT};
 pub use region::mw_region;
+pub use stats::mw_stats;
 pub use status::mw_status;
 pub use team::{mw_team, MW_TEAM_NONE};
+pub use version::{MW_VERSION, MW_VERSION_MAJOR, MW_VERSION_MINOR, MW_VERSION_PATCH};
 
 /// A region's key: names the region in remote operations, as
 /// `(rank, key, offset)`. Keys are random; 0 is never a valid key.
@@ -197,89 +213,4 @@ pub struct mw_arrival {
     pub offset: u64,
     /// Bytes touched (the whole extent for strided forms).
     pub len: u64,
-}
-
-/// Counters of one endpoint (`mw_stats_get`): operations, the reliable
-/// protocol's packets, and the shared-memory path's operations. `MW_STATS=1` prints them at `mw_finalize`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct mw_stats {
-    /// Operations this rank initiated.
-    pub ops_initiated: u64,
-    /// Incoming operations rejected: unknown region key.
-    pub rejected_bad_key: u64,
-    /// Incoming operations rejected: outside the region.
-    pub rejected_out_of_bounds: u64,
-    /// Incoming operations rejected: the region does not grant the right.
-    pub rejected_no_permission: u64,
-    /// Incoming operations rejected for another reason (misaligned, bad argument).
-    pub rejected_other: u64,
-    /// Delivered operations whose header did not parse.
-    pub malformed_ops: u64,
-    /// Delivered operations of a kind this endpoint does not serve.
-    pub unsupported_ops: u64,
-    /// Datagrams the socket refused to send (the protocol resends them).
-    pub send_errors: u64,
-    /// Datagrams sent.
-    pub packets_sent: u64,
-    /// Bytes of datagrams sent.
-    pub bytes_sent: u64,
-    /// Datagrams received, accepted or not.
-    pub packets_received: u64,
-    /// Bytes of datagrams received.
-    pub bytes_received: u64,
-    /// Data packets sent for the first time.
-    pub data_sent: u64,
-    /// Data packets retransmitted after a timeout.
-    pub retransmits_timeout: u64,
-    /// Data packets retransmitted early (Nack or SACK evidence).
-    pub retransmits_fast: u64,
-    /// Standalone acknowledgement packets sent.
-    pub acks_sent: u64,
-    /// Negative acknowledgements sent.
-    pub nacks_sent: u64,
-    /// Negative acknowledgements received.
-    pub nacks_received: u64,
-    /// Messages submitted to the protocol.
-    pub messages_submitted: u64,
-    /// Messages delivered by the protocol.
-    pub messages_delivered: u64,
-    /// Peers declared dead.
-    pub peers_dead: u64,
-    /// Peer restarts noticed.
-    pub peers_restarted: u64,
-    /// Datagrams dropped as not well-formed: truncated, bad magic, version,
-    /// type or length, malformed, oversized, or a bad checksum.
-    pub drops_malformed: u64,
-    /// Datagrams dropped: another job's.
-    pub drops_wrong_job: u64,
-    /// Datagrams dropped: addressed to another rank, or from an unknown one.
-    pub drops_wrong_peer: u64,
-    /// Datagrams dropped: from or to an earlier incarnation.
-    pub drops_stale_epoch: u64,
-    /// Datagrams dropped: duplicates of data already received.
-    pub drops_duplicate: u64,
-    /// Datagrams dropped: beyond the receive window.
-    pub drops_out_of_window: u64,
-    /// Datagrams dropped: bad or missing MAC.
-    pub drops_bad_mac: u64,
-    /// Datagrams dropped: from a peer declared dead.
-    pub drops_dead_peer: u64,
-    /// One-sided operations executed directly on a same-host peer's memory
-    /// (not counted in `ops_initiated`, which counts those sent as messages).
-    pub shm_direct_ops: u64,
-    /// Messages put into same-host peers' shared-memory rings.
-    pub shm_ring_sent: u64,
-    /// Messages taken from this rank's shared-memory rings and executed.
-    pub shm_ring_received: u64,
-    /// Bytes of this rank's large messages it copied into a same-host
-    /// receiver's buffer itself, while the receiver copied the rest.
-    pub shm_assist_bytes: u64,
-    /// Bytes of this rank's large messages it copied into a same-host
-    /// receiver's staging area (ranks as processes, 2 MiB and more), for the
-    /// receiver to copy out.
-    pub shm_staged_bytes: u64,
-    /// The part of `shm_staged_bytes` written with non-temporal stores
-    /// (while the host placed the two CPUs far apart).
-    pub shm_streamed_bytes: u64,
 }

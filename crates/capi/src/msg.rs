@@ -1,6 +1,7 @@
 //! Tagged messages as C sees them: blocking and nonblocking send and
 //! receive, probe, with wildcard source and tag (`MW_ANY_SOURCE`,
-//! `MW_ANY_TAG`), matched in order between a pair of ranks; and raw,
+//! `MW_ANY_TAG`), matched in order between a pair of ranks within a
+//! matching context (the `_in` forms; the others use context 0); and raw,
 //! unreliable datagrams.
 //!
 //! Owns: turning C buffers into the slices the endpoint borrows, and the
@@ -22,6 +23,9 @@ pub const MW_ANY_SOURCE: u32 = 0xffff_ffff;
 /// Matches a message of any tag (a receive's or probe's `tag`; not a valid
 /// tag to send).
 pub const MW_ANY_TAG: u64 = 0xffff_ffff_ffff_ffff;
+/// The matching context of the functions without `_in` (`mw_send`,
+/// `mw_recv`, ...). Any other value is a context of the caller's choosing.
+pub const MW_CONTEXT_DEFAULT: u32 = 0;
 // Literals for cbindgen; they must be core's values.
 const _: () = assert!(MW_ANY_SOURCE == mw_core::ANY_SOURCE && MW_ANY_TAG == mw_core::ANY_TAG);
 
@@ -60,10 +64,32 @@ pub unsafe extern "C" fn mw_send(
     data: *const c_void,
     len: usize,
 ) -> mw_status {
+    // SAFETY: forwarded contract.
+    unsafe { mw_send_in(ep, MW_CONTEXT_DEFAULT, dest, tag, data, len) }
+}
+
+/// `mw_send` in matching context `context`: the message matches only
+/// receives and probes of the same context (`mw_recv_in`, `mw_irecv_in`,
+/// `mw_probe_in`, `mw_iprobe_in`). The functions without `_in` use
+/// `MW_CONTEXT_DEFAULT`; a library layered on memwire picks its own
+/// context so its messages never mix with the application's, whatever
+/// their tags. Order between a pair of ranks holds within each context.
+///
+/// # Safety
+/// As for `mw_send`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_send_in(
+    ep: *mut mw_endpoint,
+    context: u32,
+    dest: u32,
+    tag: u64,
+    data: *const c_void,
+    len: usize,
+) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract.
         let (owner, data) = unsafe { (endpoint(ep)?, ffi::bytes(data, len, "data")?) };
-        Ok(owner.ep.send(dest, tag, data)?)
+        Ok(owner.ep.send_in(context, dest, tag, data)?)
     })
 }
 
@@ -85,11 +111,30 @@ pub unsafe extern "C" fn mw_recv(
     capacity: usize,
     status: *mut mw_recv_status,
 ) -> mw_status {
+    // SAFETY: forwarded contract.
+    unsafe { mw_recv_in(ep, MW_CONTEXT_DEFAULT, source, tag, buf, capacity, status) }
+}
+
+/// `mw_recv` in matching context `context`: takes only a message sent in
+/// the same context (`mw_send_in`, `mw_isend_in`).
+///
+/// # Safety
+/// As for `mw_recv`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_recv_in(
+    ep: *mut mw_endpoint,
+    context: u32,
+    source: u32,
+    tag: u64,
+    buf: *mut c_void,
+    capacity: usize,
+    status: *mut mw_recv_status,
+) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract.
         let (owner, buf, status) =
             unsafe { (endpoint(ep)?, ffi::bytes_mut(buf, capacity, "buf")?, ffi::out_opt(status, "status")?) };
-        let got = owner.ep.recv(source, tag, buf)?;
+        let got = owner.ep.recv_in(context, source, tag, buf)?;
         if let Some(out) = status {
             out.set(got.into());
         }
@@ -117,12 +162,30 @@ pub unsafe extern "C" fn mw_isend(
     len: usize,
     handle: *mut *mut mw_handle,
 ) -> mw_status {
+    // SAFETY: forwarded contract.
+    unsafe { mw_isend_in(ep, MW_CONTEXT_DEFAULT, dest, tag, data, len, handle) }
+}
+
+/// `mw_isend` in matching context `context` (see `mw_send_in`).
+///
+/// # Safety
+/// As for `mw_isend`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_isend_in(
+    ep: *mut mw_endpoint,
+    context: u32,
+    dest: u32,
+    tag: u64,
+    data: *const c_void,
+    len: usize,
+    handle: *mut *mut mw_handle,
+) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract: `data` outlives the handle, which is the
         // only holder of the 'static slice and is consumed before `data` may go.
         let (owner, out, data) =
             unsafe { (endpoint(ep)?, ffi::out(handle, "handle")?, ffi::bytes::<'static>(data, len, "data")?) };
-        let h = owner.ep.isend(dest, tag, data)?;
+        let h = owner.ep.isend_in(context, dest, tag, data)?;
         handle::give(owner, h, out);
         Ok(())
     })
@@ -148,12 +211,31 @@ pub unsafe extern "C" fn mw_irecv(
     capacity: usize,
     handle: *mut *mut mw_handle,
 ) -> mw_status {
+    // SAFETY: forwarded contract.
+    unsafe { mw_irecv_in(ep, MW_CONTEXT_DEFAULT, source, tag, buf, capacity, handle) }
+}
+
+/// `mw_irecv` in matching context `context`: matches only a message sent
+/// in the same context (see `mw_send_in`).
+///
+/// # Safety
+/// As for `mw_irecv`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_irecv_in(
+    ep: *mut mw_endpoint,
+    context: u32,
+    source: u32,
+    tag: u64,
+    buf: *mut c_void,
+    capacity: usize,
+    handle: *mut *mut mw_handle,
+) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract: `buf` outlives the handle, which is the
         // only holder of the 'static slice and is consumed before `buf` may go.
         let (owner, out, buf) =
             unsafe { (endpoint(ep)?, ffi::out(handle, "handle")?, ffi::bytes_mut::<'static>(buf, capacity, "buf")?) };
-        let h = owner.ep.irecv(source, tag, buf)?;
+        let h = owner.ep.irecv_in(context, source, tag, buf)?;
         handle::give_recv(owner, h, out);
         Ok(())
     })
@@ -196,10 +278,27 @@ pub unsafe extern "C" fn mw_probe(
     tag: u64,
     status: *mut mw_recv_status,
 ) -> mw_status {
+    // SAFETY: forwarded contract.
+    unsafe { mw_probe_in(ep, MW_CONTEXT_DEFAULT, source, tag, status) }
+}
+
+/// `mw_probe` in matching context `context`: sees only messages sent in
+/// the same context.
+///
+/// # Safety
+/// As for `mw_probe`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_probe_in(
+    ep: *mut mw_endpoint,
+    context: u32,
+    source: u32,
+    tag: u64,
+    status: *mut mw_recv_status,
+) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract.
         let (owner, out) = unsafe { (endpoint(ep)?, ffi::out(status, "status")?) };
-        out.set(owner.ep.probe(source, tag)?.into());
+        out.set(owner.ep.probe_in(context, source, tag)?.into());
         Ok(())
     })
 }
@@ -219,11 +318,29 @@ pub unsafe extern "C" fn mw_iprobe(
     found: *mut bool,
     status: *mut mw_recv_status,
 ) -> mw_status {
+    // SAFETY: forwarded contract.
+    unsafe { mw_iprobe_in(ep, MW_CONTEXT_DEFAULT, source, tag, found, status) }
+}
+
+/// `mw_iprobe` in matching context `context`: sees only messages sent in
+/// the same context.
+///
+/// # Safety
+/// As for `mw_iprobe`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_iprobe_in(
+    ep: *mut mw_endpoint,
+    context: u32,
+    source: u32,
+    tag: u64,
+    found: *mut bool,
+    status: *mut mw_recv_status,
+) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract.
         let (owner, found, status) =
             unsafe { (endpoint(ep)?, ffi::out(found, "found")?, ffi::out_opt(status, "status")?) };
-        let got = owner.ep.iprobe(source, tag)?;
+        let got = owner.ep.iprobe_in(context, source, tag)?;
         if let (Some(got), Some(out)) = (got, status) {
             out.set(got.into());
         }

@@ -653,6 +653,39 @@ impl Endpoint {
         }
     }
 
+    /// Sends a one-way active message to handler `id` at `rank` with `args`
+    /// (at most 8) and `payload` (any size; above the eager limit it is
+    /// copied and the target pulls the copy), the application's form of
+    /// [`AmContext::am_send`]. Returns once the message is queued: `payload`
+    /// may be reused at once. It is delivered reliably and, toward one
+    /// target, in order with this rank's other operations; nothing comes
+    /// back: an unknown `id` or a panicking handler at the target is only
+    /// counted there (`MsgStats::am_no_handler`, `am_handler_panics`), and
+    /// [`flush`](Self::flush) does not wait for it. Use
+    /// [`am_request_nb`](Self::am_request_nb) to learn the outcome.
+    pub fn am_send(&self, rank: u32, id: u16, args: &[u64], payload: &[u8]) -> Result<()> {
+        self.check_rank(rank)?;
+        if id >= RESERVED_HANDLER_BASE {
+            return Err(Error::InvalidArgument("handler ids from RESERVED_HANDLER_BASE (0xFF00) up are internal"));
+        }
+        let args = check_args(args)?;
+        let mut state = self.lock_with_room(rank);
+        let now = self.shared.now();
+        if payload.len() <= state.am_eager_limit_to(rank) {
+            // Straight from the caller's buffer: no copy beyond the send's.
+            let repr = OpRepr::AmRequest(op::AmRequest {
+                req: 0,
+                handler: id,
+                want_reply: false,
+                rndv: false,
+                args,
+                body: &[],
+            });
+            return state.send_op(now, rank, &repr, payload, None);
+        }
+        state.send_outgoing(now, Outgoing::AmSend { peer: rank, handler: id, args, payload: payload.to_vec() })
+    }
+
     /// Sends the request; also returns the token of an in-place exposure of
     /// `payload`, which the caller must withdraw before its borrow ends.
     /// With `in_place` (a blocking request) the reply from a same-host
