@@ -10,15 +10,15 @@
 //! enters the barrier; after leaving, every rank reads the counter with a
 //! `get` and must see all N additions. Each round has its own counter, so a
 //! fast rank's next round cannot disturb a slow rank's read. Over shared
-//! memory, over UDP and under injected loss, duplication and reordering,
-//! for 2, 3, 5 and 9 ranks.
+//! memory, over UDP (also with a progress thread) and under injected loss,
+//! duplication and reordering, for 2, 3, 5 and 9 ranks.
 
 mod common;
 
 use std::time::Duration;
 
 use common::{lossy, run_job, shm, udp};
-use mw_core::{Access, BarrierAlgo, Config, Endpoint, Team};
+use mw_core::{Access, BarrierAlgo, Config, Endpoint, ProgressMode, Team};
 
 /// Rounds of each method, back to back.
 const ROUNDS: usize = 4;
@@ -109,6 +109,13 @@ fn every_barrier_holds_over_shared_memory() {
 #[test]
 fn every_barrier_holds_over_udp() {
     every_size(udp(Config::default()), 0x0d9);
+}
+
+/// The progress thread executes the signals and additions while the
+/// application thread waits for them.
+#[test]
+fn every_barrier_holds_with_a_progress_thread() {
+    every_size(udp(Config { progress: ProgressMode::Thread, ..Config::default() }), 0x7d);
 }
 
 #[test]
