@@ -1312,7 +1312,9 @@ enum mw_status mw_fence(struct mw_endpoint *ep);
 
 /**
  * Collective: returns when every rank has called it, serving peers'
- * operations while it waits.
+ * operations while it waits. A dissemination barrier: ceil(log2 N) rounds
+ * of one message per rank; `MW_ERR_PEER_UNREACHABLE` if a peer fails
+ * first. (`mw_team_barrier` offers the other methods.)
  *
  * # Safety
  * `ep` must be NULL or a live endpoint.

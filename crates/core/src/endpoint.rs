@@ -894,8 +894,17 @@ impl Endpoint {
 
     /// Collective: returns when every rank has called it, making progress
     /// while it waits (so peers waiting on this rank are served).
+    ///
+    /// A dissemination barrier over reliable messages, on any transport
+    /// and for any N: `ceil(log2 N)` rounds, in each of which every rank
+    /// sends one one-way message and waits for one, so no rank handles more
+    /// than `ceil(log2 N)` messages per barrier (the module docs of
+    /// `internal.rs` give the details). Consecutive barriers are kept apart
+    /// by their numbers. Fails with `PeerUnreachable` if a peer fails
+    /// before this rank has heard from everyone. Barriers over a team, by a
+    /// choice of methods: [`Team::barrier_with`](crate::Team::barrier_with).
     pub fn barrier(&self) -> Result<()> {
-        self.internal_allgather(&[]).map(|_| ())
+        self.barrier_dissemination()
     }
 
     /// Collective: every rank contributes `blob`, everyone gets all of them in
@@ -1015,7 +1024,7 @@ impl Drop for Endpoint {
     }
 }
 
-fn internal_am(handler: u16, seq: u64) -> OpRepr<'static> {
+pub(crate) fn internal_am(handler: u16, seq: u64) -> OpRepr<'static> {
     OpRepr::AmRequest(op::AmRequest {
         req: 0,
         handler,

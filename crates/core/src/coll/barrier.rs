@@ -1,6 +1,30 @@
 //! Barrier by the five methods of Cenju-4 §6.3 (seed 000), plus the default.
 //! Barriers move no data: only signal words (and, for C, an atomic counter).
 //!
+//! What each costs, for N members (a round: one one-way message latency on
+//! the critical path; messages: in all, per barrier):
+//!
+//! | method | rounds | messages |
+//! |---|---|---|
+//! | A all-to-all | 1 | N(N-1) |
+//! | B binary tree | 2·floor(log2 N) | 2(N-1) |
+//! | C counters (atomic adds) | 1 | N(N-1) |
+//! | D multicast (binomial tree per origin) | ceil(log2 N) | N(N-1) |
+//! | E dissemination | ceil(log2 N) | N·ceil(log2 N) |
+//! | binomial tree | 2·ceil(log2 N) | 2(N-1) |
+//!
+//! A and C take one round but load every member with N - 1 arrivals; the
+//! trees send fewest messages but take two passes; E takes one pass with
+//! one message per member per round. `Auto` (`tuning::pick_barrier`) picks
+//! by measurement: the binomial tree from 3 members all on one host
+//! (what costs there is handing a CPU to another member, and its subtrees
+//! share one), otherwise B at 3-4 members and E elsewhere.
+//! `Endpoint::barrier` (not a team's) is also a dissemination barrier, over
+//! the endpoint's reserved messages instead of signal words
+//! (`crate::internal`). `tests/barrier.rs` checks every method as a
+//! barrier: additions completed before it are all visible after it, over
+//! shared memory, UDP and loss.
+//!
 //! Owns: one function per method (all-to-all signals, tree, counters,
 //! multicast, dissemination). Must not: move user data, or leave a signal word
 //! or counter in a state the next collective of the team could misread (every
