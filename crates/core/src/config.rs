@@ -572,6 +572,18 @@ impl Config {
     pub(crate) fn auth_key(&self, all_loopback: bool, job_key: &[u8; 16]) -> Option<mw_proto::AuthKey> {
         self.auth_enabled(all_loopback).then(|| mw_proto::AuthKey::from_job_key(job_key))
     }
+
+    /// The key that proves epoch changes (`mw_proto::Config::epoch_key`):
+    /// in a job on one host without authentication, so that a forged or
+    /// corrupted datagram cannot make a live peer look restarted (which
+    /// fails every operation toward it). There packets are not checksummed
+    /// either and 16 bytes of a 65,000-byte datagram are nothing. Between
+    /// hosts it would cost `MW_AUTH=0` runs 1% of every LAN datagram, and
+    /// there anyone who can forge can also read the epochs off the wire
+    /// (SECURITY.md).
+    pub(crate) fn epoch_key(&self, all_loopback: bool, job_key: &[u8; 16]) -> Option<mw_proto::AuthKey> {
+        (all_loopback && !self.auth_enabled(all_loopback)).then(|| mw_proto::AuthKey::from_job_key(job_key))
+    }
 }
 
 #[cfg(test)]

@@ -236,6 +236,7 @@ impl Endpoint {
         proto_cfg.max_window_bytes = proto_cfg.max_window_bytes.min(udp_cfg.socket_buffer_bytes / 2);
         proto_cfg.auth = config.auth_key(all_loopback, &info.job_key);
         proto_cfg.checksum = config.checksum_enabled(all_loopback);
+        proto_cfg.epoch_key = config.epoch_key(all_loopback, &info.job_key);
         let job_id = mw_proto::job_id_from_key(&info.job_key);
         let epoch = (random_u64() as u32).max(1);
         let udp_segment = proto_cfg.segment_size();
