@@ -582,7 +582,7 @@ impl Config {
     /// there anyone who can forge can also read the epochs off the wire
     /// (SECURITY.md).
     pub(crate) fn epoch_key(&self, all_loopback: bool, job_key: &[u8; 16]) -> Option<mw_proto::AuthKey> {
-        (all_loopback && !self.auth_enabled(all_loopback)).then(|| mw_proto::AuthKey::from_job_key(job_key))
+        (all_loopback && !self.auth_enabled(all_loopback)).then(|| mw_proto::AuthKey::epoch_proof_from_job_key(job_key))
     }
 }
 

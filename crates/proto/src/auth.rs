@@ -59,6 +59,10 @@ pub const TRAILER_RESERVE: usize = MAC_LEN;
 /// BLAKE3 `derive_key` context for the packet MAC key (never change it
 /// without bumping the wire version: ranks would reject each other).
 const MAC_CONTEXT: &str = "memwire 2025-01 packet MAC key v1";
+/// BLAKE3 `derive_key` context for the key of epoch proofs without
+/// authentication (`Config::epoch_key`): not the MAC key, so that ranks
+/// that disagree on authentication still reject each other's packets.
+const EPOCH_PROOF_CONTEXT: &str = "memwire 2026-12 epoch proof key v1";
 /// BLAKE3 `derive_key` context for the job id carried in every header.
 const JOB_ID_CONTEXT: &str = "memwire 2025-01 job id v1";
 /// BLAKE3 `derive_key` contexts of the MAC's two subkeys, from the MAC key.
@@ -89,6 +93,12 @@ impl AuthKey {
     /// The MAC key of the job whose 128-bit secret is `job_key`.
     pub fn from_job_key(job_key: &[u8; 16]) -> AuthKey {
         AuthKey::from_bytes(blake3::derive_key(MAC_CONTEXT, job_key))
+    }
+
+    /// The key that proves epochs (`Config::epoch_key`) in the job whose
+    /// 128-bit secret is `job_key`; unrelated to its MAC key.
+    pub fn epoch_proof_from_job_key(job_key: &[u8; 16]) -> AuthKey {
+        AuthKey::from_bytes(blake3::derive_key(EPOCH_PROOF_CONTEXT, job_key))
     }
 
     /// A key given directly (tests, or a caller with its own key schedule).
@@ -410,6 +420,7 @@ mod tests {
         let key = AuthKey::from_job_key(&job_key);
         assert_ne!(&key.bytes[..8], &job_id_from_key(&job_key).to_le_bytes());
         assert_ne!(job_id_from_key(&job_key), job_id_from_key(&[8; 16]));
+        assert_ne!(AuthKey::epoch_proof_from_job_key(&job_key), key, "a MAC must not pass as an epoch proof");
         assert_eq!(format!("{key:?}"), "AuthKey(<redacted>)");
         assert_eq!(seal(&Config::default(), &mut [0u8; 64], 48), 48);
     }

@@ -225,7 +225,8 @@ fn valid_macs_from_another_job_or_epoch_are_rejected() {
 #[test]
 fn without_authentication_only_a_proven_packet_changes_an_epoch() {
     for checksum in [false, true] {
-        let config = Config { epoch_key: Some(AuthKey::from_job_key(&JOB_KEY)), checksum, ..Config::default() };
+        let config =
+            Config { epoch_key: Some(AuthKey::epoch_proof_from_job_key(&JOB_KEY)), checksum, ..Config::default() };
         let (mut a, mut b) = pair(config.clone());
         assert_eq!(a.config().segment_size(), 1472 - HEADER_LEN - MAC_LEN, "room for the proof is reserved");
         let mut now = at(0);
