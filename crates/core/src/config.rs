@@ -79,8 +79,34 @@ pub struct Config {
     pub progress: ProgressMode,
     /// Print counters when the endpoint finalizes.
     pub print_stats: bool,
-    /// Silence after which a peer we wait on is declared dead.
+    /// Silence after which a peer we wait on is declared dead. Default
+    /// 1.5 s: a killed peer is reported to a waiting survivor within 2 s of
+    /// its death, and a live peer is probed every `rto_max` (100 ms) of
+    /// silence, so at 20% loss in each direction 15 probes and their answers
+    /// would all have to be lost for a false verdict (about 2 in 10 million).
     pub peer_dead_after: Duration,
+    /// Longest a blocking call waits for what the library on the other side
+    /// owes it: the completion of a put, get or atomic (`Handle::wait`, the
+    /// blocking forms), `flush`, `quiet`, an active message's reply, room in
+    /// a full send queue, and a push into this rank's own full FIFO. Past
+    /// it the call fails with [`Error::Timeout`] (C: `MW_ERR_TIMEOUT`).
+    /// Such a wait toward a dead peer ends sooner, with `PeerUnreachable`
+    /// after `peer_dead_after`; this bounds the wait whose peer is alive
+    /// but whose reply can never come (a connection disturbed by a forged
+    /// packet, a bug). Default 60 s: a reply owed by a live peer's progress
+    /// engine comes within a few retransmission timeouts (100 ms each at
+    /// most) even under heavy loss, and the `Auto` progress mode answers
+    /// for a computing peer within milliseconds, so only a wait that can
+    /// no longer end reaches it. `None` (`MW_OP_TIMEOUT_MS=0`): no deadline.
+    ///
+    /// Waits paced by another rank's *application* are not bounded by it
+    /// (a peer may legitimately compute for longer before it sends):
+    /// receives, `wait_until`, `recv_raw`, FIFO pops and pushes into
+    /// another rank's full FIFO, a rendezvous send waiting for its receiver,
+    /// barriers and collectives. Those end with `PeerUnreachable` when the
+    /// peer dies; `wait_until_timeout`, `recv_raw_timeout` and
+    /// `Handle::wait_timeout` take a deadline of the caller's.
+    pub op_timeout: Option<Duration>,
     /// Probe idle peers every quarter of `peer_dead_after`, so a peer that
     /// dies is noticed even when nothing is outstanding toward it (e.g. while
     /// waiting for it in a collective). Default on.
@@ -201,7 +227,8 @@ impl Default for Config {
             yield_for: Duration::from_micros(100),
             progress: ProgressMode::Auto,
             print_stats: false,
-            peer_dead_after: Duration::from_secs(2),
+            peer_dead_after: Duration::from_millis(1500),
+            op_timeout: Some(Duration::from_secs(60)),
             keepalive: true,
             rto_min: Duration::from_micros(500),
             ack_every: mw_proto::Config::default().ack_every,
@@ -240,7 +267,11 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ),
     ("MW_KEEPALIVE", "0 turns off probing of idle peers (default on, every MW_PEER_DEAD_MS / 4)"),
     ("MW_STATS", "1 prints per-endpoint counters at finalize"),
-    ("MW_PEER_DEAD_MS", "silence before a peer is declared unreachable, ms (default 2000)"),
+    ("MW_PEER_DEAD_MS", "silence before a peer is declared unreachable, ms (default 1500)"),
+    (
+        "MW_OP_TIMEOUT_MS",
+        "longest wait for a reply a live peer's library owes (completions, flush, quiet, AM replies), ms; then Timeout (default 60000, 0: none)",
+    ),
     ("MW_RTO_MIN_US", "retransmission timeout floor, microseconds (default 500)"),
     ("MW_ACK_EVERY", "acknowledge at least every N in-order packets received, 1-256 (default 32)"),
     ("MW_MAX_QUEUED", "bytes queued toward one peer before senders wait (default 8 MiB)"),
@@ -390,6 +421,13 @@ impl Config {
                 return Err(Error::InvalidArgument("MW_PEER_DEAD_MS must be positive"));
             }
             cfg.peer_dead_after = Duration::from_millis(ms);
+        }
+        if let Some(v) = lookup("MW_OP_TIMEOUT_MS") {
+            cfg.op_timeout = match v.trim() {
+                "none" | "off" => None,
+                v => Some(Duration::from_millis(parse_num("MW_OP_TIMEOUT_MS must be milliseconds or 'none'", v)?))
+                    .filter(|t| !t.is_zero()),
+            };
         }
         if let Some(v) = lookup("MW_RTO_MIN_US") {
             cfg.rto_min = Duration::from_micros(parse_num("MW_RTO_MIN_US must be microseconds", &v)?);
@@ -547,6 +585,18 @@ impl Config {
     pub(crate) fn auth_key(&self, all_loopback: bool, job_key: &[u8; 16]) -> Option<mw_proto::AuthKey> {
         self.auth_enabled(all_loopback).then(|| mw_proto::AuthKey::from_job_key(job_key))
     }
+
+    /// The key that proves epoch changes (`mw_proto::Config::epoch_key`):
+    /// in a job on one host without authentication, so that a forged or
+    /// corrupted datagram cannot make a live peer look restarted (which
+    /// fails every operation toward it). There packets are not checksummed
+    /// either and 16 bytes of a 65,000-byte datagram are nothing. Between
+    /// hosts it would cost `MW_AUTH=0` runs 1% of every LAN datagram, and
+    /// there anyone who can forge can also read the epochs off the wire
+    /// (SECURITY.md).
+    pub(crate) fn epoch_key(&self, all_loopback: bool, job_key: &[u8; 16]) -> Option<mw_proto::AuthKey> {
+        (all_loopback && !self.auth_enabled(all_loopback)).then(|| mw_proto::AuthKey::epoch_proof_from_job_key(job_key))
+    }
 }
 
 #[cfg(test)]
@@ -607,6 +657,17 @@ mod tests {
         assert_eq!(both.transport, TransportChoice::Auto);
         let cfg = with(&[("MW_TRANSPORT", "udp"), ("MW_SHM_COPY", "ring")]).unwrap();
         assert_eq!((cfg.transport, cfg.shm_copy), (TransportChoice::Udp, ShmCopy::Rings));
+    }
+
+    #[test]
+    fn op_timeout_is_a_minute_unless_told() {
+        assert_eq!(with(&[]).unwrap().op_timeout, Some(Duration::from_secs(60)));
+        assert_eq!(with(&[("MW_OP_TIMEOUT_MS", "250")]).unwrap().op_timeout, Some(Duration::from_millis(250)));
+        for none in ["0", "none", " off "] {
+            assert_eq!(with(&[("MW_OP_TIMEOUT_MS", none)]).unwrap().op_timeout, None, "{none}");
+        }
+        assert!(matches!(with(&[("MW_OP_TIMEOUT_MS", "soon")]), Err(Error::InvalidArgument(_))));
+        assert_eq!(with(&[]).unwrap().peer_dead_after, Duration::from_millis(1500));
     }
 
     #[test]

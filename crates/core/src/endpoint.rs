@@ -21,6 +21,7 @@ use mw_proto::time::Instant as ProtoInstant;
 use mw_wire::op::{self, OpRepr};
 
 use crate::config::{Config, ProgressMode};
+use crate::deadline::Bound;
 use crate::internal::Internal;
 use crate::lock::{StateGuard, StateLock};
 use crate::region::RegionTable;
@@ -111,6 +112,9 @@ pub(crate) struct Shared {
     /// Every rank of the job runs on this host (by the launcher's host
     /// names), whether or not shared memory connects them.
     pub one_host: bool,
+    /// `Config::op_timeout`: how long a wait bounded by it may last
+    /// (`crate::deadline`).
+    pub op_timeout: Option<Duration>,
 }
 
 /// A change in a peer's liveness, from [`Endpoint::poll_peer_event`].
@@ -233,6 +237,7 @@ impl Endpoint {
         proto_cfg.max_window_bytes = proto_cfg.max_window_bytes.min(udp_cfg.socket_buffer_bytes / 2);
         proto_cfg.auth = config.auth_key(all_loopback, &info.job_key);
         proto_cfg.checksum = config.checksum_enabled(all_loopback);
+        proto_cfg.epoch_key = config.epoch_key(all_loopback, &info.job_key);
         let job_id = mw_proto::job_id_from_key(&info.job_key);
         let epoch = (random_u64() as u32).max(1);
         let udp_segment = proto_cfg.segment_size();
@@ -250,6 +255,7 @@ impl Endpoint {
         let wait_policy = mw_transport::wait::WaitPolicy { spin: config.spin, yield_for: config.yield_for };
         let progress = config.progress;
         let chunk_bytes = config.chunk_bytes;
+        let op_timeout = config.op_timeout;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&udp);
         let mut mcast = crate::mcast::McastState::new(job_id, udp.local_addr().ip(), config.mcast_port);
         let fault_seed = config.fault.map_or(0, |f| f.seed);
@@ -311,6 +317,7 @@ impl Endpoint {
             shm: shm_shared,
             all_shm,
             one_host: info.local_size == info.size,
+            op_timeout,
         });
         // Everyone is reachable before anyone sends: the bootstrap keeps ranks
         // from racing ahead of a peer that has not bound its socket yet.
@@ -447,8 +454,8 @@ impl Endpoint {
     /// was already collected, or never existed). One lock when it is
     /// complete already (an eager send's is at once), and collected under
     /// the lock that saw it complete otherwise: not a second one after.
-    pub(crate) fn wait_and_take(&self, id: RequestId) -> Option<(Result<()>, Output)> {
-        self.wait_and_take_with(id, false, |_| false)
+    pub(crate) fn wait_and_take(&self, id: RequestId, bound: Bound) -> Option<(Result<()>, Output)> {
+        self.wait_and_take_with(id, false, bound, |_| false)
     }
 
     /// [`wait_and_take`](Self::wait_and_take) with `advance`, which may
@@ -459,10 +466,13 @@ impl Endpoint {
     /// [`spin_for_ring_record`](Self::spin_for_ring_record) (only once the
     /// first look found the request incomplete: a window of requests whose
     /// replies progress already executed must not spin for nothing).
+    /// Past `bound`'s deadline the outcome is `Err(Timeout)` and the request
+    /// stays where it is: the caller retires or keeps it.
     pub(crate) fn wait_and_take_with(
         &self,
         id: RequestId,
         ring_spin: bool,
+        bound: Bound,
         mut advance: impl FnMut(&mut State) -> bool,
     ) -> Option<(Result<()>, Output)> {
         let mut ready = |state: &mut State| state.requests.is_done(id) != Some(false) || advance(state);
@@ -485,13 +495,20 @@ impl Endpoint {
         }) {
             return taken;
         }
-        self.wait_for(|state| {
-            if !ready(state) {
-                return false;
-            }
-            taken = state.requests.take(id);
-            true
-        });
+        let until = self.deadline(bound);
+        let finished = self.wait_for_until(
+            |state| {
+                if !ready(state) {
+                    return false;
+                }
+                taken = state.requests.take(id);
+                true
+            },
+            until,
+        );
+        if !finished {
+            return Some((Err(Error::Timeout), Output::None));
+        }
         taken
     }
 
@@ -600,12 +617,14 @@ impl Endpoint {
                     return done_now;
                 }
             }
-            if until.is_some_and(|t| std::time::Instant::now() >= t) {
+            // One clock read a round serves the deadline and the protocol.
+            let clock = std::time::Instant::now();
+            if until.is_some_and(|t| clock >= t) {
                 return false;
             }
             let deadline = {
                 let mut state = self.shared.lock();
-                let now = self.shared.now();
+                let now = self.shared.at(clock);
                 // One datagram per round: the caller's condition is checked
                 // as soon as something arrived, instead of after another
                 // receive syscall that would only report an empty socket.
@@ -826,7 +845,8 @@ impl Endpoint {
     /// theirs. Covers every path: acknowledged UDP datagrams, records a
     /// same-host peer has consumed from its ring *and* messages still
     /// waiting in the overflow queue in front of that ring, and operations
-    /// on this rank itself.
+    /// on this rank itself. Fails with [`Error::Timeout`] if that takes
+    /// longer than [`Config::op_timeout`].
     pub fn flush(&self, rank: u32) -> Result<()> {
         self.check_rank(rank)?;
         {
@@ -834,17 +854,16 @@ impl Endpoint {
             let now = self.shared.now();
             state.proto.request_ack(now, rank);
         }
-        self.wait_for(|state| {
+        self.wait_for_op(|state| {
             state.ack_waiters[rank as usize].is_empty()
                 && state.shm_idle_toward(rank)
                 && (rank != state.rank || state.loopback.is_empty())
-        });
-        Ok(())
+        })
     }
 
     /// [`flush`](Self::flush) toward every rank at once: waits until every
     /// one-sided operation this rank issued before the call is complete at
-    /// its target.
+    /// its target ([`Error::Timeout`] past [`Config::op_timeout`]).
     pub fn quiet(&self) -> Result<()> {
         {
             let mut state = self.lock();
@@ -855,10 +874,9 @@ impl Endpoint {
                 }
             }
         }
-        self.wait_for(|state| {
+        self.wait_for_op(|state| {
             state.ack_waiters.iter().all(VecDeque::is_empty) && state.loopback.is_empty() && state.shm_idle()
-        });
-        Ok(())
+        })
     }
 
     /// Orders one-sided operations per target: at each target, every put,

@@ -17,6 +17,7 @@
 
 use std::marker::PhantomData;
 
+use crate::deadline::Bound;
 use crate::endpoint::Endpoint;
 use crate::request::{Output, RequestId};
 use crate::{Error, Result};
@@ -45,12 +46,22 @@ pub struct Handle<'a> {
     ready: Option<Result<Output>>,
     /// The landing buffer is lent to the request (see [`Handle::pin`]).
     pinned: bool,
+    /// How long [`wait`](Self::wait) waits: the operation timeout, except
+    /// for a send, whose completion is paced by the receiver's application.
+    bound: Bound,
     _source: PhantomData<&'a [u8]>,
 }
 
 impl<'a> Handle<'a> {
     pub(crate) fn new(ep: &'a Endpoint, id: RequestId, landing: Landing<'a>) -> Handle<'a> {
-        Handle { ep, id, landing, finished: false, ready: None, pinned: false, _source: PhantomData }
+        Handle { ep, id, landing, finished: false, ready: None, pinned: false, bound: Bound::Op, _source: PhantomData }
+    }
+
+    /// A handle whose wait is not bounded by the operation timeout: a send
+    /// completes when the receiving application takes the message.
+    pub(crate) fn unbounded(mut self) -> Handle<'a> {
+        self.bound = Bound::Unbounded;
+        self
     }
 
     /// A handle for an operation that completed as it was issued.
@@ -62,6 +73,7 @@ impl<'a> Handle<'a> {
             finished: false,
             ready: Some(result),
             pinned: false,
+            bound: Bound::Op,
             _source: PhantomData,
         }
     }
@@ -94,17 +106,33 @@ impl<'a> Handle<'a> {
         self.ep.lock().requests.is_done(self.id).unwrap_or(true)
     }
 
-    /// Waits for completion and returns its result.
+    /// Waits for completion and returns its result. A put, get or atomic
+    /// whose completion does not come within `Config::op_timeout` fails
+    /// with [`Error::Timeout`] (its outcome at the target is then unknown,
+    /// as with `PeerUnreachable`, and a get's buffer may hold part of the
+    /// data); a send's handle waits for the receiver without that bound.
     pub fn wait(mut self) -> Result<()> {
-        self.finish().map(|_| ())
+        let bound = self.bound;
+        self.finish(bound).map(|_| ())
+    }
+
+    /// [`wait`](Self::wait), giving up with [`Error::Timeout`] after
+    /// `timeout` instead of the operation timeout (for a send's handle
+    /// too). Either way the handle is consumed: the operation is abandoned
+    /// and a late completion is discarded.
+    pub fn wait_timeout(mut self, timeout: std::time::Duration) -> Result<()> {
+        self.finish(Bound::After(timeout)).map(|_| ())
     }
 
     /// Waits for completion and returns the fetched word (atomics, `get_value`).
     pub fn wait_value(mut self) -> Result<u64> {
-        match self.finish()? {
-            Output::Value(v) => Ok(v),
-            _ => Err(Error::InvalidArgument("this operation fetches no value")),
-        }
+        let bound = self.bound;
+        fetched_value(self.finish(bound)?)
+    }
+
+    /// [`wait_value`](Self::wait_value) with [`wait_timeout`](Self::wait_timeout)'s deadline.
+    pub fn wait_value_timeout(mut self, timeout: std::time::Duration) -> Result<u64> {
+        fetched_value(self.finish(Bound::After(timeout))?)
     }
 
     /// Lends a large get's destination to its request so the rest of the
@@ -125,7 +153,7 @@ impl<'a> Handle<'a> {
         }
     }
 
-    fn finish(&mut self) -> Result<Output> {
+    fn finish(&mut self, bound: Bound) -> Result<Output> {
         if let Some(result) = self.ready.take() {
             self.finished = true;
             return result;
@@ -133,8 +161,16 @@ impl<'a> Handle<'a> {
         let id = self.id;
         self.pin();
         let unpin = Unpin { ep: self.ep, id, armed: self.pinned };
-        let taken = self.ep.wait_and_take(id);
+        let taken = self.ep.wait_and_take(id, bound);
         self.finished = true;
+        if let Some((Err(Error::Timeout), _)) = &taken {
+            // Abandoned: the slot is freed now (a late reply finds a stale
+            // id and is dropped) and nothing lands in the buffer after we
+            // return, pinned or not.
+            self.ep.lock().requests.retire(id);
+            unpin.disarm();
+            return Err(Error::Timeout);
+        }
         unpin.disarm();
         let (result, output) = taken.ok_or(Error::InvalidArgument("operation already collected"))?;
         result?;
@@ -182,6 +218,14 @@ impl Drop for Handle<'_> {
         if !self.finished && self.ready.is_none() {
             self.ep.lock().requests.release(self.id);
         }
+    }
+}
+
+/// The word an atomic or `get_value` fetched.
+fn fetched_value(output: Output) -> Result<u64> {
+    match output {
+        Output::Value(v) => Ok(v),
+        _ => Err(Error::InvalidArgument("this operation fetches no value")),
     }
 }
 

@@ -83,6 +83,7 @@
 
 mod coll;
 pub mod config;
+mod deadline;
 mod endpoint;
 mod error;
 #[cfg(feature = "fuzzing")]

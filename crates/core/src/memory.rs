@@ -9,6 +9,7 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::deadline::Bound;
 use crate::endpoint::Endpoint;
 use crate::region::{Access, Arrival, OwnedMem, RawMem, RegionKey, RegisterTarget};
 use crate::rma::Cmp;
@@ -155,8 +156,27 @@ impl Endpoint {
     }
 
     /// Waits until the u64 at `offset` of `region` satisfies `cmp value`
-    /// (a put_signal's target spins here); returns the word's value.
+    /// (a put_signal's target spins here); returns the word's value. No
+    /// operation timeout applies: when a peer writes the word is up to its
+    /// application (see [`wait_until_timeout`](Self::wait_until_timeout)).
     pub fn wait_until(&self, region: &Region<'_>, offset: u64, cmp: Cmp, value: u64) -> Result<u64> {
+        self.wait_until_bounded(region, offset, cmp, value, Bound::Unbounded)
+    }
+
+    /// [`wait_until`](Self::wait_until), giving up with [`Error::Timeout`]
+    /// when the word does not satisfy `cmp value` within `timeout`.
+    pub fn wait_until_timeout(
+        &self,
+        region: &Region<'_>,
+        offset: u64,
+        cmp: Cmp,
+        value: u64,
+        timeout: std::time::Duration,
+    ) -> Result<u64> {
+        self.wait_until_bounded(region, offset, cmp, value, Bound::After(timeout))
+    }
+
+    fn wait_until_bounded(&self, region: &Region<'_>, offset: u64, cmp: Cmp, value: u64, bound: Bound) -> Result<u64> {
         region.check_word(offset)?;
         let mem = region.mem;
         let at = offset as usize;
@@ -164,6 +184,7 @@ impl Endpoint {
         if cmp.holds(seen, value) {
             return Ok(seen);
         }
+        let until = self.deadline(bound);
         if let Some(shm) = &self.shared.shm {
             // Same-host peers store into this word directly: poll it alone
             // for a while (no lock, no syscall), progressing now and then so
@@ -186,7 +207,7 @@ impl Endpoint {
                     std::hint::spin_loop();
                 }
                 let now = std::time::Instant::now();
-                if now - start >= shm.spin {
+                if now - start >= shm.spin || until.is_some_and(|t| now >= t) {
                     break;
                 }
                 if now - last_progress >= std::time::Duration::from_micros(10) {
@@ -197,11 +218,18 @@ impl Endpoint {
                 }
             }
         }
-        self.wait_for(|_| {
-            seen = mem.load_u64(at);
-            cmp.holds(seen, value)
-        });
-        Ok(seen)
+        let holds = self.wait_for_until(
+            |_| {
+                seen = mem.load_u64(at);
+                cmp.holds(seen, value)
+            },
+            until,
+        );
+        if holds {
+            Ok(seen)
+        } else {
+            Err(Error::Timeout)
+        }
     }
 }
 

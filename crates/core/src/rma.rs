@@ -83,7 +83,7 @@ impl Endpoint {
         let mut state = self.lock();
         if queue_full(&state, rank) {
             drop(state);
-            self.wait_for_room(rank);
+            self.wait_for_room(rank)?;
             state = self.lock();
         }
         let id = state.requests.alloc(rank, parts)?;
@@ -97,10 +97,11 @@ impl Endpoint {
     }
 
     /// Waits while too many bytes are queued toward `rank`.
-    fn wait_for_room(&self, rank: u32) {
+    fn wait_for_room(&self, rank: u32) -> Result<()> {
         if queue_full(&self.lock(), rank) {
-            self.wait_for(|state| !queue_full(state, rank));
+            self.wait_for_op(|state| !queue_full(state, rank))?;
         }
+        Ok(())
     }
 
     fn chunk_bytes(&self) -> usize {
@@ -147,7 +148,7 @@ impl Endpoint {
         let mut index = 0;
         while index < count {
             if index > 0 {
-                self.wait_for_room(rank);
+                self.wait_for_room(rank)?;
             }
             // Under one lock, as many messages as the queue takes; then they
             // leave together (one batch of datagrams, not one send each).
@@ -217,7 +218,7 @@ impl Endpoint {
         }
         // The probe's part completes (pending drops to `count`) or the
         // request fails (pending reads 0).
-        self.wait_for(|state| state.requests.pending(id).is_none_or(|pending| pending <= count));
+        self.wait_for_op(|state| state.requests.pending(id).is_none_or(|pending| pending <= count))?;
         let mut state = self.lock();
         if state.requests.is_done(id) != Some(false) {
             return Ok(false);
@@ -355,7 +356,10 @@ impl Endpoint {
                 len: this as u64,
             });
             if index > 0 {
-                self.wait_for_room(rank);
+                if let Err(error) = self.wait_for_room(rank) {
+                    self.lock().requests.fail(id, error);
+                    break;
+                }
             }
             let mut state = self.lock();
             let now = self.shared.now();
@@ -555,7 +559,10 @@ impl Endpoint {
                 body: &[],
             });
             if m > 0 {
-                self.wait_for_room(rank);
+                if let Err(error) = self.wait_for_room(rank) {
+                    self.lock().requests.fail(id, error);
+                    break;
+                }
             }
             let mut state = self.lock();
             let now = self.shared.now();

@@ -50,7 +50,7 @@
 
 use crate::{Config, DropReason};
 use aes::cipher::{BlockEncrypt, KeyInit};
-use mw_wire::{Flags, Header, HeaderRepr, CHECKSUM_LEN, HEADER_LEN, MAC_LEN};
+use mw_wire::{Flags, Header, HeaderRepr, PacketType, CHECKSUM_LEN, HEADER_LEN, MAC_LEN};
 
 /// Bytes any packet's trailer may take: `MAC_LEN` with authentication,
 /// `CHECKSUM_LEN` with checksums, 0 without. Size buffers for the largest.
@@ -59,6 +59,10 @@ pub const TRAILER_RESERVE: usize = MAC_LEN;
 /// BLAKE3 `derive_key` context for the packet MAC key (never change it
 /// without bumping the wire version: ranks would reject each other).
 const MAC_CONTEXT: &str = "memwire 2025-01 packet MAC key v1";
+/// BLAKE3 `derive_key` context for the key of epoch proofs without
+/// authentication (`Config::epoch_key`): not the MAC key, so that ranks
+/// that disagree on authentication still reject each other's packets.
+const EPOCH_PROOF_CONTEXT: &str = "memwire 2026-12 epoch proof key v1";
 /// BLAKE3 `derive_key` context for the job id carried in every header.
 const JOB_ID_CONTEXT: &str = "memwire 2025-01 job id v1";
 /// BLAKE3 `derive_key` contexts of the MAC's two subkeys, from the MAC key.
@@ -89,6 +93,12 @@ impl AuthKey {
     /// The MAC key of the job whose 128-bit secret is `job_key`.
     pub fn from_job_key(job_key: &[u8; 16]) -> AuthKey {
         AuthKey::from_bytes(blake3::derive_key(MAC_CONTEXT, job_key))
+    }
+
+    /// The key that proves epochs (`Config::epoch_key`) in the job whose
+    /// 128-bit secret is `job_key`; unrelated to its MAC key.
+    pub fn epoch_proof_from_job_key(job_key: &[u8; 16]) -> AuthKey {
+        AuthKey::from_bytes(blake3::derive_key(EPOCH_PROOF_CONTEXT, job_key))
     }
 
     /// A key given directly (tests, or a caller with its own key schedule).
@@ -161,9 +171,11 @@ pub fn job_id_from_key(job_key: &[u8; 16]) -> u64 {
     u64::from_le_bytes(id)
 }
 
-/// Trailer bytes every packet carries under `config`.
+/// Trailer bytes to reserve in every packet under `config`: the MAC with
+/// authentication, or when a packet may have to prove an epoch
+/// ([`proves_epoch`]); else the checksum's, if any.
 pub(crate) fn trailer_len(config: &Config) -> usize {
-    if config.auth.is_some() {
+    if config.auth.is_some() || config.epoch_key.is_some() {
         MAC_LEN
     } else if config.checksum {
         CHECKSUM_LEN
@@ -172,12 +184,32 @@ pub(crate) fn trailer_len(config: &Config) -> usize {
     }
 }
 
+/// The key a packet whose header is `head` is sealed with: the job's MAC
+/// key with authentication; without, `Config::epoch_key` for a packet that
+/// announces its sender's epoch to a peer whose epoch the sender does not
+/// know yet (destination epoch 0: the first packets of a connection, and
+/// every packet of a restarted process until it hears back) and for a
+/// Reset (a restarted process telling a peer so). Such packets are what
+/// makes a receiver adopt a new epoch for a peer, so they must prove they
+/// come from a holder of the job key (see `Endpoint::receive`). Multicast
+/// segments never change an epoch and are left alone.
+fn sealing_key<'a>(config: &'a Config, head: &[u8]) -> Option<&'a AuthKey> {
+    if config.auth.is_some() {
+        return config.auth.as_ref();
+    }
+    let key = config.epoch_key.as_ref()?;
+    let header = Header::new_unchecked(head);
+    let ptype = header.packet_type_raw();
+    let announces = header.dst_epoch() == 0 || ptype == PacketType::Reset as u8;
+    (announces && ptype != PacketType::Mcast as u8).then_some(key)
+}
+
 /// Finishes an emitted packet of `len` bytes in `buf` (header and payload
 /// written, `buf` at least `len + trailer_len(config)` long): sets the
 /// trailer's flag, appends the MAC or checksum over header and payload, and
 /// returns the final length, trailer included.
 pub(crate) fn seal(config: &Config, buf: &mut [u8], len: usize) -> usize {
-    if let Some(key) = &config.auth {
+    if let Some(key) = sealing_key(config, &buf[..HEADER_LEN]) {
         Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::MAC, true);
         let tag = key.tag(&buf[..len]);
         buf[len..len + MAC_LEN].copy_from_slice(&tag);
@@ -202,6 +234,11 @@ pub(crate) fn check_checksum(config: &Config, datagram: &[u8]) -> Result<(), Dro
         return Ok(());
     }
     mw_wire::check_preamble(datagram).map_err(DropReason::Malformed)?;
+    if config.epoch_key.is_some() && Header::new_unchecked(datagram).flags_raw() & Flags::MAC.bits() != 0 {
+        // An epoch proof carries the MAC instead, which [`verify`] checks
+        // over every byte (a corruption that set this flag fails there).
+        return Ok(());
+    }
     if !mw_wire::checksum_matches(datagram) {
         return Err(DropReason::BadChecksum);
     }
@@ -214,7 +251,7 @@ pub(crate) fn check_checksum(config: &Config, datagram: &[u8]) -> Result<(), Dro
 /// the payload. Returns the trailer length. The trailer (MAC or checksum) is
 /// the same as [`seal`]'s over the concatenated packet.
 pub(crate) fn seal_parts(config: &Config, buf: &mut [u8], head_len: usize, payload: [&[u8]; 2]) -> usize {
-    if let Some(key) = &config.auth {
+    if let Some(key) = sealing_key(config, &buf[..HEADER_LEN]) {
         Header::new_unchecked(&mut buf[..HEADER_LEN]).set_flag(Flags::MAC, true);
         let tag = key.tag_parts(&[&buf[..head_len], payload[0], payload[1]]);
         buf[head_len..head_len + MAC_LEN].copy_from_slice(&tag);
@@ -232,40 +269,48 @@ pub(crate) fn seal_parts(config: &Config, buf: &mut [u8], head_len: usize, paylo
 /// Accepts or rejects a received datagram whose header parsed as `repr`
 /// (so its length matches what the header announces, trailer included):
 /// its trailer must be the one `config` asks for, and a MAC must verify.
-/// (A checksum was already verified by [`check_checksum`].)
-pub(crate) fn verify(config: &Config, datagram: &[u8], repr: &HeaderRepr) -> Result<(), DropReason> {
+/// (A checksum was already verified by [`check_checksum`].) Returns whether
+/// the packet carries a valid MAC: always with authentication; without, a
+/// packet proving its sender's epoch under `Config::epoch_key`.
+pub(crate) fn verify(config: &Config, datagram: &[u8], repr: &HeaderRepr) -> Result<bool, DropReason> {
+    let has_mac = repr.flags.contains(Flags::MAC);
+    if config.auth.is_none() && has_mac {
+        // An epoch proof (or a rank that authenticates while we do not).
+        let Some(key) = &config.epoch_key else {
+            return Err(DropReason::BadMac);
+        };
+        return mac_matches(key, datagram, repr).then_some(true).ok_or(DropReason::BadMac);
+    }
     if repr.flags.contains(Flags::CHECKSUM) != config.checksum {
         // Checksums on: the CRC matched bytes that do not announce one (a
         // 2^-32 chance per corrupted packet). Off: a rank that checksums
         // while we do not; ranks of one job must agree.
         return Err(DropReason::BadChecksum);
     }
-    let has_mac = repr.flags.contains(Flags::MAC);
     let Some(key) = &config.auth else {
-        // We cannot check it, so we cannot trust it: ranks of one job must
-        // agree on authentication (they decide it from the same inputs).
-        return if has_mac { Err(DropReason::BadMac) } else { Ok(()) };
+        return Ok(false);
     };
-    if !has_mac {
-        return Err(DropReason::BadMac);
-    }
-    let end = HEADER_LEN + usize::from(repr.payload_len);
-    let (Some(authenticated), Some(trailer)) = (datagram.get(..end), datagram.get(end..end + MAC_LEN)) else {
-        return Err(DropReason::BadMac);
-    };
-    let mut got = [0u8; MAC_LEN];
-    got.copy_from_slice(trailer);
-    if constant_time_eq::constant_time_eq_16(&key.tag(authenticated), &got) {
-        Ok(())
+    if has_mac && mac_matches(key, datagram, repr) {
+        Ok(true)
     } else {
         Err(DropReason::BadMac)
     }
 }
 
+/// Whether `datagram` (parsed as `repr`) ends in a valid MAC under `key`.
+fn mac_matches(key: &AuthKey, datagram: &[u8], repr: &HeaderRepr) -> bool {
+    let end = HEADER_LEN + usize::from(repr.payload_len);
+    let (Some(authenticated), Some(trailer)) = (datagram.get(..end), datagram.get(end..end + MAC_LEN)) else {
+        return false;
+    };
+    let mut got = [0u8; MAC_LEN];
+    got.copy_from_slice(trailer);
+    constant_time_eq::constant_time_eq_16(&key.tag(authenticated), &got)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mw_wire::PacketType;
 
     fn packet(payload: &[u8]) -> (Vec<u8>, usize) {
         let repr = HeaderRepr {
@@ -298,7 +343,7 @@ mod tests {
     fn check_with(config: &Config, datagram: &[u8]) -> Result<(), DropReason> {
         check_checksum(config, datagram)?;
         let (repr, _) = HeaderRepr::parse_packet(datagram).map_err(DropReason::Malformed)?;
-        verify(config, datagram, &repr)
+        verify(config, datagram, &repr).map(drop)
     }
 
     #[test]
@@ -375,6 +420,7 @@ mod tests {
         let key = AuthKey::from_job_key(&job_key);
         assert_ne!(&key.bytes[..8], &job_id_from_key(&job_key).to_le_bytes());
         assert_ne!(job_id_from_key(&job_key), job_id_from_key(&[8; 16]));
+        assert_ne!(AuthKey::epoch_proof_from_job_key(&job_key), key, "a MAC must not pass as an epoch proof");
         assert_eq!(format!("{key:?}"), "AuthKey(<redacted>)");
         assert_eq!(seal(&Config::default(), &mut [0u8; 64], 48), 48);
     }

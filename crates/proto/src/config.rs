@@ -142,6 +142,19 @@ pub struct Config {
     /// Default `false`: the endpoint layer turns it on between hosts when
     /// authentication is off, and leaves loopback without it.
     pub checksum: bool,
+    /// Without authentication (`auth` is `None`), the job's MAC key used to
+    /// prove epochs: a packet that announces its sender's epoch (destination
+    /// epoch 0, or a Reset) carries a MAC under it instead of the checksum,
+    /// and a packet that would change a known peer's epoch (a restart), or
+    /// set an unknown peer's without naming this endpoint's, is accepted
+    /// only with a valid one; without, it is dropped
+    /// ([`DropReason::UnprovenEpoch`](crate::DropReason::UnprovenEpoch)).
+    /// So a forged or corrupted datagram with another source epoch cannot
+    /// make a live peer look restarted, and a restarted peer is still
+    /// recognised. Every packet reserves room for the MAC (16 bytes less
+    /// payload per datagram). Default `None`: epochs are taken as they come.
+    /// Ranks of one job must agree.
+    pub epoch_key: Option<AuthKey>,
 }
 
 impl Default for Config {
@@ -166,6 +179,7 @@ impl Default for Config {
             initial_seq: 0,
             auth: None,
             checksum: false,
+            epoch_key: None,
         }
     }
 }

@@ -205,8 +205,9 @@ impl Endpoint {
 
     /// The checks every received datagram passes first, in this order:
     /// size, checksum (before any header field but magic and version is
-    /// read), header syntax, job, MAC or checksum flag.
-    fn admit<'a>(&self, datagram: &'a [u8]) -> Result<(HeaderRepr, &'a [u8]), DropReason> {
+    /// read), header syntax, job, MAC or checksum flag. Also says whether
+    /// the packet carries a valid MAC (see `auth::verify`).
+    fn admit<'a>(&self, datagram: &'a [u8]) -> Result<(HeaderRepr, &'a [u8], bool), DropReason> {
         if datagram.len() > self.config.max_datagram {
             return Err(DropReason::Oversized);
         }
@@ -215,8 +216,8 @@ impl Endpoint {
         if repr.job_id != self.ids.job {
             return Err(DropReason::WrongJob);
         }
-        auth::verify(&self.config, datagram, &repr)?;
-        Ok((repr, payload))
+        let proven = auth::verify(&self.config, datagram, &repr)?;
+        Ok((repr, payload, proven))
     }
 
     fn receive(
@@ -225,7 +226,7 @@ impl Endpoint {
         datagram: &[u8],
         deliver: &mut dyn FnMut(u32, &[u8]),
     ) -> Result<(), DropReason> {
-        let (repr, payload) = self.admit(datagram)?;
+        let (repr, payload, proven) = self.admit(datagram)?;
         if repr.packet_type == PacketType::Mcast {
             // Outside any connection: `accept_mcast` takes these; here one
             // is misrouted and must not touch connection state.
@@ -249,6 +250,20 @@ impl Endpoint {
         let p = &mut self.peers[index];
         if p.is_retired(repr.src_epoch) {
             return Err(DropReason::StaleEpoch); // a late packet of the peer's previous life
+        }
+        // Without authentication, a packet that would set or change the
+        // peer's epoch must prove it was built with the job key (an epoch
+        // proof, `Config::epoch_key`): a restarted peer's packets do until
+        // it hears from us. Setting an unknown epoch needs no proof from a
+        // packet that names our current epoch (the peer has heard from us,
+        // through a proof of ours). Anything else would let one forged or
+        // corrupted datagram make a live peer look restarted.
+        if self.config.epoch_key.is_some()
+            && !proven
+            && p.epoch != repr.src_epoch
+            && (p.epoch != 0 || repr.dst_epoch != self.ids.epoch)
+        {
+            return Err(DropReason::UnprovenEpoch);
         }
         if p.epoch == 0 {
             if p.dead && repr.dst_epoch == 0 {
@@ -558,7 +573,7 @@ impl Endpoint {
     }
 
     fn check_mcast<'a>(&self, datagram: &'a [u8]) -> Result<McastSegment<'a>, DropReason> {
-        let (repr, payload) = self.admit(datagram)?;
+        let (repr, payload, _) = self.admit(datagram)?;
         if repr.packet_type != PacketType::Mcast {
             return Err(DropReason::Malformed(mw_wire::Error::UnknownType));
         }

@@ -235,6 +235,10 @@ pub enum DropReason {
     BadMac,
     /// From a peer declared dead (same incarnation).
     DeadPeer,
+    /// Would change the peer's epoch (or set it without naming ours)
+    /// without proving it came from a holder of the job key
+    /// (`Config::epoch_key`): a forged or corrupted packet, not a restart.
+    UnprovenEpoch,
 }
 
 impl core::fmt::Display for DropReason {
@@ -252,6 +256,7 @@ impl core::fmt::Display for DropReason {
             DropReason::OutOfWindow => f.write_str("data beyond the receive window"),
             DropReason::BadMac => f.write_str("bad or unverifiable MAC"),
             DropReason::DeadPeer => f.write_str("packet from a peer declared dead"),
+            DropReason::UnprovenEpoch => f.write_str("epoch change without proof"),
         }
     }
 }

@@ -51,6 +51,9 @@ pub struct DropCounts {
     pub bad_mac: u64,
     /// From a peer we declared dead (same incarnation).
     pub dead_peer: u64,
+    /// Would have changed a peer's epoch without proving it
+    /// ([`DropReason::UnprovenEpoch`]): forged or corrupted.
+    pub unproven_epoch: u64,
 }
 
 impl DropCounts {
@@ -75,12 +78,13 @@ impl DropCounts {
             DropReason::OutOfWindow => &mut self.out_of_window,
             DropReason::BadMac => &mut self.bad_mac,
             DropReason::DeadPeer => &mut self.dead_peer,
+            DropReason::UnprovenEpoch => &mut self.unproven_epoch,
         };
         *slot += 1;
     }
 
     /// Every counter with its name, in declaration order (for printing).
-    pub fn by_reason(&self) -> [(&'static str, u64); 17] {
+    pub fn by_reason(&self) -> [(&'static str, u64); 18] {
         [
             ("truncated", self.truncated),
             ("bad_magic", self.bad_magic),
@@ -99,6 +103,7 @@ impl DropCounts {
             ("out_of_window", self.out_of_window),
             ("bad_mac", self.bad_mac),
             ("dead_peer", self.dead_peer),
+            ("unproven_epoch", self.unproven_epoch),
         ]
     }
 
@@ -278,6 +283,7 @@ mod tests {
             DropReason::OutOfWindow,
             DropReason::BadMac,
             DropReason::DeadPeer,
+            DropReason::UnprovenEpoch,
         ];
         for (i, reason) in reasons.iter().enumerate() {
             for _ in 0..=i {
@@ -288,11 +294,11 @@ mod tests {
         for (i, (name, n)) in d.by_reason().into_iter().enumerate() {
             assert_eq!(n, i as u64 + 1, "{name}");
         }
-        assert_eq!(d.total(), (1..=17).sum::<u64>());
+        assert_eq!(d.total(), (1..=18).sum::<u64>());
         assert_eq!(d.not_well_formed(), (1..=9).sum::<u64>());
         let text = d.to_string();
-        assert!(text.starts_with("total 153 truncated=1 bad_magic=2 bad_version=3"), "{text}");
-        assert!(text.ends_with("dead_peer=17"), "{text}");
+        assert!(text.starts_with("total 171 truncated=1 bad_magic=2 bad_version=3"), "{text}");
+        assert!(text.ends_with("dead_peer=17 unproven_epoch=18"), "{text}");
         assert_eq!(DropCounts::default().to_string(), "total 0");
         let stats = Stats { packets_sent: 5, drops: d, ..Stats::default() };
         let shown = stats.to_string();

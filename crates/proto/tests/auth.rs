@@ -216,3 +216,82 @@ fn valid_macs_from_another_job_or_epoch_are_rejected() {
     assert!(b.stats().drops.stale_epoch >= 1);
     assert_eq!(b.stats().peers_restarted, 1);
 }
+
+/// Without authentication but with an epoch key (a job on one host): the
+/// packets that announce an epoch carry a MAC, the rest none; a forged
+/// packet with another source epoch (with or without a made-up MAC, or a
+/// corrupted genuine one) is dropped and counted instead of making the
+/// peer look restarted, while a real restart is still recognised.
+#[test]
+fn without_authentication_only_a_proven_packet_changes_an_epoch() {
+    for checksum in [false, true] {
+        let config =
+            Config { epoch_key: Some(AuthKey::epoch_proof_from_job_key(&JOB_KEY)), checksum, ..Config::default() };
+        let (mut a, mut b) = pair(config.clone());
+        assert_eq!(a.config().segment_size(), 1472 - HEADER_LEN - MAC_LEN, "room for the proof is reserved");
+        let mut now = at(0);
+        let mut wire = Vec::new();
+        a.submit(now, 1, &[b"first life"]).unwrap();
+        b.submit(now, 0, &[b"hello"]).unwrap();
+        assert_eq!(settle(&mut a, &mut b, &mut now, &mut wire), vec![b"first life".to_vec()]);
+        // Only the packets sent before the peer's epoch was known are proofs.
+        for p in &wire {
+            let (repr, _) = HeaderRepr::parse_packet(p).unwrap();
+            assert_eq!(repr.flags.contains(Flags::MAC), repr.dst_epoch == 0, "{repr:?}");
+            assert_eq!(repr.flags.contains(Flags::CHECKSUM), checksum && repr.dst_epoch != 0, "{repr:?}");
+        }
+        assert!(wire.iter().any(|p| !HeaderRepr::parse_packet(p).unwrap().0.flags.contains(Flags::MAC)));
+
+        // Forgeries claiming to be rank 0 in a new life: no MAC, a made-up
+        // MAC, and a genuine proof with one bit of its epoch flipped.
+        let forged = |flags: Flags, src_epoch: u32| {
+            let repr = HeaderRepr {
+                packet_type: PacketType::Probe,
+                flags,
+                payload_len: 0,
+                job_id: job(),
+                src_rank: 0,
+                dst_rank: 1,
+                src_epoch,
+                dst_epoch: 0,
+                seq: 0,
+                ack: 0,
+                sack: 0,
+            };
+            let mut p = vec![0u8; repr.buffer_len()];
+            repr.emit_into(&mut p);
+            if checksum && !flags.contains(Flags::MAC) {
+                let end = p.len() - mw_wire::CHECKSUM_LEN;
+                let crc = mw_wire::packet_checksum(&p[..end]);
+                p[end..].copy_from_slice(&crc.to_le_bytes());
+            }
+            p
+        };
+        let no_mac = forged(if checksum { Flags::CHECKSUM } else { Flags::empty() }, 0xbad);
+        assert_eq!(b.handle_datagram(now, &no_mac, &mut no_delivery()), Err(DropReason::UnprovenEpoch));
+        let made_up = forged(Flags::MAC, 0xbad);
+        assert_eq!(b.handle_datagram(now, &made_up, &mut no_delivery()), Err(DropReason::BadMac));
+        let proof = wire.iter().find(|p| {
+            let (repr, _) = HeaderRepr::parse_packet(p).unwrap();
+            repr.dst_rank == 1 && repr.flags.contains(Flags::MAC)
+        });
+        let mut flipped = proof.expect("a packet to b").clone();
+        flipped[HEADER_LEN - 1] ^= 1; // a header byte the MAC covers
+        assert!(b.handle_datagram(now, &flipped, &mut no_delivery()).is_err());
+        assert_eq!(b.stats().drops.unproven_epoch, 1);
+        assert_eq!(b.stats().peers_restarted, 0, "a forgery made the peer look restarted");
+        let events: Vec<Event> = std::iter::from_fn(|| b.poll_event()).collect();
+        assert!(
+            !events.iter().any(|e| matches!(e, Event::PeerRestarted { .. } | Event::PeerDead { .. })),
+            "{events:?}"
+        );
+
+        // The connection goes on, and a real restart is still recognised.
+        a.submit(now, 1, &[b"still here"]).unwrap();
+        assert_eq!(settle(&mut a, &mut b, &mut now, &mut Vec::new()), vec![b"still here".to_vec()]);
+        let mut a2 = Endpoint::new(config, job(), 0, 0xa2, 2);
+        a2.submit(now, 1, &[b"second life"]).unwrap();
+        assert_eq!(settle(&mut a2, &mut b, &mut now, &mut Vec::new()), vec![b"second life".to_vec()]);
+        assert_eq!(b.stats().peers_restarted, 1);
+    }
+}

@@ -34,6 +34,10 @@ fn main() -> ExitCode {
         ("eager_limits_between_processes", eager_limits_between_processes),
         ("progress_thread_serves_a_computing_process", progress_thread_serves_a_computing_process),
         ("a_killed_peer_fails_operations_instead_of_hanging", a_killed_peer_fails_operations_instead_of_hanging),
+        (
+            "a_killed_peer_is_reported_within_2_s_at_20_percent_loss",
+            a_killed_peer_is_reported_within_2_s_at_20_percent_loss,
+        ),
         ("a_rank_that_fails_makes_mwrun_fail_naming_it", a_rank_that_fails_makes_mwrun_fail_naming_it),
         ("a_computing_rank_is_served_and_not_taken_for_dead", a_computing_rank_is_served_and_not_taken_for_dead),
         ("a_peer_dying_during_a_barrier_fails_the_barrier", a_peer_dying_during_a_barrier_fails_the_barrier),
@@ -178,6 +182,38 @@ fn a_killed_peer_fails_operations_instead_of_hanging() {
     // Env mode: no launcher kills the survivors when rank 2 dies.
     let children = spawn_env_mode(3, "victim", &[("MW_PEER_DEAD_MS", "500")]);
     assert_survivors_ok(children, 2, "victim");
+}
+
+/// Four ranks over UDP on loopback with 20% of every rank's datagrams
+/// dropped, the default dead-peer deadline: rank 3 kills itself, and each
+/// survivor, waiting on it in a fetch_add, must get `PeerUnreachable` less
+/// than 2.0 s after the kill (measured from the kill time rank 3 wrote just
+/// before dying); then the survivors work with each other, and idle, for
+/// longer than the deadline at the same loss, and none may be taken for
+/// dead (the netns role `netns-victim`, run here without namespaces).
+fn a_killed_peer_is_reported_within_2_s_at_20_percent_loss() {
+    let dir = std::env::temp_dir().join(format!("mwjob-victim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir_s = dir.display().to_string();
+    let env = [("MWJOB_DIR", dir_s.as_str()), ("MW_FAULT_DROP", "0.2"), ("MW_FAULT_SEED", "39")];
+    let children = spawn_env_mode(4, "netns-victim", &env);
+    let mut detected = Vec::new();
+    for (rank, child) in children.into_iter().enumerate() {
+        let out = child.wait_with_output().expect("wait");
+        if rank == 3 {
+            assert!(!out.status.success(), "rank 3 should have died");
+            continue;
+        }
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "rank {rank}: {:?}\n{stdout}\n{}", out.status, text(&out.stderr));
+        assert!(stdout.contains("netns-victim ok"), "rank {rank}: {stdout}");
+        detected.extend(stdout.lines().filter(|l| l.contains("detected")).map(str::to_owned));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(detected.len(), 3, "{detected:?}");
+    for line in detected {
+        println!("  {line}");
+    }
 }
 
 /// Waits for env-mode ranks: `dead` must have died, every other rank must

@@ -19,6 +19,7 @@ use mw_wire::op::{self, AmArgs, OpRepr, RndvDesc, Status};
 
 use super::rndv::Then;
 use super::{check_args, MsgOutput, MsgState, Outgoing, Sink, TOO_MANY_ARGS};
+use crate::deadline::Bound;
 use crate::endpoint::Endpoint;
 use crate::internal::RESERVED_HANDLER_BASE;
 use crate::request::{Output, RequestId};
@@ -529,7 +530,9 @@ impl AmHandle<'_> {
         self.ep.lock().requests.is_done(self.id).unwrap_or(true)
     }
 
-    /// Waits for the reply.
+    /// Waits for the reply; [`Error::Timeout`] if it does not come within
+    /// `Config::op_timeout` (the handler runs in the target's progress
+    /// engine, so a live target answers promptly).
     pub fn wait(self) -> Result<AmReplyData> {
         let mut reply = AmReplyData::default();
         self.wait_into(&mut reply)?;
@@ -553,13 +556,18 @@ impl AmHandle<'_> {
         // ring into the request, and the spin would wait out its rounds for
         // nothing.
         let ring_spin = from_ring && !self.ep.progress_thread_runs();
-        let taken = self.ep.wait_and_take_with(id, ring_spin, |state| {
+        let taken = self.ep.wait_and_take_with(id, ring_spin, Bound::Op, |state| {
             in_place = from_ring && state.am_reply_from_ring(id, rank, reply, true);
             in_place
         });
         self.finished = true;
         if in_place {
             return Ok(());
+        }
+        if let Some((Err(Error::Timeout), _)) = &taken {
+            // Abandoned: a late reply finds a stale id and is dropped.
+            self.ep.lock().requests.retire(id);
+            return Err(Error::Timeout);
         }
         let (result, output) = taken.ok_or(Error::InvalidArgument("operation already collected"))?;
         result?;
@@ -707,7 +715,7 @@ impl Endpoint {
         if args.len() > op::AM_MAX_ARGS {
             return Err(TOO_MANY_ARGS);
         }
-        let mut state = self.lock_with_room(rank);
+        let mut state = self.lock_with_room(rank)?;
         let output = || Output::Msg(MsgOutput::AmReply { args: None, sink: Sink::staged(0) });
         let eager = payload.len() <= state.am_eager_limit_to(rank);
         if eager && state.is_shm_peer(rank) {

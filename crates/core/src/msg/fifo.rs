@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use mw_wire::op::{self, OpRepr, Status};
 
+use crate::deadline::Bound;
 use crate::endpoint::{Endpoint, State};
 use crate::target::{Reply, Target};
 use crate::{Error, Result};
@@ -257,7 +258,7 @@ impl Endpoint {
     /// with [`Error::WouldBlock`] (and the entry is not queued anywhere).
     pub fn try_fifo_push(&self, rank: u32, key: FifoKey, entry: &[u8]) -> Result<()> {
         self.check_rank(rank)?;
-        let mut state = self.lock_with_room(rank);
+        let mut state = self.lock_with_room(rank)?;
         if rank == state.rank {
             let me = state.rank;
             return state.msg.fifo.push(me, key.0, entry).map_err(status_error);
@@ -277,17 +278,31 @@ impl Endpoint {
     }
 
     /// Appends `entry` to FIFO `key` of `rank`, waiting while it is full
-    /// (the owner's pops wake us; the entry is never dropped).
+    /// (the owner's pops wake us; the entry is never dropped). Waiting for
+    /// another rank's pops has no deadline (its application decides when
+    /// to pop; [`Error::PeerUnreachable`] if it dies). A push into this
+    /// rank's own full FIFO can only be ended by another thread of this
+    /// process popping: with none, it would wait forever, so it gives up
+    /// with [`Error::Timeout`] after `Config::op_timeout`.
     pub fn fifo_push(&self, rank: u32, key: FifoKey, entry: &[u8]) -> Result<()> {
+        let bound = if rank == self.rank() { Bound::Op } else { Bound::Unbounded };
+        let until = self.deadline(bound);
         loop {
             let seen = self.lock().msg.fifo.credits_seen.get(rank as usize).copied().unwrap_or(0);
             match self.try_fifo_push(rank, key, entry) {
                 Err(Error::WouldBlock) => {}
                 other => return other,
             }
-            self.wait_for(|state| {
-                state.msg.fifo.credits_seen[rank as usize] > seen || (rank != state.rank && state.dead[rank as usize])
-            });
+            let woken = self.wait_for_until(
+                |state| {
+                    state.msg.fifo.credits_seen[rank as usize] > seen
+                        || (rank != state.rank && state.dead[rank as usize])
+                },
+                until,
+            );
+            if !woken {
+                return Err(Error::Timeout);
+            }
             if rank != self.rank() && self.lock().dead[rank as usize] {
                 return Err(Error::PeerUnreachable { rank });
             }

@@ -537,14 +537,15 @@ impl Endpoint {
     /// Takes the endpoint lock once too many bytes are no longer queued
     /// toward `rank`, waiting while they are (bounds the sender's memory
     /// like the one-sided operations do). One lock in the usual case.
-    pub(crate) fn lock_with_room(&self, rank: u32) -> StateGuard<'_, State> {
+    /// [`Error::Timeout`] when no room came within `Config::op_timeout`.
+    pub(crate) fn lock_with_room(&self, rank: u32) -> Result<StateGuard<'_, State>> {
         let state = self.lock();
         if !state.queue_full_toward(rank) {
-            return state;
+            return Ok(state);
         }
         drop(state);
-        self.wait_for(|state| !state.queue_full_toward(rank));
-        self.lock()
+        self.wait_for_op(|state| !state.queue_full_toward(rank))?;
+        Ok(self.lock())
     }
 }
 

@@ -14,6 +14,7 @@
 use super::rndv::Keep;
 use super::tagged::FromRing;
 use super::{MsgOutput, Sink};
+use crate::deadline::Bound;
 use crate::endpoint::Endpoint;
 use crate::request::{Output, RequestId};
 use crate::{Error, RecvStatus, Result, ANY_SOURCE};
@@ -50,7 +51,7 @@ impl OwnedRecv<'_> {
         let from_ring = source != ANY_SOURCE && self.ep.shares_memory_with(source);
         // The oldest posted receive takes its message from the ring itself,
         // without the generic dispatch (`recv_from_ring`).
-        let taken = self.ep.wait_and_take_with(id, false, |state| {
+        let taken = self.ep.wait_and_take_with(id, false, Bound::Unbounded, |state| {
             from_ring && state.recv_from_ring(id, source, None) != FromRing::Nothing
         });
         self.finished = true;
@@ -92,7 +93,7 @@ impl OwnedSend<'_> {
     /// outcome. After a failure (the receiver died) the buffer of a large
     /// message may not come back: an empty `Vec` is returned then.
     pub fn wait(mut self) -> (Vec<u8>, Result<()>) {
-        let taken = self.ep.wait_and_take(self.id);
+        let taken = self.ep.wait_and_take(self.id, Bound::Unbounded);
         self.finished = true;
         let (result, output) =
             taken.unwrap_or((Err(Error::InvalidArgument("operation already collected")), Output::None));
@@ -144,7 +145,7 @@ impl Endpoint {
     /// [`isend_owned`](Self::isend_owned) in matching context `context`.
     pub fn isend_owned_in(&self, context: u32, dest: u32, tag: u64, data: Vec<u8>) -> Result<OwnedSend<'_>> {
         self.check_send(dest, tag)?;
-        let mut state = self.lock_with_room(dest);
+        let mut state = self.lock_with_room(dest)?;
         // The clock only for the socket: a ring record needs neither it nor a transmit.
         let shm_dest = state.is_shm_peer(dest);
         let now = (!shm_dest).then(|| self.shared.now());

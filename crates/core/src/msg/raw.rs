@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 
+use crate::deadline::Bound;
 use crate::endpoint::{send_datagram, Endpoint};
 use crate::{Error, Result};
 
@@ -105,14 +106,32 @@ impl Endpoint {
     }
 
     /// Waits for a raw datagram and takes it into `out`: `(source, length)`.
-    /// Waits forever if none comes (they are unreliable: use a timeout
-    /// protocol of your own, or [`try_recv_raw`](Self::try_recv_raw)).
+    /// Waits as long as none comes: raw datagrams are unreliable, so a lost
+    /// one never does, and when another rank sends is up to its
+    /// application (no operation timeout applies). Use
+    /// [`recv_raw_timeout`](Self::recv_raw_timeout) or
+    /// [`try_recv_raw`](Self::try_recv_raw) where one may be lost.
     pub fn recv_raw(&self, out: &mut [u8]) -> Result<(u32, usize)> {
+        self.recv_raw_bounded(out, Bound::Unbounded)
+    }
+
+    /// [`recv_raw`](Self::recv_raw), giving up with [`Error::Timeout`]
+    /// when no datagram arrived within `timeout`.
+    pub fn recv_raw_timeout(&self, out: &mut [u8], timeout: std::time::Duration) -> Result<(u32, usize)> {
+        self.recv_raw_bounded(out, Bound::After(timeout))
+    }
+
+    fn recv_raw_bounded(&self, out: &mut [u8], bound: Bound) -> Result<(u32, usize)> {
+        let until = self.deadline(bound);
         loop {
             if let Some(got) = self.try_recv_raw(out)? {
                 return Ok(got);
             }
-            self.wait_for(|state| !state.msg.raw.queue.is_empty());
+            // The datagram that ended the wait may be taken by another
+            // thread first: wait again, toward the same deadline.
+            if !self.wait_for_until(|state| !state.msg.raw.queue.is_empty(), until) {
+                return Err(Error::Timeout);
+            }
         }
     }
 }

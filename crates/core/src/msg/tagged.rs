@@ -27,6 +27,7 @@ use mw_wire::op::{self, OpRepr, RndvRts, Status};
 
 use super::rndv::Then;
 use super::{MsgOutput, Outgoing, Sink};
+use crate::deadline::Bound;
 use crate::endpoint::{Endpoint, State};
 use crate::handle::{Handle, Landing};
 use crate::request::{Output, RequestId, Requests};
@@ -746,7 +747,7 @@ impl Endpoint {
                 id
             };
             drop(state);
-            return Handle::new(self, queued, Landing::Nothing).wait();
+            return Handle::new(self, queued, Landing::Nothing).unbounded().wait();
         }
         drop(state);
         // Rendezvous, zero copy: the receiver pulls straight from `data`.
@@ -759,7 +760,7 @@ impl Endpoint {
             self.announce(&mut state, context, dest, tag, data.len() as u64, key.0, token);
             state.transmit(self.shared.now());
         }
-        let result = self.wait_and_take(token).map(|(result, _)| result);
+        let result = self.wait_and_take(token, Bound::Unbounded).map(|(result, _)| result);
         result.unwrap_or(Ok(()))
     }
 
@@ -825,7 +826,7 @@ impl Endpoint {
         if self.eager_into_ring(context, dest, tag, data)? {
             return Ok(Handle::ready(self, Ok(Output::None)));
         }
-        let mut state = self.lock_with_room(dest);
+        let mut state = self.lock_with_room(dest)?;
         // The clock only for the socket: a ring record needs neither it nor a transmit.
         let shm_dest = state.is_shm_peer(dest);
         let now = (!shm_dest).then(|| self.shared.now());
@@ -841,7 +842,7 @@ impl Endpoint {
             state.transmit(now);
         }
         drop(state);
-        Ok(Handle::new(self, id, Landing::Nothing))
+        Ok(Handle::new(self, id, Landing::Nothing).unbounded())
     }
 
     /// Receives a message from `source` (or [`ANY_SOURCE`]) with `tag` (or

@@ -473,7 +473,8 @@ fn ignore_sigterm() {
 /// Rank 3 dies; ranks 0-2 time its detection and check every operation.
 fn victim(ep: Endpoint) -> ExitCode {
     const VICTIM: u32 = 3;
-    let deadline_ms: u64 = std::env::var("MW_PEER_DEAD_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let default_ms = mw_core::Config::default().peer_dead_after.as_millis() as u64;
+    let deadline_ms: u64 = std::env::var("MW_PEER_DEAD_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(default_ms);
     let dir = PathBuf::from(std::env::var("MWJOB_DIR").expect("MWJOB_DIR"));
     let me = ep.rank();
     let region = ep.alloc_symmetric(4096, Access::ALL).expect("alloc");
@@ -503,9 +504,12 @@ fn victim(ep: Endpoint) -> ExitCode {
         std::fs::read_to_string(dir.join("killed_at_us")).expect("kill time").trim().parse().expect("a number");
     let after_ms = detected_at.saturating_sub(killed_at) as f64 / 1000.0;
     println!("rank {me} detected rank {VICTIM} down {after_ms:.0} ms after it was killed (deadline {deadline_ms} ms)");
-    // The bound: silence for the deadline, plus up to one retransmission
-    // timer tick and scheduling on a loaded 2-core machine.
-    assert!(after_ms <= (deadline_ms + 1500) as f64, "detected after {after_ms} ms, deadline {deadline_ms} ms");
+    // With the default deadline the promise is a report within 2.0 s of
+    // the kill (under loss too); the deadline leaves the rest for the last
+    // reply heard before the kill, a timer tick and scheduling on a loaded
+    // machine. Another deadline gets the same half second.
+    let bound_ms = if deadline_ms == default_ms { 2000 } else { deadline_ms + 500 };
+    assert!(after_ms < bound_ms as f64, "detected after {after_ms} ms, deadline {deadline_ms} ms, bound {bound_ms} ms");
     assert_eq!(ep.poll_peer_event(), Some(PeerEvent::Down { rank: VICTIM }));
     assert!(ep.is_peer_down(VICTIM));
 

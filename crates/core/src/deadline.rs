@@ -1,0 +1,71 @@
+//! Deadlines of blocking waits.
+//!
+//! Owns: which bound a wait runs under ([`Bound`]), turning the endpoint's
+//! operation timeout (`Config::op_timeout`, `MW_OP_TIMEOUT_MS`) or a
+//! caller's timeout into an instant, and a wait that passed it into
+//! [`Error::Timeout`]. Waits for what another rank's *library* owes (a
+//! completion, an ack, a reply, room in a send queue) are bounded by the
+//! operation timeout; waits paced by another rank's *application* (a
+//! receive, `wait_until`, a barrier) are not, unless the caller gives a
+//! timeout (see `Config::op_timeout` for the list and why).
+//!
+//! Must not: read the clock except where a bounded wait starts (the wait
+//! loop in `endpoint` compares against the instant with the clock reading
+//! it takes each round anyway), or reach into the protocol (mw-proto stays
+//! clock-free: its own timers are the peer-death deadline).
+
+use std::time::{Duration, Instant};
+
+use crate::endpoint::{Endpoint, State};
+use crate::{Error, Result};
+
+/// How long a blocking wait may last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// Until the condition holds or the peer is declared dead: the wait is
+    /// paced by another rank's application.
+    Unbounded,
+    /// The endpoint's operation timeout, counted from when the wait starts.
+    Op,
+    /// A timeout the caller chose, counted from when the wait starts.
+    After(Duration),
+}
+
+impl Endpoint {
+    /// The instant a wait under `bound` that starts now gives up at.
+    pub(crate) fn deadline(&self, bound: Bound) -> Option<Instant> {
+        let timeout = match bound {
+            Bound::Unbounded => return None,
+            Bound::Op => self.shared.op_timeout?,
+            Bound::After(timeout) => timeout,
+        };
+        // A timeout too large to add is no deadline.
+        Instant::now().checked_add(timeout)
+    }
+
+    /// [`wait_for`](Self::wait_for) bounded by the operation timeout.
+    pub(crate) fn wait_for_op(&self, done: impl FnMut(&mut State) -> bool) -> Result<()> {
+        self.wait_for_bound(done, Bound::Op)
+    }
+
+    /// [`wait_for`](Self::wait_for) under `bound`: [`Error::Timeout`] when
+    /// `done` did not say so by its deadline.
+    pub(crate) fn wait_for_bound(&self, done: impl FnMut(&mut State) -> bool, bound: Bound) -> Result<()> {
+        match bound {
+            Bound::Unbounded => {
+                self.wait_for(done);
+                Ok(())
+            }
+            bound => match self.wait_for_until(done, self.deadline(bound)) {
+                true => Ok(()),
+                false => Err(Error::Timeout),
+            },
+        }
+    }
+
+    /// The operation timeout in force (`Config::op_timeout`); `None`: waits
+    /// for replies are not bounded.
+    pub fn op_timeout(&self) -> Option<Duration> {
+        self.shared.op_timeout
+    }
+}
