@@ -677,7 +677,7 @@ impl Endpoint {
             return Err(Error::InvalidArgument("handler ids from RESERVED_HANDLER_BASE (0xFF00) up are internal"));
         }
         let args = check_args(args)?;
-        let mut state = self.lock_with_room(rank);
+        let mut state = self.lock_with_room(rank)?;
         let now = self.shared.now();
         if payload.len() <= state.am_eager_limit_to(rank) {
             // Straight from the caller's buffer: no copy beyond the send's.
