@@ -1284,13 +1284,10 @@ impl State {
                 // A put to ourselves completes on delivery (there is no ack),
                 // so a rejection must fail it now: its status reply, queued
                 // behind this message, would find the request already done.
-                let rejected = self
-                    .replies
-                    .iter()
-                    .position(|reply| matches!(reply, Reply::Status { peer, req, .. } if *peer == me && *req == id.0));
-                let completion = match rejected.map(|i| self.replies.remove(i)) {
-                    Some(Reply::Status { status, .. }) => self.requests.fail(id, crate::target::fail_status(status)),
-                    _ => self.requests.part_done(id),
+                let rejected = self.replies.iter().position(|reply| reply.refuses(me, id.0));
+                let completion = match rejected.map(|i| self.replies.remove(i)).and_then(|r| r.status()) {
+                    Some(status) => self.requests.fail(id, crate::target::fail_status(status)),
+                    None => self.requests.part_done(id),
                 };
                 if let Some(c) = completion {
                     self.completions.push(c);
@@ -1359,52 +1356,52 @@ impl State {
                 let _ = self.send_op(now, peer, &repr, &[], None);
             }
             Reply::Get { peer, req, key, offset, len } => {
-                let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
-                let hlen = repr.emit_header(&mut self.hdr_buf);
                 let Ok(region) = self.regions.get(key) else {
-                    return;
+                    // Deregistered since the check: still answered.
+                    return self.send_reply(now, &Reply::GetError { peer, req, status: op::Status::BadKey });
                 };
                 let mem = region.mem;
-                if self.is_shm_peer(peer) {
-                    let hdr = std::mem::take(&mut self.hdr_buf);
-                    mem.with_slice(offset, len, |data| {
-                        let _ = self.shm_send(peer, &[&hdr[..hlen], data], None, false);
-                    });
-                    self.hdr_buf = hdr;
-                    return;
-                }
-                let hdr = &self.hdr_buf[..hlen];
-                let proto = &mut self.proto;
-                let loopback = &mut self.loopback;
-                // Over UDP one response per datagram, so the requester lands
-                // each straight from its receive buffer; a span asked for
-                // at once (crate::get_window) goes back as a run of them.
-                let piece = proto.config().segment_size().saturating_sub(hlen).max(1);
-                mem.with_slice(offset, len, |data| {
-                    if peer == self.rank {
-                        let mut msg = Vec::with_capacity(hlen + len);
-                        msg.extend_from_slice(hdr);
-                        msg.extend_from_slice(data);
-                        loopback.push_back((msg, None));
-                    } else if data.is_empty() {
-                        let _ = proto.submit(now, peer, &[hdr]);
-                    } else {
-                        for part in data.chunks(piece) {
-                            let _ = proto.submit(now, peer, &[hdr, part]);
-                        }
-                    }
-                });
+                mem.with_slice(offset, len, |data| self.send_get_data(now, peer, req, data));
             }
-            Reply::GetStrided { peer, req, key, offset, elem_size, count, stride } => {
-                let Ok(region) = self.regions.get(key) else {
-                    return;
-                };
-                let mut gathered = vec![0u8; elem_size * count];
-                for (i, out) in gathered.chunks_exact_mut(elem_size.max(1)).enumerate().take(count) {
-                    region.mem.read(offset + i * stride, out);
+            Reply::GetData { peer, req, ref data } => self.send_get_data(now, peer, req, data),
+            Reply::GetStrided { peer, req, .. } => match reply.read(&self.regions) {
+                Some(Ok(gathered)) => {
+                    let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
+                    let _ = self.send_op(now, peer, &repr, &gathered, None);
                 }
-                let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
-                let _ = self.send_op(now, peer, &repr, &gathered, None);
+                _ => self.send_reply(now, &Reply::GetError { peer, req, status: op::Status::BadKey }),
+            },
+        }
+    }
+
+    /// Sends a get's answer, `data`, to `peer`.
+    fn send_get_data(&mut self, now: ProtoInstant, peer: u32, req: u32, data: &[u8]) {
+        let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
+        let hlen = repr.emit_header(&mut self.hdr_buf);
+        if self.is_shm_peer(peer) {
+            let hdr = std::mem::take(&mut self.hdr_buf);
+            let _ = self.shm_send(peer, &[&hdr[..hlen], data], None, false);
+            self.hdr_buf = hdr;
+            return;
+        }
+        let hdr = &self.hdr_buf[..hlen];
+        if peer == self.rank {
+            let mut msg = Vec::with_capacity(hlen + data.len());
+            msg.extend_from_slice(hdr);
+            msg.extend_from_slice(data);
+            self.loopback.push_back((msg, None));
+            return;
+        }
+        // Over UDP one response per datagram, so the requester lands each
+        // straight from its receive buffer; a span asked for at once
+        // (crate::get_window) goes back as a run of them.
+        let proto = &mut self.proto;
+        let piece = proto.config().segment_size().saturating_sub(hlen).max(1);
+        if data.is_empty() {
+            let _ = proto.submit(now, peer, &[hdr]);
+        } else {
+            for part in data.chunks(piece) {
+                let _ = proto.submit(now, peer, &[hdr, part]);
             }
         }
     }

@@ -304,22 +304,16 @@ impl Harness {
             Reply::GetError { peer, req, status } => {
                 (peer, OpRepr::GetResponse(op::GetResponse { req, status, body: &[] }), Vec::new())
             }
-            Reply::Get { peer, req, key, offset, len } => {
-                let Ok(region) = self.regions.get(key) else {
-                    return;
-                };
-                let data = region.mem.with_slice(offset, len, <[u8]>::to_vec);
+            Reply::GetData { peer, req, data } => {
                 (peer, OpRepr::GetResponse(op::GetResponse { req, status: Status::Ok, body: &[] }), data)
             }
-            Reply::GetStrided { peer, req, key, offset, elem_size, count, stride } => {
-                let Ok(region) = self.regions.get(key) else {
-                    return;
+            Reply::Get { peer, req, .. } | Reply::GetStrided { peer, req, .. } => {
+                let (status, data) = match reply.read(&self.regions) {
+                    Some(Ok(data)) => (Status::Ok, data),
+                    Some(Err(status)) => (status, Vec::new()),
+                    None => return,
                 };
-                let mut data = vec![0u8; elem_size * count];
-                for (i, out) in data.chunks_exact_mut(elem_size.max(1)).enumerate().take(count) {
-                    region.mem.read(offset + i * stride, out);
-                }
-                (peer, OpRepr::GetResponse(op::GetResponse { req, status: Status::Ok, body: &[] }), data)
+                (peer, OpRepr::GetResponse(op::GetResponse { req, status, body: &[] }), data)
             }
         };
         let hlen = repr.emit_header(&mut self.hdr);

@@ -381,6 +381,14 @@ impl Endpoint {
 
     /// Nonblocking atomic on a u32 or u64 word at the target, executed exactly
     /// once. With `fetch` the handle's value is the word before the operation.
+    ///
+    /// `operand` is the value to add, swap in, store or combine; `compare`
+    /// the expected value of [`AtomicOp::CompareSwap`]. Arguments an op does
+    /// not use are ignored on every path, whatever their value: `compare`
+    /// for every op but CompareSwap, `operand` for [`AtomicOp::Load`] (which
+    /// always fetches, whatever `fetch` says). For a 32-bit word the
+    /// arguments the op uses must fit in 32 bits
+    /// ([`Error::InvalidArgument`] otherwise).
     #[allow(clippy::too_many_arguments)]
     pub fn atomic_nb(
         &self,
@@ -393,6 +401,10 @@ impl Endpoint {
         compare: u64,
         fetch: bool,
     ) -> Result<Handle<'_>> {
+        // The wire carries an unused argument only as zero (the target
+        // refuses anything else as malformed), so ignored means zeroed here.
+        let compare = if op == AtomicOp::CompareSwap { compare } else { 0 };
+        let operand = if op == AtomicOp::Load { 0 } else { operand };
         if width == AtomicWidth::U32 && (operand > u64::from(u32::MAX) || compare > u64::from(u32::MAX)) {
             return Err(Error::InvalidArgument("operand does not fit a 32-bit atomic"));
         }
