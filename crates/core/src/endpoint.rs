@@ -835,6 +835,7 @@ impl Endpoint {
         }
         self.wait_for(|state| {
             state.ack_waiters[rank as usize].is_empty()
+                && !state.gets.must_hold(rank)
                 && state.shm_idle_toward(rank)
                 && (rank != state.rank || state.loopback.is_empty())
         });
@@ -855,7 +856,10 @@ impl Endpoint {
             }
         }
         self.wait_for(|state| {
-            state.ack_waiters.iter().all(VecDeque::is_empty) && state.loopback.is_empty() && state.shm_idle()
+            state.ack_waiters.iter().all(VecDeque::is_empty)
+                && state.gets.is_idle()
+                && state.loopback.is_empty()
+                && state.shm_idle()
         });
         Ok(())
     }
@@ -1449,18 +1453,25 @@ impl State {
         if self.dead[peer as usize] {
             return Err(Error::PeerUnreachable { rank: peer });
         }
+        // Replies and the internal collective's messages are not operations
+        // a later direct access (shm) or a get still waiting for its window
+        // (UDP) must keep order with.
+        let ordered = match repr {
+            OpRepr::OpStatus(_) | OpRepr::AtomicResponse(_) | OpRepr::GetResponse(_) => false,
+            OpRepr::AmRequest(am) => am.handler < crate::internal::RESERVED_HANDLER_BASE,
+            _ => true,
+        };
         if self.is_shm_peer(peer) {
             let hdr = std::mem::take(&mut self.hdr_buf);
-            // Replies and the internal collective's messages are not
-            // operations a later direct access could overtake.
-            let ordered = match repr {
-                OpRepr::OpStatus(_) | OpRepr::AtomicResponse(_) | OpRepr::GetResponse(_) => false,
-                OpRepr::AmRequest(am) => am.handler < crate::internal::RESERVED_HANDLER_BASE,
-                _ => true,
-            };
             let sent = self.shm_send(peer, &[&hdr[..hlen], body], waiter, ordered);
             self.hdr_buf = hdr;
             return sent.map(|()| false);
+        }
+        // A get request toward a UDP peer comes only from the window, in
+        // order; anything else issued while a get waits there waits behind it.
+        if ordered && !matches!(repr, OpRepr::GetRequest(_)) && self.gets.must_hold(peer) {
+            self.hold_behind_gets(peer, hlen, body, waiter);
+            return Ok(false);
         }
         match self.proto.submit(now, peer, &[&self.hdr_buf[..hlen], body]) {
             Ok(id) => {
@@ -1469,12 +1480,16 @@ impl State {
                 }
                 Ok(true)
             }
-            Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank: peer }),
-            Err(mw_proto::SubmitError::TooLarge) => Err(Error::InvalidArgument(
-                "operation message larger than the protocol's max_message (64 MiB + 64 KiB)",
-            )),
-            Err(_) => Err(Error::BadRank { rank: peer, size: self.size }),
+            Err(error) => Err(submit_error(error, peer, self.size)),
         }
+    }
+
+    #[cold]
+    fn hold_behind_gets(&mut self, peer: u32, hlen: usize, body: &[u8], waiter: Option<RequestId>) {
+        let mut msg = Vec::with_capacity(hlen + body.len());
+        msg.extend_from_slice(&self.hdr_buf[..hlen]);
+        msg.extend_from_slice(body);
+        self.gets.hold(peer, crate::get_window::HeldOp { msg, waiter });
     }
 
     /// Rank 0 sends completed internal gathers to the others.
@@ -1637,6 +1652,17 @@ impl State {
 /// Sends one datagram. A full socket buffer is transient: retry briefly
 /// rather than lose the packet (the protocol would recover, but only after a
 /// retransmission timeout). Other errors are counted and returned.
+/// The error a refused `mw_proto` submit toward `peer` stands for.
+pub(crate) fn submit_error(error: mw_proto::SubmitError, peer: u32, size: u32) -> Error {
+    match error {
+        mw_proto::SubmitError::PeerDead => Error::PeerUnreachable { rank: peer },
+        mw_proto::SubmitError::TooLarge => {
+            Error::InvalidArgument("operation message larger than the protocol's max_message (64 MiB + 64 KiB)")
+        }
+        _ => Error::BadRank { rank: peer, size },
+    }
+}
+
 pub(crate) fn send_retrying(
     udp: &mut mw_transport::udp::UdpTransport,
     stats: &mut CoreStats,

@@ -11,7 +11,7 @@
 use mw_wire::op::{self, AtomicOp, AtomicWidth, OpRepr, SignalOp};
 
 use crate::endpoint::{Endpoint, State};
-use crate::get_window::GetChunk;
+use crate::get_window::{GetChunk, HeldOp, Next};
 use crate::handle::{Handle, Landing};
 use crate::region::RegionKey;
 use crate::request::{Output, RequestId};
@@ -69,7 +69,7 @@ type LastChunkOp<'f> = dyn Fn(u64, &[u8]) -> OpRepr<'static> + 'f;
 impl Endpoint {
     /// Allocates a request toward `rank` after waiting for room in its send
     /// queue, then lets `issue` send the operation's messages.
-    fn start<'a>(
+    pub(crate) fn start<'a>(
         &'a self,
         rank: u32,
         parts: u32,
@@ -716,7 +716,15 @@ impl State {
 
     fn request_get_chunks(&mut self, now: mw_proto::time::Instant) -> bool {
         let mut worked = false;
-        while let Some((peer, chunk)) = self.gets.next() {
+        while let Some((peer, next)) = self.gets.next() {
+            let chunk = match next {
+                Next::Chunk(chunk) => chunk,
+                Next::Op(held) => {
+                    worked = true;
+                    self.submit_held(now, peer, held);
+                    continue;
+                }
+            };
             if !self.requests.is_wanted(chunk.req) {
                 // Failed already, or its handle was dropped: ask for nothing
                 // more; a dropped one completes now so its slot is freed.
@@ -741,6 +749,23 @@ impl State {
             }
         }
         worked
+    }
+
+    /// Sends an operation that waited behind get chunks toward `peer`.
+    fn submit_held(&mut self, now: mw_proto::time::Instant, peer: u32, held: HeldOp) {
+        match self.proto.submit(now, peer, &[&held.msg]) {
+            Ok(id) => {
+                if let Some(waiter) = held.waiter {
+                    self.ack_waiters[peer as usize].push_back((id.0, waiter));
+                }
+            }
+            Err(error) => {
+                let error = crate::endpoint::submit_error(error, peer, self.size);
+                if let Some(c) = held.waiter.and_then(|waiter| self.requests.fail(waiter, error)) {
+                    self.completions.push(c);
+                }
+            }
+        }
     }
 }
 
