@@ -865,11 +865,12 @@ impl Endpoint {
     }
 
     /// Orders one-sided operations per target: at each target, every put,
-    /// atomic or other one-sided operation this rank issued before the fence
-    /// takes effect before any it issues to that target after it. So a
+    /// get, atomic or other one-sided operation this rank issued before the
+    /// fence takes effect before any it issues to that target after it. So a
     /// target that sees the effect of a later operation (a flag word it waits
     /// on with [`wait_until`](Self::wait_until), or the signal of a
-    /// put_signal) also sees the earlier ones.
+    /// put_signal) also sees the earlier ones, and a get issued before a put
+    /// into its range returns the bytes from before the put.
     ///
     /// It does not wait for anything, and orders nothing between different
     /// targets or with other paths (messages relayed by third ranks, out of
@@ -878,14 +879,20 @@ impl Endpoint {
     ///
     /// It costs nothing because every path already executes one initiator's
     /// operations at one target in issue order: over UDP the protocol
-    /// delivers each peer's messages exactly once and in order; over shared
-    /// memory a ring is FIFO, and a direct store is made only when every
-    /// earlier operation toward that peer has been executed (otherwise the
-    /// operation goes through the ring behind them); operations on this rank
-    /// itself run in issue order. `tests/completion.rs` checks the guarantee under
-    /// injected loss and reordering. The call exists so that code written
-    /// for libraries without that guarantee (OpenSHMEM's `shmem_fence`)
-    /// states its intent, and keeps it if the guarantee ever changes.
+    /// delivers each peer's messages exactly once and in order, a get whose
+    /// chunks still wait for the per-peer get window holds every operation
+    /// issued toward that peer after it until its last chunk has been asked
+    /// for (so bulk puts go out at once unless a get to the same peer is
+    /// waiting), and the target reads a get's data before executing a later
+    /// write delivered with it; over shared memory a ring is FIFO, and a
+    /// direct access is made only when every earlier operation toward that
+    /// peer has been executed (otherwise the operation goes through the ring
+    /// behind them); operations on this rank itself run in issue order.
+    /// `tests/completion.rs` and `tests/ordering.rs` check the guarantee
+    /// under injected loss and reordering. The call exists so that code
+    /// written for libraries without that guarantee (OpenSHMEM's
+    /// `shmem_fence`) states its intent, and keeps it if the guarantee ever
+    /// changes.
     pub fn fence(&self) {}
 
     pub(crate) fn check_rank(&self, rank: u32) -> Result<()> {
