@@ -1300,10 +1300,14 @@ enum mw_status mw_quiet(struct mw_endpoint *ep);
 
 /**
  * Orders one-sided operations per target: at each target, those issued
- * before the fence take effect before those issued to it after. It waits
- * for nothing and orders nothing across targets or with other paths (use
+ * before the fence (puts, gets, atomics, put_signal, ...) take effect
+ * before those issued to it after; a get issued before a put into its
+ * range returns the bytes from before the put. It waits for nothing and
+ * orders nothing across targets or with other paths (use
  * `mw_flush`/`mw_quiet` for that). memwire already executes each
- * initiator's operations at a target in issue order, so it costs nothing.
+ * initiator's operations at a target in issue order on every path, so it
+ * costs nothing (over UDP, operations issued while a get to the same
+ * target waits for its get window are held behind that get's requests).
  *
  * # Safety
  * `ep` must be NULL or a live endpoint.
@@ -1797,10 +1801,16 @@ enum mw_status mw_put_to_register(struct mw_endpoint *ep, uint32_t rank, uint16_
  * Starts an atomic `op` (`MW_ATOMIC_*`) on the `width`-byte word
  * (`MW_WIDTH_*`) at `offset` of region `key` at `rank` and stores its
  * handle in `*handle`. `operand` is the value to add/swap/store/combine,
- * `compare` the expected value for `MW_ATOMIC_COMPARE_SWAP` (ignored
- * otherwise); for a 32-bit word both must fit in 32 bits. With `fetch`
- * (always for `MW_ATOMIC_LOAD`), consume the handle with `mw_wait_value`
- * to get the word's previous value; otherwise with `mw_wait`.
+ * `compare` the expected value for `MW_ATOMIC_COMPARE_SWAP`. Arguments an
+ * op does not use are ignored on every path, whatever their value:
+ * `compare` for every op but `MW_ATOMIC_COMPARE_SWAP`, `operand` for
+ * `MW_ATOMIC_LOAD`. For a 32-bit word the arguments the op uses must fit in
+ * 32 bits (`MW_ERR_INVALID_ARGUMENT` otherwise). With `fetch` (always for
+ * `MW_ATOMIC_LOAD`), consume the handle with `mw_wait_value` to get the
+ * word's previous value; otherwise with `mw_wait`. An atomic the target
+ * refuses (unknown key, out of bounds, no atomic right, misaligned) fails
+ * its handle with that error; it never completes as `MW_OK` without
+ * having happened.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `handle` NULL or valid for writes.

@@ -72,10 +72,16 @@ unsafe fn plain(ep: *mut mw_endpoint, op: impl FnOnce(&mw_core::Endpoint) -> mw_
 /// Starts an atomic `op` (`MW_ATOMIC_*`) on the `width`-byte word
 /// (`MW_WIDTH_*`) at `offset` of region `key` at `rank` and stores its
 /// handle in `*handle`. `operand` is the value to add/swap/store/combine,
-/// `compare` the expected value for `MW_ATOMIC_COMPARE_SWAP` (ignored
-/// otherwise); for a 32-bit word both must fit in 32 bits. With `fetch`
-/// (always for `MW_ATOMIC_LOAD`), consume the handle with `mw_wait_value`
-/// to get the word's previous value; otherwise with `mw_wait`.
+/// `compare` the expected value for `MW_ATOMIC_COMPARE_SWAP`. Arguments an
+/// op does not use are ignored on every path, whatever their value:
+/// `compare` for every op but `MW_ATOMIC_COMPARE_SWAP`, `operand` for
+/// `MW_ATOMIC_LOAD`. For a 32-bit word the arguments the op uses must fit in
+/// 32 bits (`MW_ERR_INVALID_ARGUMENT` otherwise). With `fetch` (always for
+/// `MW_ATOMIC_LOAD`), consume the handle with `mw_wait_value` to get the
+/// word's previous value; otherwise with `mw_wait`. An atomic the target
+/// refuses (unknown key, out of bounds, no atomic right, misaligned) fails
+/// its handle with that error; it never completes as `MW_OK` without
+/// having happened.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `handle` NULL or valid for writes.

@@ -232,10 +232,14 @@ pub unsafe extern "C" fn mw_quiet(ep: *mut mw_endpoint) -> mw_status {
 }
 
 /// Orders one-sided operations per target: at each target, those issued
-/// before the fence take effect before those issued to it after. It waits
-/// for nothing and orders nothing across targets or with other paths (use
+/// before the fence (puts, gets, atomics, put_signal, ...) take effect
+/// before those issued to it after; a get issued before a put into its
+/// range returns the bytes from before the put. It waits for nothing and
+/// orders nothing across targets or with other paths (use
 /// `mw_flush`/`mw_quiet` for that). memwire already executes each
-/// initiator's operations at a target in issue order, so it costs nothing.
+/// initiator's operations at a target in issue order on every path, so it
+/// costs nothing (over UDP, operations issued while a get to the same
+/// target waits for its get window are held behind that get's requests).
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint.

@@ -856,6 +856,7 @@ impl Endpoint {
         }
         self.wait_for_op(|state| {
             state.ack_waiters[rank as usize].is_empty()
+                && !state.gets.must_hold(rank)
                 && state.shm_idle_toward(rank)
                 && (rank != state.rank || state.loopback.is_empty())
         })
@@ -875,16 +876,20 @@ impl Endpoint {
             }
         }
         self.wait_for_op(|state| {
-            state.ack_waiters.iter().all(VecDeque::is_empty) && state.loopback.is_empty() && state.shm_idle()
+            state.ack_waiters.iter().all(VecDeque::is_empty)
+                && state.gets.is_idle()
+                && state.loopback.is_empty()
+                && state.shm_idle()
         })
     }
 
     /// Orders one-sided operations per target: at each target, every put,
-    /// atomic or other one-sided operation this rank issued before the fence
-    /// takes effect before any it issues to that target after it. So a
+    /// get, atomic or other one-sided operation this rank issued before the
+    /// fence takes effect before any it issues to that target after it. So a
     /// target that sees the effect of a later operation (a flag word it waits
     /// on with [`wait_until`](Self::wait_until), or the signal of a
-    /// put_signal) also sees the earlier ones.
+    /// put_signal) also sees the earlier ones, and a get issued before a put
+    /// into its range returns the bytes from before the put.
     ///
     /// It does not wait for anything, and orders nothing between different
     /// targets or with other paths (messages relayed by third ranks, out of
@@ -893,14 +898,20 @@ impl Endpoint {
     ///
     /// It costs nothing because every path already executes one initiator's
     /// operations at one target in issue order: over UDP the protocol
-    /// delivers each peer's messages exactly once and in order; over shared
-    /// memory a ring is FIFO, and a direct store is made only when every
-    /// earlier operation toward that peer has been executed (otherwise the
-    /// operation goes through the ring behind them); operations on this rank
-    /// itself run in issue order. `tests/completion.rs` checks the guarantee under
-    /// injected loss and reordering. The call exists so that code written
-    /// for libraries without that guarantee (OpenSHMEM's `shmem_fence`)
-    /// states its intent, and keeps it if the guarantee ever changes.
+    /// delivers each peer's messages exactly once and in order, a get whose
+    /// chunks still wait for the per-peer get window holds every operation
+    /// issued toward that peer after it until its last chunk has been asked
+    /// for (so bulk puts go out at once unless a get to the same peer is
+    /// waiting), and the target reads a get's data before executing a later
+    /// write delivered with it; over shared memory a ring is FIFO, and a
+    /// direct access is made only when every earlier operation toward that
+    /// peer has been executed (otherwise the operation goes through the ring
+    /// behind them); operations on this rank itself run in issue order.
+    /// `tests/completion.rs` and `tests/ordering.rs` check the guarantee
+    /// under injected loss and reordering. The call exists so that code
+    /// written for libraries without that guarantee (OpenSHMEM's
+    /// `shmem_fence`) states its intent, and keeps it if the guarantee ever
+    /// changes.
     pub fn fence(&self) {}
 
     pub(crate) fn check_rank(&self, rank: u32) -> Result<()> {
@@ -1312,13 +1323,10 @@ impl State {
                 // A put to ourselves completes on delivery (there is no ack),
                 // so a rejection must fail it now: its status reply, queued
                 // behind this message, would find the request already done.
-                let rejected = self
-                    .replies
-                    .iter()
-                    .position(|reply| matches!(reply, Reply::Status { peer, req, .. } if *peer == me && *req == id.0));
-                let completion = match rejected.map(|i| self.replies.remove(i)) {
-                    Some(Reply::Status { status, .. }) => self.requests.fail(id, crate::target::fail_status(status)),
-                    _ => self.requests.part_done(id),
+                let rejected = self.replies.iter().position(|reply| reply.refuses(me, id.0));
+                let completion = match rejected.map(|i| self.replies.remove(i)).and_then(|r| r.status()) {
+                    Some(status) => self.requests.fail(id, crate::target::fail_status(status)),
+                    None => self.requests.part_done(id),
                 };
                 if let Some(c) = completion {
                     self.completions.push(c);
@@ -1387,52 +1395,52 @@ impl State {
                 let _ = self.send_op(now, peer, &repr, &[], None);
             }
             Reply::Get { peer, req, key, offset, len } => {
-                let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
-                let hlen = repr.emit_header(&mut self.hdr_buf);
                 let Ok(region) = self.regions.get(key) else {
-                    return;
+                    // Deregistered since the check: still answered.
+                    return self.send_reply(now, &Reply::GetError { peer, req, status: op::Status::BadKey });
                 };
                 let mem = region.mem;
-                if self.is_shm_peer(peer) {
-                    let hdr = std::mem::take(&mut self.hdr_buf);
-                    mem.with_slice(offset, len, |data| {
-                        let _ = self.shm_send(peer, &[&hdr[..hlen], data], None, false);
-                    });
-                    self.hdr_buf = hdr;
-                    return;
-                }
-                let hdr = &self.hdr_buf[..hlen];
-                let proto = &mut self.proto;
-                let loopback = &mut self.loopback;
-                // Over UDP one response per datagram, so the requester lands
-                // each straight from its receive buffer; a span asked for
-                // at once (crate::get_window) goes back as a run of them.
-                let piece = proto.config().segment_size().saturating_sub(hlen).max(1);
-                mem.with_slice(offset, len, |data| {
-                    if peer == self.rank {
-                        let mut msg = Vec::with_capacity(hlen + len);
-                        msg.extend_from_slice(hdr);
-                        msg.extend_from_slice(data);
-                        loopback.push_back((msg, None));
-                    } else if data.is_empty() {
-                        let _ = proto.submit(now, peer, &[hdr]);
-                    } else {
-                        for part in data.chunks(piece) {
-                            let _ = proto.submit(now, peer, &[hdr, part]);
-                        }
-                    }
-                });
+                mem.with_slice(offset, len, |data| self.send_get_data(now, peer, req, data));
             }
-            Reply::GetStrided { peer, req, key, offset, elem_size, count, stride } => {
-                let Ok(region) = self.regions.get(key) else {
-                    return;
-                };
-                let mut gathered = vec![0u8; elem_size * count];
-                for (i, out) in gathered.chunks_exact_mut(elem_size.max(1)).enumerate().take(count) {
-                    region.mem.read(offset + i * stride, out);
+            Reply::GetData { peer, req, ref data } => self.send_get_data(now, peer, req, data),
+            Reply::GetStrided { peer, req, .. } => match reply.read(&self.regions) {
+                Some(Ok(gathered)) => {
+                    let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
+                    let _ = self.send_op(now, peer, &repr, &gathered, None);
                 }
-                let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
-                let _ = self.send_op(now, peer, &repr, &gathered, None);
+                _ => self.send_reply(now, &Reply::GetError { peer, req, status: op::Status::BadKey }),
+            },
+        }
+    }
+
+    /// Sends a get's answer, `data`, to `peer`.
+    fn send_get_data(&mut self, now: ProtoInstant, peer: u32, req: u32, data: &[u8]) {
+        let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
+        let hlen = repr.emit_header(&mut self.hdr_buf);
+        if self.is_shm_peer(peer) {
+            let hdr = std::mem::take(&mut self.hdr_buf);
+            let _ = self.shm_send(peer, &[&hdr[..hlen], data], None, false);
+            self.hdr_buf = hdr;
+            return;
+        }
+        let hdr = &self.hdr_buf[..hlen];
+        if peer == self.rank {
+            let mut msg = Vec::with_capacity(hlen + data.len());
+            msg.extend_from_slice(hdr);
+            msg.extend_from_slice(data);
+            self.loopback.push_back((msg, None));
+            return;
+        }
+        // Over UDP one response per datagram, so the requester lands each
+        // straight from its receive buffer; a span asked for at once
+        // (crate::get_window) goes back as a run of them.
+        let proto = &mut self.proto;
+        let piece = proto.config().segment_size().saturating_sub(hlen).max(1);
+        if data.is_empty() {
+            let _ = proto.submit(now, peer, &[hdr]);
+        } else {
+            for part in data.chunks(piece) {
+                let _ = proto.submit(now, peer, &[hdr, part]);
             }
         }
     }
@@ -1480,18 +1488,25 @@ impl State {
         if self.dead[peer as usize] {
             return Err(Error::PeerUnreachable { rank: peer });
         }
+        // Replies and the internal collective's messages are not operations
+        // a later direct access (shm) or a get still waiting for its window
+        // (UDP) must keep order with.
+        let ordered = match repr {
+            OpRepr::OpStatus(_) | OpRepr::AtomicResponse(_) | OpRepr::GetResponse(_) => false,
+            OpRepr::AmRequest(am) => am.handler < crate::internal::RESERVED_HANDLER_BASE,
+            _ => true,
+        };
         if self.is_shm_peer(peer) {
             let hdr = std::mem::take(&mut self.hdr_buf);
-            // Replies and the internal collective's messages are not
-            // operations a later direct access could overtake.
-            let ordered = match repr {
-                OpRepr::OpStatus(_) | OpRepr::AtomicResponse(_) | OpRepr::GetResponse(_) => false,
-                OpRepr::AmRequest(am) => am.handler < crate::internal::RESERVED_HANDLER_BASE,
-                _ => true,
-            };
             let sent = self.shm_send(peer, &[&hdr[..hlen], body], waiter, ordered);
             self.hdr_buf = hdr;
             return sent.map(|()| false);
+        }
+        // A get request toward a UDP peer comes only from the window, in
+        // order; anything else issued while a get waits there waits behind it.
+        if ordered && !matches!(repr, OpRepr::GetRequest(_)) && self.gets.must_hold(peer) {
+            self.hold_behind_gets(peer, hlen, body, waiter);
+            return Ok(false);
         }
         match self.proto.submit(now, peer, &[&self.hdr_buf[..hlen], body]) {
             Ok(id) => {
@@ -1500,12 +1515,16 @@ impl State {
                 }
                 Ok(true)
             }
-            Err(mw_proto::SubmitError::PeerDead) => Err(Error::PeerUnreachable { rank: peer }),
-            Err(mw_proto::SubmitError::TooLarge) => Err(Error::InvalidArgument(
-                "operation message larger than the protocol's max_message (64 MiB + 64 KiB)",
-            )),
-            Err(_) => Err(Error::BadRank { rank: peer, size: self.size }),
+            Err(error) => Err(submit_error(error, peer, self.size)),
         }
+    }
+
+    #[cold]
+    fn hold_behind_gets(&mut self, peer: u32, hlen: usize, body: &[u8], waiter: Option<RequestId>) {
+        let mut msg = Vec::with_capacity(hlen + body.len());
+        msg.extend_from_slice(&self.hdr_buf[..hlen]);
+        msg.extend_from_slice(body);
+        self.gets.hold(peer, crate::get_window::HeldOp { msg, waiter });
     }
 
     /// Rank 0 sends completed internal gathers to the others.
@@ -1668,6 +1687,17 @@ impl State {
 /// Sends one datagram. A full socket buffer is transient: retry briefly
 /// rather than lose the packet (the protocol would recover, but only after a
 /// retransmission timeout). Other errors are counted and returned.
+/// The error a refused `mw_proto` submit toward `peer` stands for.
+pub(crate) fn submit_error(error: mw_proto::SubmitError, peer: u32, size: u32) -> Error {
+    match error {
+        mw_proto::SubmitError::PeerDead => Error::PeerUnreachable { rank: peer },
+        mw_proto::SubmitError::TooLarge => {
+            Error::InvalidArgument("operation message larger than the protocol's max_message (64 MiB + 64 KiB)")
+        }
+        _ => Error::BadRank { rank: peer, size },
+    }
+}
+
 pub(crate) fn send_retrying(
     udp: &mut mw_transport::udp::UdpTransport,
     stats: &mut CoreStats,

@@ -6,7 +6,9 @@
 //! Owns: [`Harness`] (one endpoint with registered regions laid out in one
 //! arena with guard bytes around each), [`run`] (the cargo-fuzz target body:
 //! decode a fuzz input into datagrams and feed them) and [`seeds`] (valid
-//! inputs carrying every operation kind, for the seed corpus). Every datagram
+//! inputs carrying every operation kind, for the seed corpus); and
+//! [`send_crafted`] (hand-made operation messages from a live endpoint, for
+//! tests of what a target refuses). Every fuzzed datagram
 //! must leave the guard bytes, the read-only region and the no-access region
 //! exactly as they were; anything else panics, and so does any out-of-bounds
 //! access (region memory asserts its bounds).
@@ -14,6 +16,8 @@
 //! Must not: be used by the library itself. It duplicates the small amount of
 //! reply handling `endpoint.rs` does, so that `endpoint.rs` need not expose
 //! its state.
+
+mod crafted;
 
 use std::sync::atomic::Ordering;
 
@@ -26,6 +30,8 @@ use crate::region::{Access, AlignedBuf, RegionKey, RegionTable, RegisterTarget};
 use crate::request::{Completion, Output, RequestId, Requests};
 use crate::stats::CoreStats;
 use crate::target::{Reply, Target};
+
+pub use crafted::{send_crafted, CRAFTED_OUTPUT_MAX};
 
 /// The job key of the fuzzed endpoint's job.
 pub const JOB_KEY: [u8; 16] = *b"memwire-fuzz-job";
@@ -304,22 +310,16 @@ impl Harness {
             Reply::GetError { peer, req, status } => {
                 (peer, OpRepr::GetResponse(op::GetResponse { req, status, body: &[] }), Vec::new())
             }
-            Reply::Get { peer, req, key, offset, len } => {
-                let Ok(region) = self.regions.get(key) else {
-                    return;
-                };
-                let data = region.mem.with_slice(offset, len, <[u8]>::to_vec);
+            Reply::GetData { peer, req, data } => {
                 (peer, OpRepr::GetResponse(op::GetResponse { req, status: Status::Ok, body: &[] }), data)
             }
-            Reply::GetStrided { peer, req, key, offset, elem_size, count, stride } => {
-                let Ok(region) = self.regions.get(key) else {
-                    return;
+            Reply::Get { peer, req, .. } | Reply::GetStrided { peer, req, .. } => {
+                let (status, data) = match reply.read(&self.regions) {
+                    Some(Ok(data)) => (Status::Ok, data),
+                    Some(Err(status)) => (status, Vec::new()),
+                    None => return,
                 };
-                let mut data = vec![0u8; elem_size * count];
-                for (i, out) in data.chunks_exact_mut(elem_size.max(1)).enumerate().take(count) {
-                    region.mem.read(offset + i * stride, out);
-                }
-                (peer, OpRepr::GetResponse(op::GetResponse { req, status: Status::Ok, body: &[] }), data)
+                (peer, OpRepr::GetResponse(op::GetResponse { req, status, body: &[] }), data)
             }
         };
         let hlen = repr.emit_header(&mut self.hdr);

@@ -20,10 +20,18 @@
 //! ([`GetWindow::on_answer`] says how many of the pushed chunks each one
 //! completed), so the target's cut need not match ours.
 //!
+//! Order: operations to one target take effect in issue order on every
+//! path (`Endpoint::fence`). A get whose chunks wait here has not reached
+//! the target yet, so any operation issued toward that peer after it
+//! (a put, an atomic, a put_signal, a message: anything but a reply) waits
+//! here too, as a [`HeldOp`] behind those chunks, and [`GetWindow::next`]
+//! yields it once every chunk before it has been asked for. Only while a
+//! get waits: puts to a peer with no get waiting go out at once.
+//!
 //! Must not: send anything (the endpoint issues what [`GetWindow::next`]
 //! yields) or decide whether a request still wants its data (the caller
 //! checks the request slab). No scan over all peers: only those with chunks
-//! waiting are looked at.
+//! or held operations waiting are looked at.
 
 use std::collections::VecDeque;
 
@@ -46,6 +54,42 @@ pub(crate) struct GetChunk {
     pub key: u64,
     pub offset: u64,
     pub len: u64,
+}
+
+/// An operation message issued toward a peer while get chunks to it were
+/// waiting: sent (to the protocol, `waiter` completed by its ack) once
+/// every chunk before it has been asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HeldOp {
+    /// The whole message: operation header, then body.
+    pub msg: Vec<u8>,
+    /// The request its ack completes, if any.
+    pub waiter: Option<RequestId>,
+}
+
+/// What [`GetWindow::next`] yields toward a peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// A span of get chunks to request.
+    Chunk(GetChunk),
+    /// An operation that was waiting behind get chunks, to send now.
+    Op(HeldOp),
+}
+
+/// One entry of a peer's queue, in issue order.
+#[derive(Debug)]
+enum Waiting {
+    Chunk(GetChunk),
+    Op(HeldOp),
+}
+
+impl Waiting {
+    fn chunk(&self) -> Option<&GetChunk> {
+        match self {
+            Waiting::Chunk(c) => Some(c),
+            Waiting::Op(_) => None,
+        }
+    }
 }
 
 /// A span asked for and not yet wholly answered.
@@ -75,14 +119,17 @@ impl Asked {
 
 #[derive(Debug, Default)]
 struct PeerGets {
-    /// Chunks waiting to be requested, in issue order.
-    waiting: VecDeque<GetChunk>,
+    /// Chunks waiting to be requested and operations held behind them, in
+    /// issue order.
+    waiting: VecDeque<Waiting>,
     /// Spans requested and not yet wholly answered, oldest first. A peer
     /// answers its requests in order, so answers match the front.
     asked: VecDeque<Asked>,
     asked_bytes: u64,
     /// Bytes of the chunks in `waiting`.
     waiting_bytes: u64,
+    /// Bytes of the operations in `waiting`.
+    held_bytes: usize,
 }
 
 impl PeerGets {
@@ -92,8 +139,11 @@ impl PeerGets {
     /// not each let one small request out (which would cost a request
     /// message per datagram of data).
     fn may_ask(&self, limit: u64) -> bool {
-        let Some(first) = self.waiting.front() else {
-            return false;
+        let first = match self.waiting.front() {
+            None => return false,
+            // A held operation takes no room: it goes as soon as it is first.
+            Some(Waiting::Op(_)) => return true,
+            Some(Waiting::Chunk(first)) => first,
         };
         let want = first.len.max(MAX_SPAN.min(limit / 2).min(self.waiting_bytes));
         self.asked.is_empty() || self.asked_bytes + want <= limit
@@ -105,9 +155,10 @@ impl PeerGets {
 pub(crate) struct GetWindow {
     peers: Vec<PeerGets>,
     limit: u64,
-    /// Chunks waiting, over all peers: the progress loop's O(1) idle check.
+    /// Entries (chunks, held operations) waiting, over all peers: the
+    /// progress loop's O(1) idle check.
     waiting: usize,
-    /// The peers with chunks waiting (no scan over every peer).
+    /// The peers with entries waiting (no scan over every peer).
     waiting_peers: Vec<u32>,
 }
 
@@ -130,11 +181,36 @@ impl GetWindow {
     /// Queues a chunk to request from `peer`.
     pub(crate) fn push(&mut self, peer: u32, chunk: GetChunk) {
         let p = &mut self.peers[peer as usize];
+        p.waiting_bytes += chunk.len;
+        self.enqueue(peer, Waiting::Chunk(chunk));
+    }
+
+    /// Whether an operation toward `peer` issued now must wait behind get
+    /// chunks (or operations already held) to keep issue order.
+    #[inline]
+    pub(crate) fn must_hold(&self, peer: u32) -> bool {
+        self.peers.get(peer as usize).is_some_and(|p| !p.waiting.is_empty())
+    }
+
+    /// Queues an operation toward `peer` behind what waits for it (see
+    /// [`must_hold`](Self::must_hold)).
+    pub(crate) fn hold(&mut self, peer: u32, op: HeldOp) {
+        self.peers[peer as usize].held_bytes += op.msg.len();
+        self.enqueue(peer, Waiting::Op(op));
+    }
+
+    /// Bytes of the operations held toward `peer` (they count as queued
+    /// toward it, for backpressure).
+    pub(crate) fn held_bytes(&self, peer: u32) -> usize {
+        self.peers.get(peer as usize).map_or(0, |p| p.held_bytes)
+    }
+
+    fn enqueue(&mut self, peer: u32, entry: Waiting) {
+        let p = &mut self.peers[peer as usize];
         if p.waiting.is_empty() {
             self.waiting_peers.push(peer);
         }
-        p.waiting_bytes += chunk.len;
-        p.waiting.push_back(chunk);
+        p.waiting.push_back(entry);
         self.waiting += 1;
     }
 
@@ -142,15 +218,27 @@ impl GetWindow {
     /// chunk may always be on its way): the first waiting chunk and the
     /// contiguous chunks of the same request after it, up to [`MAX_SPAN`]
     /// bytes and the window's room. It counts as asked from now on.
-    pub(crate) fn next(&mut self) -> Option<(u32, GetChunk)> {
+    /// An operation held behind chunks comes out as [`Next::Op`] once it
+    /// is first in its peer's queue.
+    pub(crate) fn next(&mut self) -> Option<(u32, Next)> {
         let limit = self.limit;
         let i = self.waiting_peers.iter().position(|&peer| self.peers[peer as usize].may_ask(limit))?;
         let peer = self.waiting_peers[i];
         let p = &mut self.peers[peer as usize];
-        let mut span = p.waiting.pop_front()?;
+        let mut span = match p.waiting.pop_front()? {
+            Waiting::Chunk(span) => span,
+            Waiting::Op(op) => {
+                p.held_bytes -= op.msg.len();
+                if p.waiting.is_empty() {
+                    self.waiting_peers.swap_remove(i);
+                }
+                self.waiting -= 1;
+                return Some((peer, Next::Op(op)));
+            }
+        };
         let piece = span.len;
         let mut merged = 1;
-        while let Some(c) = p.waiting.front() {
+        while let Some(c) = p.waiting.front().and_then(Waiting::chunk) {
             let fits =
                 merged < MAX_SPAN_CHUNKS && span.len + c.len <= MAX_SPAN && p.asked_bytes + span.len + c.len <= limit;
             if !(fits && c.req == span.req && c.key == span.key && c.offset == span.offset + span.len && c.len <= piece)
@@ -172,7 +260,7 @@ impl GetWindow {
         self.waiting -= merged;
         p.asked.push_back(Asked { req: span.req, len: span.len, answered: 0, piece });
         p.asked_bytes += span.len;
-        Some((peer, span))
+        Some((peer, Next::Chunk(span)))
     }
 
     /// A span taken by [`next`](Self::next) was not sent after all.
@@ -206,14 +294,22 @@ impl GetWindow {
     }
 
     /// Forgets everything toward `peer` (it died or restarted: what was
-    /// asked will never be answered); returns the requests whose chunks
-    /// were still waiting, for the caller to fail.
+    /// asked will never be answered); returns the requests whose chunks or
+    /// held operations were still waiting, for the caller to fail.
     pub(crate) fn clear_peer(&mut self, peer: u32) -> Vec<RequestId> {
         let p = &mut self.peers[peer as usize];
         self.waiting -= p.waiting.len();
         p.waiting_bytes = 0;
+        p.held_bytes = 0;
         self.waiting_peers.retain(|&waiting| waiting != peer);
-        let mut reqs: Vec<RequestId> = p.waiting.drain(..).map(|c| c.req).collect();
+        let mut reqs: Vec<RequestId> = p
+            .waiting
+            .drain(..)
+            .filter_map(|w| match w {
+                Waiting::Chunk(c) => Some(c.req),
+                Waiting::Op(op) => op.waiter,
+            })
+            .collect();
         reqs.dedup();
         p.asked.clear();
         p.asked_bytes = 0;
@@ -233,6 +329,14 @@ mod tests {
         GetChunk { req: RequestId(req), key: 1, offset, len }
     }
 
+    /// The next span to ask for; panics on a held operation.
+    fn ask(w: &mut GetWindow) -> Option<(u32, GetChunk)> {
+        w.next().map(|(peer, next)| match next {
+            Next::Chunk(c) => (peer, c),
+            Next::Op(op) => panic!("a held operation where a chunk was expected: {op:?}"),
+        })
+    }
+
     #[test]
     fn asks_while_the_window_has_room_and_refills_on_answers() {
         let mut w = GetWindow::new(3, 100);
@@ -242,18 +346,18 @@ mod tests {
             w.push(1, chunk(req, 40));
         }
         w.push(1, chunk(8, 500));
-        assert_eq!(w.next(), Some((1, chunk(7, 40))));
-        assert_eq!(w.next(), Some((1, chunk(17, 40))));
-        assert_eq!(w.next(), None, "120 bytes would exceed the window of 100");
+        assert_eq!(ask(&mut w), Some((1, chunk(7, 40))));
+        assert_eq!(ask(&mut w), Some((1, chunk(17, 40))));
+        assert_eq!(ask(&mut w), None, "120 bytes would exceed the window of 100");
         w.push(2, chunk(5, 60));
-        assert_eq!(w.next(), Some((2, chunk(5, 60))), "another peer has its own window");
+        assert_eq!(ask(&mut w), Some((2, chunk(5, 60))), "another peer has its own window");
         assert_eq!(w.on_answer(1, RequestId(9), Some(40)), None, "an answer to something else");
-        assert_eq!(w.next(), None, "an answer to something else frees nothing");
+        assert_eq!(ask(&mut w), None, "an answer to something else frees nothing");
         assert_eq!(w.on_answer(1, RequestId(7), Some(40)), Some(1));
-        assert_eq!(w.next(), Some((1, chunk(27, 40))));
+        assert_eq!(ask(&mut w), Some((1, chunk(27, 40))));
         assert_eq!(w.on_answer(1, RequestId(17), Some(40)), Some(1));
         assert_eq!(w.on_answer(1, RequestId(27), None), Some(1), "an error gives the span up");
-        assert_eq!(w.next(), Some((1, chunk(8, 500))), "a chunk larger than the window goes alone");
+        assert_eq!(ask(&mut w), Some((1, chunk(8, 500))), "a chunk larger than the window goes alone");
         assert!(w.is_idle());
         w.unask(1);
         assert_eq!(w.peers[1].asked_bytes, 0);
@@ -268,16 +372,16 @@ mod tests {
         for i in 0..10 {
             w.push(1, span(3, 1000 + i * 1400, if i == 9 { 600 } else { 1400 }));
         }
-        assert_eq!(w.next(), Some((1, span(3, 1000, 7 * 1400))), "cut at the window");
-        assert_eq!(w.next(), None);
+        assert_eq!(ask(&mut w), Some((1, span(3, 1000, 7 * 1400))), "cut at the window");
+        assert_eq!(ask(&mut w), None);
         // The target answers in pieces of 1000 bytes; room for a mere piece
         // or two lets no small request out.
         let mut done = 0;
         for _ in 0..4 {
-            assert_eq!(w.next(), None, "room for less than all that waits (3400 bytes)");
+            assert_eq!(ask(&mut w), None, "room for less than all that waits (3400 bytes)");
             done += w.on_answer(1, RequestId(3), Some(1000)).unwrap();
         }
-        assert_eq!(w.next(), Some((1, span(3, 1000 + 7 * 1400, 2 * 1400 + 600))), "room for the rest");
+        assert_eq!(ask(&mut w), Some((1, span(3, 1000 + 7 * 1400, 2 * 1400 + 600))), "room for the rest");
         assert!(w.is_idle());
         done += w.on_answer(1, RequestId(3), Some(1000)).unwrap();
         assert_eq!(done, 3, "5000 bytes complete three 1400-byte chunks");
@@ -292,25 +396,25 @@ mod tests {
         w.push(1, span(4, 0, 1000));
         w.push(1, span(4, 2000, 1000));
         w.push(1, span(5, 3000, 1000));
-        assert_eq!(w.next(), Some((1, span(4, 0, 1000))));
-        assert_eq!(w.next(), Some((1, span(4, 2000, 1000))));
-        assert_eq!(w.next(), Some((1, span(5, 3000, 1000))));
+        assert_eq!(ask(&mut w), Some((1, span(4, 0, 1000))));
+        assert_eq!(ask(&mut w), Some((1, span(4, 2000, 1000))));
+        assert_eq!(ask(&mut w), Some((1, span(5, 3000, 1000))));
         // An empty get is one chunk, done by its (empty) answer.
         let mut empty = GetWindow::new(2, 100);
         empty.push(1, span(9, 0, 0));
-        assert_eq!(empty.next(), Some((1, span(9, 0, 0))));
+        assert_eq!(ask(&mut empty), Some((1, span(9, 0, 0))));
         assert_eq!(empty.on_answer(1, RequestId(9), Some(0)), Some(1));
         assert!(empty.peers[1].asked.is_empty());
         let mut big = GetWindow::new(2, 1 << 30);
         for i in 0..100 {
             big.push(0, span(6, i * 1000, 1000));
         }
-        assert_eq!(big.next().unwrap().1.len, MAX_SPAN_CHUNKS as u64 * 1000);
+        assert_eq!(ask(&mut big).unwrap().1.len, MAX_SPAN_CHUNKS as u64 * 1000);
         let mut wide = GetWindow::new(2, 1 << 30);
         for i in 0..100 {
             wide.push(0, span(6, i * 4000, 4000));
         }
-        assert_eq!(wide.next().unwrap().1.len, MAX_SPAN / 4000 * 4000);
+        assert_eq!(ask(&mut wide).unwrap().1.len, MAX_SPAN / 4000 * 4000);
     }
 
     #[test]
@@ -319,9 +423,58 @@ mod tests {
         w.push(2, chunk(1, 10));
         w.push(2, chunk(1, 10));
         w.push(2, chunk(4, 10));
-        assert_eq!(w.next(), Some((2, chunk(1, 10))));
+        assert_eq!(ask(&mut w), Some((2, chunk(1, 10))));
         assert_eq!(w.clear_peer(2), vec![RequestId(1), RequestId(4)]);
         assert!(w.is_idle());
+        assert_eq!(ask(&mut w), None);
+    }
+}
+
+#[cfg(test)]
+mod hold_tests {
+    use super::*;
+
+    fn chunk(req: u32, offset: u64, len: u64) -> GetChunk {
+        GetChunk { req: RequestId(req), key: 1, offset, len }
+    }
+
+    fn op(tag: u8, waiter: u32) -> HeldOp {
+        HeldOp { msg: vec![tag; 10], waiter: Some(RequestId(waiter)) }
+    }
+
+    /// An operation issued after a get whose chunks wait is held until they
+    /// have all been asked for, and operations after it stay behind it;
+    /// a peer with nothing waiting holds nothing.
+    #[test]
+    fn operations_wait_behind_the_get_chunks_issued_before_them() {
+        let mut w = GetWindow::new(3, 100);
+        assert!(!w.must_hold(1), "nothing waits: operations go at once");
+        for i in 0..3 {
+            w.push(1, chunk(7, i * 60, 60));
+        }
+        assert!(w.must_hold(1) && !w.must_hold(2));
+        w.hold(1, op(1, 20));
+        w.push(1, chunk(8, 0, 30));
+        w.hold(1, op(2, 21));
+        assert_eq!(w.held_bytes(1), 20);
+        assert_eq!(w.next(), Some((1, Next::Chunk(chunk(7, 0, 60)))));
+        assert_eq!(w.next(), None, "the window is full; the held put stays behind the chunks");
+        assert_eq!(w.on_answer(1, RequestId(7), Some(60)), Some(1));
+        assert_eq!(w.next(), Some((1, Next::Chunk(chunk(7, 60, 60)))));
+        assert_eq!(w.on_answer(1, RequestId(7), Some(60)), Some(1));
+        assert_eq!(w.next(), Some((1, Next::Chunk(chunk(7, 120, 60)))));
+        assert_eq!(w.next(), Some((1, Next::Op(op(1, 20)))), "every chunk before it asked: out it goes");
+        assert_eq!(w.next(), Some((1, Next::Chunk(chunk(8, 0, 30)))), "30 bytes fit beside the 60 asked");
+        assert_eq!(w.next(), Some((1, Next::Op(op(2, 21)))));
         assert_eq!(w.next(), None);
+        assert!(w.is_idle() && !w.must_hold(1));
+        assert_eq!(w.held_bytes(1), 0);
+        // A peer that dies fails its held operations' requests too.
+        w.push(2, chunk(9, 0, 500));
+        w.push(2, chunk(9, 500, 500));
+        w.hold(2, op(3, 22));
+        assert_eq!(w.clear_peer(2), vec![RequestId(9), RequestId(22)]);
+        assert!(w.is_idle());
+        assert_eq!(w.held_bytes(2), 0);
     }
 }

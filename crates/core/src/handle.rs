@@ -35,6 +35,11 @@ pub(crate) enum Landing<'a> {
 
 /// A nonblocking operation in flight. Test it, wait on it, or drop it (the
 /// operation still completes; its result is discarded).
+///
+/// An operation the target refuses, for whatever reason (unknown key, out of
+/// bounds, missing right, misaligned, a message it cannot parse), fails its
+/// handle with that error: nothing completes as a success without having
+/// happened at the target.
 #[must_use = "an operation handle does nothing unless tested or waited on"]
 #[derive(Debug)]
 pub struct Handle<'a> {

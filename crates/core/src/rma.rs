@@ -11,7 +11,7 @@
 use mw_wire::op::{self, AtomicOp, AtomicWidth, OpRepr, SignalOp};
 
 use crate::endpoint::{Endpoint, State};
-use crate::get_window::GetChunk;
+use crate::get_window::{GetChunk, HeldOp, Next};
 use crate::handle::{Handle, Landing};
 use crate::region::RegionKey;
 use crate::request::{Output, RequestId};
@@ -69,7 +69,7 @@ type LastChunkOp<'f> = dyn Fn(u64, &[u8]) -> OpRepr<'static> + 'f;
 impl Endpoint {
     /// Allocates a request toward `rank` after waiting for room in its send
     /// queue, then lets `issue` send the operation's messages.
-    fn start<'a>(
+    pub(crate) fn start<'a>(
         &'a self,
         rank: u32,
         parts: u32,
@@ -385,6 +385,14 @@ impl Endpoint {
 
     /// Nonblocking atomic on a u32 or u64 word at the target, executed exactly
     /// once. With `fetch` the handle's value is the word before the operation.
+    ///
+    /// `operand` is the value to add, swap in, store or combine; `compare`
+    /// the expected value of [`AtomicOp::CompareSwap`]. Arguments an op does
+    /// not use are ignored on every path, whatever their value: `compare`
+    /// for every op but CompareSwap, `operand` for [`AtomicOp::Load`] (which
+    /// always fetches, whatever `fetch` says). For a 32-bit word the
+    /// arguments the op uses must fit in 32 bits
+    /// ([`Error::InvalidArgument`] otherwise).
     #[allow(clippy::too_many_arguments)]
     pub fn atomic_nb(
         &self,
@@ -397,6 +405,10 @@ impl Endpoint {
         compare: u64,
         fetch: bool,
     ) -> Result<Handle<'_>> {
+        // The wire carries an unused argument only as zero (the target
+        // refuses anything else as malformed), so ignored means zeroed here.
+        let compare = if op == AtomicOp::CompareSwap { compare } else { 0 };
+        let operand = if op == AtomicOp::Load { 0 } else { operand };
         if width == AtomicWidth::U32 && (operand > u64::from(u32::MAX) || compare > u64::from(u32::MAX)) {
             return Err(Error::InvalidArgument("operand does not fit a 32-bit atomic"));
         }
@@ -711,7 +723,15 @@ impl State {
 
     fn request_get_chunks(&mut self, now: mw_proto::time::Instant) -> bool {
         let mut worked = false;
-        while let Some((peer, chunk)) = self.gets.next() {
+        while let Some((peer, next)) = self.gets.next() {
+            let chunk = match next {
+                Next::Chunk(chunk) => chunk,
+                Next::Op(held) => {
+                    worked = true;
+                    self.submit_held(now, peer, held);
+                    continue;
+                }
+            };
             if !self.requests.is_wanted(chunk.req) {
                 // Failed already, or its handle was dropped: ask for nothing
                 // more; a dropped one completes now so its slot is freed.
@@ -736,6 +756,23 @@ impl State {
             }
         }
         worked
+    }
+
+    /// Sends an operation that waited behind get chunks toward `peer`.
+    fn submit_held(&mut self, now: mw_proto::time::Instant, peer: u32, held: HeldOp) {
+        match self.proto.submit(now, peer, &[&held.msg]) {
+            Ok(id) => {
+                if let Some(waiter) = held.waiter {
+                    self.ack_waiters[peer as usize].push_back((id.0, waiter));
+                }
+            }
+            Err(error) => {
+                let error = crate::endpoint::submit_error(error, peer, self.size);
+                if let Some(c) = held.waiter.and_then(|waiter| self.requests.fail(waiter, error)) {
+                    self.completions.push(c);
+                }
+            }
+        }
     }
 }
 

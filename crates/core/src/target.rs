@@ -11,7 +11,7 @@
 
 use std::sync::atomic::Ordering;
 
-use mw_wire::op::{self, AtomicOp, AtomicWidth, OpRepr, SignalOp, Status};
+use mw_wire::op::{self, AtomicOp, AtomicWidth, OpCode, OpRepr, SignalOp, Status, Unparsed};
 
 use crate::region::{Access, Arrival, ArrivalKind, RegionKey, RegionTable};
 use crate::request::{Completion, Output, RequestId, Requests};
@@ -19,7 +19,7 @@ use crate::stats::CoreStats;
 use crate::Error;
 
 /// A reply owed to a peer, submitted once the delivery callback returns.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) enum Reply {
     /// Operation status (only failures are reported for puts).
     Status { peer: u32, req: u32, status: Status },
@@ -31,6 +31,53 @@ pub(crate) enum Reply {
     GetStrided { peer: u32, req: u32, key: RegionKey, offset: usize, elem_size: usize, count: usize, stride: usize },
     /// A failed get: status only, no data.
     GetError { peer: u32, req: u32, status: Status },
+    /// A get's data, read before a later operation of the same delivery
+    /// batch could change it (see [`Target::settle_reads`]).
+    GetData { peer: u32, req: u32, data: Vec<u8> },
+}
+
+impl Reply {
+    /// Whether this refuses request `req` of `peer` (an error answer).
+    pub(crate) fn refuses(&self, peer: u32, req: u32) -> bool {
+        match *self {
+            Reply::Status { peer: p, req: r, .. } | Reply::GetError { peer: p, req: r, .. } => p == peer && r == req,
+            Reply::Atomic { peer: p, req: r, status, .. } => p == peer && r == req && status != Status::Ok,
+            _ => false,
+        }
+    }
+
+    /// A get whose data is read only when the reply is sent.
+    fn reads_later(&self) -> bool {
+        matches!(self, Reply::Get { .. } | Reply::GetStrided { .. })
+    }
+
+    /// For a get whose data is read when the reply is sent: reads it now
+    /// (`Err`: the region went away since the check).
+    pub(crate) fn read(&self, regions: &RegionTable) -> Option<Result<Vec<u8>, Status>> {
+        match *self {
+            Reply::Get { key, offset, len, .. } => {
+                Some(regions.get(key).map(|region| region.mem.with_slice(offset, len, <[u8]>::to_vec)))
+            }
+            Reply::GetStrided { key, offset, elem_size, count, stride, .. } => Some(regions.get(key).map(|region| {
+                let mut data = vec![0u8; elem_size * count];
+                for (i, out) in data.chunks_exact_mut(elem_size.max(1)).enumerate().take(count) {
+                    region.mem.read(offset + i * stride, out);
+                }
+                data
+            })),
+            _ => None,
+        }
+    }
+
+    /// The status of an error answer; `None` for data and success.
+    pub(crate) fn status(&self) -> Option<Status> {
+        match *self {
+            Reply::Status { status, .. } | Reply::GetError { status, .. } | Reply::Atomic { status, .. } => {
+                (status != Status::Ok).then_some(status)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Borrowed endpoint state the delivery callback works on.
@@ -57,9 +104,13 @@ impl Target<'_> {
             Ok(op) => op,
             Err(_) => {
                 self.stats.malformed_ops += 1;
+                self.refuse_unparsed(peer, msg);
                 return;
             }
         };
+        if writes_regions(&op) && self.replies.iter().any(Reply::reads_later) {
+            self.settle_reads();
+        }
         match op {
             OpRepr::Put(put) => {
                 let result = self.write(peer, put.key, put.offset, put.body, ArrivalKind::Put);
@@ -111,6 +162,7 @@ impl Target<'_> {
                 let seq = am.args.as_slice().first().copied().unwrap_or(0);
                 if !self.internal.on_message(peer, am.handler, seq, am.body) {
                     self.stats.unsupported_ops += 1;
+                    self.report(peer, am.req, Err(Status::Unsupported));
                 }
             }
             OpRepr::GetResponse(resp) => self.on_get_response(peer, &resp),
@@ -138,6 +190,65 @@ impl Target<'_> {
             }
             // Tagged messages, user active messages, FIFOs, credits: crate::msg.
             op => crate::msg::on_message(self, peer, op),
+        }
+    }
+
+    /// Answers a message that does not parse, so that whoever waits for it
+    /// learns it was refused (`Status::BadArgument`; `Unsupported` for an
+    /// opcode this build does not know) instead of seeing its ack as
+    /// success or waiting forever for a response. A reply that does not
+    /// parse is never answered: it fails our own request it names. Only a
+    /// message naming no request (see [`Unparsed`]) can go unanswered.
+    #[cold]
+    fn refuse_unparsed(&mut self, peer: u32, msg: &[u8]) {
+        let status = Status::BadArgument;
+        match Unparsed::of(msg) {
+            Unparsed::Request { opcode, req } => {
+                let status = if opcode.is_some() { status } else { Status::Unsupported };
+                self.count_rejection(status);
+                self.replies.push(Reply::Status { peer, req, status });
+            }
+            Unparsed::Get { req } => {
+                self.count_rejection(status);
+                self.replies.push(Reply::GetError { peer, req, status });
+            }
+            Unparsed::Rendezvous { sender_req } => {
+                self.count_rejection(status);
+                let done = crate::msg::Outgoing::RndvDone { peer, token: sender_req, status };
+                self.msg.outbox.push_back(done);
+            }
+            Unparsed::Reply { opcode, req } => match opcode {
+                OpCode::GetResponse => self.on_get_response(peer, &op::GetResponse { req, status, body: &[] }),
+                OpCode::RndvDone => {
+                    crate::msg::on_message(self, peer, OpRepr::RndvDone(op::RndvDone { sender_req: req, status }))
+                }
+                _ => {
+                    let completion = self.requests.fail(RequestId(req), fail_status(status));
+                    self.complete(completion);
+                }
+            },
+            Unparsed::Anonymous => {}
+        }
+    }
+
+    /// Reads now the data of the get replies still owed. A get is answered
+    /// from memory when its reply is sent, after the whole delivery batch
+    /// (a datagram, or the run a filled gap releases); an operation after it
+    /// in that batch that writes memory must not show in its answer, since
+    /// one initiator's operations take effect at a target in issue order.
+    /// Costs a copy only when a write follows a get within one batch.
+    #[cold]
+    fn settle_reads(&mut self) {
+        for reply in self.replies.iter_mut() {
+            let (peer, req) = match *reply {
+                Reply::Get { peer, req, .. } | Reply::GetStrided { peer, req, .. } => (peer, req),
+                _ => continue,
+            };
+            *reply = match reply.read(self.regions) {
+                Some(Ok(data)) => Reply::GetData { peer, req, data },
+                Some(Err(status)) => Reply::GetError { peer, req, status },
+                None => continue,
+            };
         }
     }
 
@@ -341,6 +452,23 @@ impl Target<'_> {
         };
         region.log(Arrival { kind: ArrivalKind::Atomic, source: peer, offset: at.offset, len: width });
         Ok(old)
+    }
+}
+
+/// Whether `op` may change region memory when executed here (so get
+/// replies owed from before it must be read first).
+#[inline]
+fn writes_regions(op: &OpRepr<'_>) -> bool {
+    match op {
+        OpRepr::Put(_)
+        | OpRepr::PutInline(_)
+        | OpRepr::PutSignal(_)
+        | OpRepr::PutStrided(_)
+        | OpRepr::PutIov(_)
+        | OpRepr::PutMasked(_)
+        | OpRepr::RegisterPut(_) => true,
+        OpRepr::AtomicRequest(at) => at.op != AtomicOp::Load,
+        _ => false,
     }
 }
 

@@ -229,7 +229,7 @@ impl State {
     pub(crate) fn queued_bytes(&self, peer: u32) -> usize {
         match self.shm.as_ref().and_then(|shm| shm.tx.get(peer as usize)?.as_ref()) {
             Some(tx) => tx.overflow_bytes,
-            None => self.proto.queued_bytes(peer),
+            None => self.proto.queued_bytes(peer) + self.gets.held_bytes(peer),
         }
     }
 

@@ -53,6 +53,7 @@ mod strided;
 mod tagged;
 #[cfg(test)]
 mod tests;
+mod unparsed;
 
 use core::fmt;
 
@@ -68,6 +69,7 @@ pub use signal::{PutSignal, SignalOp};
 pub use status::{OpStatus, Status};
 pub use strided::{strided_extent, GetStridedRequest, PutStrided};
 pub use tagged::{Eager, RndvDesc, RndvDone, RndvRts};
+pub use unparsed::Unparsed;
 
 use crate::{Error, Result};
 
