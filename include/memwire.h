@@ -642,6 +642,11 @@ typedef struct mw_stats {
    * Failures to open the group socket or join a group.
    */
   uint64_t mcast_setup_failures;
+  /**
+   * Datagrams dropped: they would have set or changed a peer's epoch
+   * (a restart) without proving it (one host, authentication off).
+   */
+  uint64_t drops_unproven_epoch;
 } mw_stats;
 
 /**
@@ -2065,6 +2070,20 @@ enum mw_status mw_test(struct mw_handle *handle, bool *done);
  * a handle from this library; no other thread may use the handle meanwhile.
  */
 enum mw_status mw_wait(struct mw_handle **handle);
+
+/**
+ * Like `mw_wait`, but gives up after `timeout_ms` milliseconds instead of
+ * the endpoint's operation timeout (`MW_OP_TIMEOUT_MS`): then returns
+ * `MW_ERR_TIMEOUT`, the operation is abandoned (a late completion is
+ * discarded; a get's buffer is not written after this returns) and the
+ * handle is consumed all the same. For handles of one-sided operations and
+ * sends (`*_nb`, `mw_isend`); a receive or active-message handle is
+ * `MW_ERR_INVALID_ARGUMENT` and is left to the caller, unconsumed.
+ *
+ * # Safety
+ * As for `mw_wait`.
+ */
+enum mw_status mw_wait_timeout(struct mw_handle **handle, uint64_t timeout_ms);
 
 /**
  * Like `mw_wait`, for an operation that fetches a word (an atomic from

@@ -360,6 +360,35 @@ static void test_peer_liveness(void) {
     ASSERT(MW_PEER_DOWN != MW_PEER_RESTARTED);
 }
 
+/* mw_wait_timeout: completes like mw_wait when the peer answers, refuses
+ * (and leaves alone) handles of other kinds. A wait that really times out is
+ * tested in Rust (crates/core/tests/deadline.rs), where a peer can be made
+ * to stop answering. */
+static void test_wait_timeout(void) {
+    mw_region *region;
+    mw_key key;
+    mw_handle *h = NULL;
+    uint64_t word = 0x5eed0000ULL + me, back = 0;
+    OK(mw_region_alloc_symmetric(ep, 64, MW_ACCESS_ALL, &region));
+    OK(mw_region_key(region, &key));
+    OK(mw_put_nb(ep, right, key, 8 * (me % 8), &word, sizeof word, &h));
+    OK(mw_wait_timeout(&h, 30000));
+    ASSERT(h == NULL);
+    OK(mw_get_nb(ep, right, key, 8 * (me % 8), &back, sizeof back, &h));
+    OK(mw_wait_timeout(&h, 30000));
+    ASSERT(h == NULL);
+    ASSERT_U64(back, word);
+    EXPECT(MW_ERR_NULL_POINTER, mw_wait_timeout(&h, 1));
+    EXPECT(MW_ERR_NULL_POINTER, mw_wait_timeout(NULL, 1));
+    uint8_t in[8];
+    OK(mw_irecv(ep, left, 4242, in, sizeof in, &h));
+    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_wait_timeout(&h, 1));
+    ASSERT(h != NULL); /* refused, not consumed */
+    OK(mw_handle_free(&h)); /* cancels the unmatched receive */
+    OK(mw_barrier(ep));
+    OK(mw_region_free(&region));
+}
+
 /* mw_stats grows by appending: a caller built against a shorter struct
  * gets its prefix and nothing past it; a longer one learns what was filled. */
 static void test_stats_versions(void) {
@@ -386,6 +415,7 @@ static void test_stats_versions(void) {
     ASSERT(buf[1] <= full.ops_initiated && buf[9] <= full.packets_sent);
     ASSERT(full.am_handled > 0 && full.msg_eager_sent > 0);
     ASSERT_U64(full.udp_payload_mtu, MTU);
+    ASSERT_U64(full.drops_unproven_epoch, 0);
 
     /* A newer program's longer struct: filled up to this library's size. */
     memset(buf, FILL, sizeof buf);
@@ -424,6 +454,7 @@ int main(void) {
     test_contexts();
     test_active_messages();
     test_peer_liveness();
+    test_wait_timeout();
     test_stats_versions();
     OK(mw_finalize(&ep));
     printf("capi_parity_test: rank %u of %u: %u checks passed\n", me, n, checks);

@@ -157,6 +157,34 @@ pub unsafe extern "C" fn mw_wait(handle: *mut *mut mw_handle) -> mw_status {
     })
 }
 
+/// Like `mw_wait`, but gives up after `timeout_ms` milliseconds instead of
+/// the endpoint's operation timeout (`MW_OP_TIMEOUT_MS`): then returns
+/// `MW_ERR_TIMEOUT`, the operation is abandoned (a late completion is
+/// discarded; a get's buffer is not written after this returns) and the
+/// handle is consumed all the same. For handles of one-sided operations and
+/// sends (`*_nb`, `mw_isend`); a receive or active-message handle is
+/// `MW_ERR_INVALID_ARGUMENT` and is left to the caller, unconsumed.
+///
+/// # Safety
+/// As for `mw_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_wait_timeout(handle: *mut *mut mw_handle, timeout_ms: u64) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let mut h = unsafe {
+            ffi::take_if(handle, "*handle", |h: &mw_handle| match h.op {
+                Some(InFlight::Op(_)) => Ok(()),
+                _ => Err(Failure::invalid("mw_wait_timeout takes a one-sided operation's or a send's handle")),
+            })
+        }?;
+        let timeout = std::time::Duration::from_millis(timeout_ms);
+        Ok(h.consume(|op| match op {
+            InFlight::Op(op) => op.wait_timeout(timeout),
+            other => other.wait(),
+        })?)
+    })
+}
+
 /// Like `mw_wait`, for an operation that fetches a word (an atomic from
 /// `mw_atomic_nb` with `fetch`, or `MW_ATOMIC_LOAD`): on success stores the
 /// word's previous value in `*value`. The handle is consumed whatever the

@@ -211,6 +211,9 @@ pub struct mw_stats {
     pub mcast_send_errors: u64,
     /// Failures to open the group socket or join a group.
     pub mcast_setup_failures: u64,
+    /// Datagrams dropped: they would have set or changed a peer's epoch
+    /// (a restart) without proving it (one host, authentication off).
+    pub drops_unproven_epoch: u64,
 }
 
 // Every field is a u64: no padding, so the whole struct is initialized bytes
@@ -337,5 +340,6 @@ fn snapshot(ep: &mw_core::Endpoint) -> mw_stats {
         mcast_stray: m.stray,
         mcast_send_errors: m.send_errors,
         mcast_setup_failures: m.setup_failures,
+        drops_unproven_epoch: d.unproven_epoch,
     }
 }
