@@ -9,7 +9,9 @@
 
 mod raw;
 
-pub use raw::{AlignedBuf, OwnedMem, PeerWindow, RawMem};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use raw::AlignedBuf;
+pub(crate) use raw::{OwnedMem, PeerWindow, RawMem};
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};

@@ -56,15 +56,6 @@ impl RawMem {
         RawMem { base, len }
     }
 
-    /// The view of `offset..offset+len` inside this one (in bounds, asserted).
-    pub fn subrange(&self, offset: usize, len: usize) -> RawMem {
-        self.assert_in_bounds(offset, len);
-        // SAFETY: `offset + len <= self.len` (asserted), so the new base stays
-        // inside the memory this view describes, and the sub-view inherits
-        // `new`'s contract for a subset of the same bytes.
-        RawMem { base: unsafe { self.base.add(offset) }, len }
-    }
-
     /// Length in bytes.
     pub fn len(&self) -> usize {
         self.len
@@ -269,6 +260,7 @@ impl AlignedBuf {
 
     /// Copies `out.len()` bytes from `offset` into `out` (bounds asserted);
     /// the borrow of `self` keeps the buffer alive, so this needs no contract.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn read(&self, offset: usize, out: &mut [u8]) {
         // SAFETY: the view lives only for this call, while `&self` keeps the
         // allocation alive; no reference into the buffer exists meanwhile.
