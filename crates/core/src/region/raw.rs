@@ -56,6 +56,16 @@ impl RawMem {
         RawMem { base, len }
     }
 
+    /// The view of `offset..offset+len` inside this one (in bounds, asserted).
+    #[cfg(feature = "fuzzing")]
+    pub fn subrange(&self, offset: usize, len: usize) -> RawMem {
+        self.assert_in_bounds(offset, len);
+        // SAFETY: `offset + len <= self.len` (asserted), so the new base stays
+        // inside the memory this view describes, and the sub-view inherits
+        // `new`'s contract for a subset of the same bytes.
+        RawMem { base: unsafe { self.base.add(offset) }, len }
+    }
+
     /// Length in bytes.
     pub fn len(&self) -> usize {
         self.len

@@ -12,9 +12,8 @@
 //! of a peer's fd. Must not: interpret the bytes (the ring, the control
 //! block and region users do).
 
-use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 
 /// A `MAP_SHARED` mapping of a memory file: one this process created
@@ -105,6 +104,9 @@ impl Segment {
 
     #[cfg(not(miri))]
     fn create_file(name: &str, len: usize) -> io::Result<Segment> {
+        use std::fs::File;
+        use std::os::fd::FromRawFd;
+
         let cname = std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         // SAFETY: cname is a valid NUL-terminated string for the call.
         let raw = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
