@@ -5,7 +5,8 @@
 # no real system calls, so tests that use sockets, memory files of other
 # processes or process_vm_* copies are not in the list; `Segment::create`
 # maps anonymous memory under Miri so the rings and stages run. The list
-# is data: one "package filter" per line, each an exact test path prefix.
+# is data: one "package filter [--skip name]" per line; the filter is a
+# test path prefix, and a --skip names a test Miri would take too long on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +16,8 @@ SUITES=(
     "mw-core lock::"
     # mw-transport: shared-memory rings, stages and the full fence.
     "mw-transport shm::ring::"
-    "mw-transport shm::stage::"
+    # (Its two-thread test moves a 6.5 MB message byte by byte: hours in Miri.)
+    "mw-transport shm::stage:: --skip chunks_pass_in_order_through_the_buffers_between_two_threads"
     "mw-transport shm::fence::"
 )
 
@@ -24,9 +26,13 @@ if ! cargo +nightly miri --version >/dev/null 2>&1; then
     exit 1
 fi
 
+# The ring tests bound their waits with the clock, which Miri's isolation hides.
+export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
+
 for suite in "${SUITES[@]}"; do
-    read -r package filter <<<"$suite"
-    echo "== miri: $package $filter"
-    cargo +nightly miri test -p "$package" --lib -- "$filter"
+    read -r package args <<<"$suite"
+    echo "== miri: $package $args"
+    # shellcheck disable=SC2086 # the filter and skips are separate arguments
+    cargo +nightly miri test -p "$package" --lib -- $args
 done
 echo "miri: all suites passed"

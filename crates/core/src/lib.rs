@@ -124,10 +124,11 @@ pub use region::{Access, Arrival, ArrivalKind, RegionKey};
 pub use rma::{Cmp, Signal};
 pub use stats::CoreStats;
 
-/// The protocol layer's counters, the second half of [`Endpoint::stats`];
-/// re-exported deliberately (a plain struct of `u64` counters).
-pub use mw_proto::Stats as ProtoStats;
+/// The protocol layer's counters (the second half of [`Endpoint::stats`])
+/// and its dropped-datagram counts; re-exported deliberately (plain
+/// structs of `u64` counters).
+pub use mw_proto::{DropCounts, Stats as ProtoStats};
 /// Fault injection ([`Config::fault`], `MW_FAULT_*`) and its counters
 /// ([`CoreStats::fault`]), and the UDP transport's system-call counters
 /// ([`CoreStats::udp_io`]); re-exported deliberately (plain data, no handles).
-pub use mw_transport::{FaultConfig, FaultStats, IoCounts};
+pub use mw_transport::{FaultConfig, FaultConfigError, FaultStats, IoCounts};

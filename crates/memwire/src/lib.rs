@@ -337,7 +337,9 @@ pub use mw_core::{
     McastAlgo, McastGroup, ReduceAlgo, ReduceOp, Team, VectorAlgo,
 };
 // Counters and fault injection.
-pub use mw_core::{CoreStats, FaultConfig, FaultStats, IoCounts, McastStats, MsgStats, ProtoStats};
+pub use mw_core::{
+    CoreStats, DropCounts, FaultConfig, FaultConfigError, FaultStats, IoCounts, McastStats, MsgStats, ProtoStats,
+};
 
 /// The README's Rust examples, compiled and run as doctests so the program a
 /// newcomer copies keeps working.

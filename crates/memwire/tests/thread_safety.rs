@@ -60,7 +60,9 @@ const _: () = {
     send_sync::<Team<'static>>();
     send_sync::<VectorAlgo>();
     send_sync::<CoreStats>();
+    send_sync::<DropCounts>();
     send_sync::<FaultConfig>();
+    send_sync::<FaultConfigError>();
     send_sync::<FaultStats>();
     send_sync::<IoCounts>();
     send_sync::<McastStats>();
