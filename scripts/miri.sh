@@ -15,7 +15,9 @@ SUITES=(
     "mw-core region::"
     "mw-core lock::"
     # mw-transport: shared-memory rings, stages and the full fence.
-    "mw-transport shm::ring::"
+    # (The skipped five repeat their checks thousands of times over, minutes each in Miri;
+    # the ones kept cover the same code paths: wraps, jumps, parts, acks, two threads.)
+    "mw-transport shm::ring:: --skip jumps_never_skip_or_reorder_records_whatever_the_interleaving --skip payloads_that_look_like_headers_are_never_taken_for_records --skip messages_arrive_in_order_across_wraps --skip request_reply_traffic_reuses_the_lap_start --skip a_reply_sent_while_executing_a_small_request_acks_it"
     # (Its two-thread test moves a 6.5 MB message byte by byte: hours in Miri.)
     "mw-transport shm::stage:: --skip chunks_pass_in_order_through_the_buffers_between_two_threads"
     "mw-transport shm::fence::"
