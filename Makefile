@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build demo test deps lint unit ctest capi header install nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench bench-hosts clean
+.PHONY: all build demo test deps lint unit miri ctest capi header install nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench bench-hosts clean
 
 all: build
 
@@ -44,6 +44,10 @@ unit:
 	@# The compile_fail doctests' error codes (memwire's "Safety by construction")
 	@# are only checked by a nightly rustdoc: this proves each fails for its reason.
 	$(CARGO) +nightly test --doc -p memwire
+
+## miri: the unsafe modules' in-memory tests under Miri (nightly + miri component; not part of `make test`)
+miri:
+	@scripts/miri.sh
 
 # ---- C API: libmemwire.so / libmemwire.a, include/memwire.h, memwire.pc ----
 PREFIX ?= /usr/local

@@ -1,6 +1,6 @@
 //! The endpoint configuration as C sees it: an `mw_config` object holding
 //! settings named like the `MW_*` environment variables (the one table of
-//! settings, `mw_core::config::ENV_VARS`), each validated when it is set,
+//! settings, `mw_core::ENV_VARS`), each validated when it is set,
 //! and `mw_init_with` (in `endpoint`) turning it into core's `Config`.
 //!
 //! Owns: the settings a C caller chose and the environment snapshot they
@@ -12,8 +12,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::c_char;
 
-use mw_core::config::ENV_VARS;
 use mw_core::Config;
+use mw_core::ENV_VARS;
 
 use crate::ffi;
 use crate::status::{guard, mw_status, Failure};

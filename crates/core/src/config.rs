@@ -274,6 +274,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ),
     ("MW_RTO_MIN_US", "retransmission timeout floor, microseconds (default 500)"),
     ("MW_ACK_EVERY", "acknowledge at least every N in-order packets received, 1-256 (default 32)"),
+    (
+        "MW_LOSS_TOLERANCE",
+        "percent of a round trip's packets that may be lost without shrinking the congestion window while the RTT shows no queue, 0-100 (default 10; 0: halve on every loss event)",
+    ),
     ("MW_MAX_QUEUED", "bytes queued toward one peer before senders wait (default 8 MiB)"),
     (
         "MW_COPY_AHEAD",

@@ -212,6 +212,13 @@ impl Endpoint {
 
     /// Joins the job through an already-connected bootstrap (tests run
     /// several ranks in one process this way; launchers may too).
+    ///
+    /// Hidden from the public surface: `mw_bootstrap::Bootstrap` is an
+    /// internal crate's type, so this entry point is for the workspace's
+    /// own tests, benchmarks and launchers, not a stable API. Everything it
+    /// can do is safe; applications use [`Endpoint::init`] or
+    /// [`Endpoint::init_with`].
+    #[doc(hidden)]
     pub fn init_with_bootstrap(config: Config, mut boot: mw_bootstrap::Bootstrap) -> Result<Endpoint> {
         let info = boot.info().clone();
         let bind_ip = choose_bind_ip(&config, &boot)?;
@@ -956,7 +963,7 @@ impl Endpoint {
     }
 
     /// Counters of this endpoint: the operation layer's and the protocol's.
-    pub fn stats(&self) -> (CoreStats, mw_proto::Stats) {
+    pub fn stats(&self) -> (CoreStats, crate::ProtoStats) {
         let state = self.lock();
         let mut core = state.stats;
         core.mcast = state.mcast.stats;

@@ -73,7 +73,7 @@ pub enum Error {
 
 impl Error {
     /// The error a remote status code stands for; `None` for success.
-    pub fn from_status(status: Status) -> Option<Error> {
+    pub(crate) fn from_status(status: Status) -> Option<Error> {
         Some(match status {
             Status::Ok => return None,
             Status::BadKey => Error::BadKey,

@@ -82,7 +82,7 @@
 #![deny(unsafe_code)]
 
 mod coll;
-pub mod config;
+mod config;
 mod deadline;
 mod endpoint;
 mod error;
@@ -96,7 +96,9 @@ mod lock;
 mod mcast;
 mod memory;
 mod msg;
-pub mod region;
+// Private: `RawMem` views, `AlignedBuf`, `PeerWindow` and `RegionTable` are
+// the unsafe island's internals; only its value types are re-exported below.
+mod region;
 mod request;
 mod rma;
 mod shm;
@@ -107,7 +109,7 @@ pub use coll::{
     AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTrials, CollTuning, DType, Element,
     McastAlgo, McastGroup, ReduceAlgo, ReduceOp, Team, VectorAlgo,
 };
-pub use config::{Config, ProgressMode, ShmCopy, StageStores, TransportChoice};
+pub use config::{Config, ProgressMode, ShmCopy, StageStores, TransportChoice, ENV_VARS};
 pub use endpoint::{Endpoint, PeerEvent};
 pub use error::{Error, Result};
 pub use handle::{wait_all, Handle};
@@ -122,3 +124,12 @@ pub use mw_wire::op::{AtomicOp, AtomicWidth, SignalOp};
 pub use region::{Access, Arrival, ArrivalKind, RegionKey};
 pub use rma::{Cmp, Signal};
 pub use stats::CoreStats;
+
+/// The protocol layer's counters (the second half of [`Endpoint::stats`])
+/// and its dropped-datagram counts; re-exported deliberately (plain
+/// structs of `u64` counters).
+pub use mw_proto::{DropCounts, Stats as ProtoStats};
+/// Fault injection ([`Config::fault`], `MW_FAULT_*`) and its counters
+/// ([`CoreStats::fault`]), and the UDP transport's system-call counters
+/// ([`CoreStats::udp_io`]); re-exported deliberately (plain data, no handles).
+pub use mw_transport::{FaultConfig, FaultConfigError, FaultStats, IoCounts};

@@ -154,12 +154,15 @@ mod tests {
 
     #[test]
     fn threads_take_turns_and_no_increment_is_lost() {
+        // Miri (`make miri`) checks every interleaving it runs for data
+        // races; a few hundred turns are enough there and take seconds.
+        let turns: u64 = if cfg!(miri) { 200 } else { 100_000 };
         let lock = Arc::new(StateLock::new(0u64));
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 let lock = Arc::clone(&lock);
                 std::thread::spawn(move || {
-                    for _ in 0..100_000 {
+                    for _ in 0..turns {
                         // Not atomic: a read-modify-write that would lose
                         // updates if two threads were inside at once.
                         let mut value = lock.lock();
@@ -173,7 +176,7 @@ mod tests {
         for thread in threads {
             thread.join().unwrap();
         }
-        assert_eq!(*lock.lock(), 400_000);
+        assert_eq!(*lock.lock(), 4 * turns);
     }
 
     #[test]

@@ -68,7 +68,7 @@ impl Endpoint {
     /// before [`Endpoint::finalize`] can run.
     pub fn alloc_shared(&self, len: usize, access: Access) -> Result<Region<'_>> {
         let buf = self.owned_mem(len);
-        let mem = buf.raw(len);
+        let mem = owned_view(&buf, len);
         let key = self.insert_region(mem, access, None, buf.fd())?;
         Ok(Region { ep: self, key, mem, _owned: Some(buf) })
     }
@@ -92,7 +92,7 @@ impl Endpoint {
         // each other so no operation can arrive before the key exists.
         let chosen = RegionKey(u64::from_le_bytes(all[0][..8].try_into().expect("length checked")));
         let buf = self.owned_mem(len);
-        let mem = buf.raw(len);
+        let mem = owned_view(&buf, len);
         let inserted = self.insert_region(mem, access, Some(chosen), buf.fd());
         self.barrier()?;
         let key = inserted?;
@@ -233,6 +233,16 @@ impl Endpoint {
     }
 }
 
+/// The view of memory a region is about to own.
+#[allow(unsafe_code)]
+fn owned_view(buf: &OwnedMem, len: usize) -> RawMem {
+    // SAFETY: the caller moves `buf` into the `Region` that also keeps this
+    // view; the region's `Drop` removes the view from the region table and
+    // the shm directory before its fields (and with them `buf`) drop, and
+    // the view is not copied anywhere else but those tables.
+    unsafe { buf.raw(len) }
+}
+
 /// Builds the raw view of a user buffer for `with_registered`.
 #[allow(unsafe_code)]
 fn unsafe_region_mem(memory: &mut [u8]) -> RawMem {
@@ -312,12 +322,17 @@ impl Region<'_> {
         Ok(())
     }
 
-    /// Copies bytes out of the region (consistent with remote writes: the
-    /// progress engine does not run during the copy).
+    /// Copies bytes out of the region. The progress engine does not run
+    /// during the copy, so operations it executes are seen whole or not at
+    /// all; a same-host peer storing directly into the region at the same
+    /// time (direct puts, put_signal) is not held off: its bytes may be
+    /// seen in part, but the copy is made of atomic loads, so this is never
+    /// a data race. Order such stores before the read with a signal
+    /// ([`Endpoint::wait_until`]), a flush or a barrier.
     pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<()> {
         let at = self.check(offset, out.len())?;
         let _guard = self.ep.lock();
-        self.mem.read(at, out);
+        self.mem.read_shared(at, out);
         Ok(())
     }
 
@@ -328,16 +343,48 @@ impl Region<'_> {
         out
     }
 
-    /// Copies bytes into the region.
+    /// Copies bytes into the region, with the same rule as
+    /// [`Region::read`]: atomic stores, the progress engine held off,
+    /// same-host peers' direct stores not (order them with signals,
+    /// flushes or barriers).
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         let at = self.check(offset, data.len())?;
         let _guard = self.ep.lock();
-        self.mem.write(at, data);
+        self.mem.write_shared(at, data);
         Ok(())
     }
 
-    /// Runs `f` on the region's bytes with the progress engine held off.
-    pub fn with_bytes<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    /// Fills `len` bytes from `offset` with `byte` (as [`Region::write`]).
+    pub fn fill(&self, offset: u64, len: usize, byte: u8) -> Result<()> {
+        let at = self.check(offset, len)?;
+        let _guard = self.ep.lock();
+        // One cache-line-sized pattern, copied repeatedly: no allocation.
+        let pattern = [byte; 64];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(pattern.len());
+            self.mem.write_shared(at + done, &pattern[..n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the region's bytes as one `&mut [u8]`, with this
+    /// endpoint's progress engine held off (so operations served by this
+    /// rank wait until `f` returns). Use [`Region::read`], [`Region::write`]
+    /// and [`Region::fill`] instead unless the copy matters.
+    ///
+    /// # Safety
+    /// Same-host peers store into the region's memory directly, without
+    /// this endpoint's lock (direct puts, put_signal, atomics, and the
+    /// cross-memory copies of large transfers), so a `&mut [u8]` over it is
+    /// exclusive only if the program guarantees that no operation by another
+    /// rank writes or reads the region while `f` runs: for example, every
+    /// rank that targets it is between the same two barriers as this call,
+    /// or has seen a signal this rank sets after `f` returns. `f` must not
+    /// call into the endpoint (it would deadlock, not be unsound).
+    #[allow(unsafe_code)]
+    pub unsafe fn with_bytes<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
         let _guard = self.ep.lock();
         self.mem.with_slice_mut(0, self.mem.len(), f)
     }

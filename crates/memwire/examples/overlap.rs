@@ -48,7 +48,8 @@ fn main() -> memwire::Result<()> {
 fn run(ep: &Endpoint, len: usize) -> memwire::Result<()> {
     let region = ep.alloc_symmetric(len, Access::READ_WRITE)?;
     if ep.rank() == 1 {
-        region.with_bytes(|b| b.iter_mut().enumerate().for_each(|(i, x)| *x = (i * 7 + i / 4096) as u8));
+        let pattern: Vec<u8> = (0..len).map(|i| (i * 7 + i / 4096) as u8).collect();
+        region.write(0, &pattern)?;
     }
     ep.barrier()?;
     if ep.rank() == 0 {

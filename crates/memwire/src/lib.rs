@@ -209,6 +209,46 @@
 //! # Ok(()) }
 //! ```
 //!
+//! **Region memory is copied, never lent as a slice.** Same-host peers
+//! store into a region directly (direct puts, put_signal, atomics), without
+//! taking this rank's lock, so safe code reaches a region's bytes only by
+//! copying them with atomic loads and stores ([`Region::read`],
+//! [`Region::write`], [`Region::fill`], [`Region::load_u64`]): a racing
+//! remote store may be seen in part, but never makes a data race. The
+//! `&mut [u8]` view, [`Region::with_bytes`], is `unsafe`, its contract
+//! written on it.
+//!
+//! ```no_run
+//! # fn demo(region: &memwire::Region<'_>) -> memwire::Result<()> {
+//! region.fill(0, region.len(), 0)?;
+//! region.write(8, b"copied in")?;
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail,E0133
+//! # fn demo(region: &memwire::Region<'_>) {
+//! region.with_bytes(|bytes| bytes.fill(0)); // error[E0133]: `with_bytes` is unsafe
+//! # }
+//! ```
+//!
+//! **The internals stay inside.** This crate re-exports an explicit list
+//! of items; the raw views of region memory, the buffers behind them, the
+//! mappings of peers' memory and the region table are private to `mw-core`,
+//! so no safe path leads to a pointer that outlives its memory.
+//!
+//! ```compile_fail,E0433
+//! let view = memwire::region::AlignedBuf::zeroed(64); // error[E0433]: no `region` in `memwire`
+//! ```
+//!
+//! ```compile_fail,E0433
+//! let window = memwire::PeerWindow::open(1, 3, 4096); // error[E0433]: no `PeerWindow` in `memwire`
+//! ```
+//!
+//! ```compile_fail,E0603
+//! // Not through the endpoint crate either: its `region` module is private.
+//! use mw_core::region::{AlignedBuf, PeerWindow, RawMem, RegionTable}; // error[E0603]
+//! ```
+//!
 //! Leaking a handle (`std::mem::forget`) is safe too: a put's data is
 //! copied when it is issued, and fetched data is staged by the library and
 //! copied into your buffer only by `wait`, while the borrow is alive, so the
@@ -216,9 +256,90 @@
 //! express these borrows; its rules are written on each function, and Rust
 //! code that registers memory it cannot lend by borrow uses the `unsafe`
 //! [`Endpoint::register_raw`].
+//!
+//! # Threads
+//!
+//! Every public type is `Send` and `Sync` (pinned by
+//! `tests/thread_safety.rs`, which fails to build if one stops being so):
+//!
+//! | type | shared between threads (`Sync`) means |
+//! |---|---|
+//! | [`Endpoint`] | any thread may call any method; calls take turns on one internal lock (a blocking wait releases it while it waits) |
+//! | [`Region`] | `read`, `write`, `fill` take the endpoint lock; `load_u64`/`store_u64` are atomics; dropping deregisters under the lock |
+//! | [`Team`] | its collectives take `&mut self`, so one thread at a time runs them (the compiler enforces it); several teams may run collectives at once from different threads; `&Team` only reads its rank and size |
+//! | [`Handle`], [`RecvHandle`], [`AmHandle`], [`OwnedSend`], [`OwnedRecv`] | completion is `wait(self)`/`test(&mut self)`: one owner; a handle may be moved to another thread and completed there |
+//! | [`Fifo`], [`McastGroup`] | as [`Region`]: methods lock the endpoint |
+//! | [`AmContext`], [`AmMessage`] | lent to a handler, which runs with the endpoint locked |
+//! | values ([`Config`], [`Error`], keys, enums, counters) | plain data |
+//!
+//! Regions, teams and handles borrow the endpoint, so they move only into
+//! scoped threads ([`std::thread::scope`]), never past the endpoint.
+//!
+//! ```no_run
+//! # fn demo(ep: &memwire::Endpoint) -> memwire::Result<()> {
+//! let region = ep.alloc_shared(64, memwire::Access::ALL)?;
+//! let mut team = ep.team_world()?;
+//! std::thread::scope(|s| {
+//!     s.spawn(|| team.barrier()); // one thread runs the team's collectives
+//!     s.spawn(|| region.write(0, b"x")); // others share the region
+//!     s.spawn(|| region.load_u64(8));
+//! });
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail,E0499
+//! # fn demo(ep: &memwire::Endpoint) -> memwire::Result<()> {
+//! let mut team = ep.team_world()?;
+//! std::thread::scope(|s| {
+//!     s.spawn(|| team.barrier());
+//!     s.spawn(|| team.barrier()); // error[E0499]: the team is lent to the first thread
+//! });
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail,E0521
+//! # fn demo(ep: &memwire::Endpoint) -> memwire::Result<()> {
+//! let region = ep.alloc_shared(64, memwire::Access::ALL)?;
+//! // error[E0521]: the region borrows `ep`, which a detached thread may outlive
+//! std::thread::spawn(move || region.write(0, b"x"));
+//! # Ok(()) }
+//! ```
+//!
+//! # Completion, progress and what remains by design
+//!
+//! What each call guarantees when it returns (completion at the initiator
+//! or at the target), what "nonblocking" means over UDP and over shared
+//! memory, and the caveats that remain by design are written down in
+//! `docs/guarantees.md` in the repository.
 #![forbid(unsafe_code)]
 
-pub use mw_core::*;
+// The public surface, item by item: adding to `mw-core` does not add to it.
+// Internals (region views and buffers, peer windows, the region table, the
+// protocol and transport crates) stay behind; internal crates' types that
+// appear in public signatures are the plain-data ones named here.
+
+// Endpoint, life cycle, configuration.
+pub use mw_core::{Config, Endpoint, PeerEvent, ProgressMode, ShmCopy, StageStores, TransportChoice, ENV_VARS};
+// Errors.
+pub use mw_core::{Error, Result};
+// Regions and one-sided operations.
+pub use mw_core::{
+    wait_all, Access, Arrival, ArrivalKind, AtomicOp, AtomicWidth, Cmp, Handle, Region, RegionKey, Signal, SignalOp,
+};
+// Messaging: tagged messages, active messages, FIFOs.
+pub use mw_core::{
+    AmContext, AmHandle, AmMessage, AmReplyData, Fifo, FifoKey, OwnedRecv, OwnedSend, RecvHandle, RecvStatus,
+    ANY_SOURCE, ANY_TAG, RESERVED_HANDLER_BASE,
+};
+// Teams and collectives.
+pub use mw_core::{
+    AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTrials, CollTuning, DType, Element,
+    McastAlgo, McastGroup, ReduceAlgo, ReduceOp, Team, VectorAlgo,
+};
+// Counters and fault injection.
+pub use mw_core::{
+    CoreStats, DropCounts, FaultConfig, FaultConfigError, FaultStats, IoCounts, McastStats, MsgStats, ProtoStats,
+};
 
 /// The README's Rust examples, compiled and run as doctests so the program a
 /// newcomer copies keeps working.

@@ -9,7 +9,9 @@
 
 mod raw;
 
-pub use raw::{AlignedBuf, OwnedMem, PeerWindow, RawMem};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use raw::AlignedBuf;
+pub(crate) use raw::{OwnedMem, PeerWindow, RawMem};
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -207,11 +209,6 @@ impl RegionTable {
         self.regions.remove(&key).is_some()
     }
 
-    /// Whether `key` is taken.
-    pub fn contains(&self, key: RegionKey) -> bool {
-        self.regions.contains_key(&key)
-    }
-
     /// The region for `key`, or `BadKey`.
     pub fn get(&self, key: RegionKey) -> Result<&RegionEntry, Status> {
         self.regions.get(&key).ok_or(Status::BadKey)
@@ -263,6 +260,7 @@ impl RegionTable {
 }
 
 #[cfg(test)]
+#[allow(unsafe_code)]
 mod tests {
     use super::*;
 
@@ -279,9 +277,11 @@ mod tests {
     #[test]
     fn rights_and_keys() {
         let buf = AlignedBuf::zeroed(64);
+        // SAFETY: the table (and with it every copy of the view) drops before `buf`.
+        let mem = unsafe { buf.raw() };
         let mut table = RegionTable::default();
-        assert!(table.insert(RegionKey(9), buf.raw(), Access::READ));
-        assert!(!table.insert(RegionKey(9), buf.raw(), Access::READ));
+        assert!(table.insert(RegionKey(9), mem, Access::READ));
+        assert!(!table.insert(RegionKey(9), mem, Access::READ));
         let entry = table.get(RegionKey(9)).unwrap();
         assert_eq!(entry.check(Access::WRITE, 0, 8), Err(Status::NoPermission));
         assert_eq!(entry.check(Access::READ, 0, 8), Ok((0, 8)));
@@ -298,8 +298,10 @@ mod tests {
     #[test]
     fn arrival_log_keeps_newest() {
         let buf = AlignedBuf::zeroed(64);
+        // SAFETY: the table (and with it every copy of the view) drops before `buf`.
+        let mem = unsafe { buf.raw() };
         let mut table = RegionTable::default();
-        table.insert(RegionKey(1), buf.raw(), Access::ALL);
+        table.insert(RegionKey(1), mem, Access::ALL);
         table.enable_log(RegionKey(1), 2);
         for offset in 0..3 {
             let arrival = Arrival { kind: ArrivalKind::Put, source: 1, offset, len: 1 };

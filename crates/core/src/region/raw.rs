@@ -9,17 +9,26 @@
 //! Concurrency: memory is written by the progress engine and read by the owner
 //! through `Region` accessors, both only while holding the endpoint lock, so
 //! plain copies do not race among this process's threads. Regions in a shared
-//! mapping ([`OwnedMem::Shared`]) are also written directly by same-host
-//! peers ([`PeerWindow`]), without that lock: as with any RMA, the program
-//! orders such writes against its own reads with signals, flushes or
-//! barriers. Atomics are always the CPU's atomic instructions, whoever
-//! executes them (this rank's progress engine serving a remote host, or a
-//! same-host peer on its own mapping of the page), so one word never mixes
-//! two mechanisms.
+//! mapping ([`OwnedMem::Shared`]) and registered user memory are also written
+//! by same-host peers ([`PeerWindow`] stores, `process_vm_writev`) without
+//! that lock, so the owner's own accessors (`Region::read`/`write`) copy
+//! through [`RawMem::read_shared`]/[`RawMem::write_shared`], made of relaxed
+//! atomic loads and stores: a copy racing a peer's store may see old and new
+//! bytes mixed (the program orders such writes against its reads with
+//! signals, flushes or barriers, as with any RMA), but it is never a data
+//! race, and no Rust reference to region memory is handed to user code.
+//! Atomics are always the CPU's atomic instructions, whoever executes them
+//! (this rank's progress engine serving a remote host, or a same-host peer on
+//! its own mapping of the page), so one word never mixes two mechanisms.
+//!
+//! Views are `Copy` and carry no lifetime, so the only ways to make one are
+//! `unsafe`: [`RawMem::new`], [`AlignedBuf::raw`] and [`OwnedMem::raw`] each
+//! state how long the memory must outlive every copy. This module and its
+//! types are private to `mw-core` (none is reachable from `memwire`).
 #![allow(unsafe_code)]
 
 use mw_transport::shm::CopyDest;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// A raw view of registered memory: base pointer and length.
 #[derive(Debug, Clone, Copy)]
@@ -29,9 +38,12 @@ pub struct RawMem {
 }
 
 // SAFETY: RawMem is a plain pointer+length; the memory it names is only touched
-// under the endpoint lock (see module doc), so moving the view across threads
-// (the progress thread) does not create unsynchronized access.
+// under the endpoint lock or through atomics (see module doc), so moving the
+// view across threads (the progress thread) does not create unsynchronized access.
 unsafe impl Send for RawMem {}
+// SAFETY: a shared `&RawMem` allows exactly what a copy of it does (the type
+// is `Copy` and `Send`), so sharing adds no access beyond `Send`'s reasoning.
+unsafe impl Sync for RawMem {}
 
 impl RawMem {
     /// Describes `len` bytes at `base`.
@@ -45,6 +57,7 @@ impl RawMem {
     }
 
     /// The view of `offset..offset+len` inside this one (in bounds, asserted).
+    #[cfg(feature = "fuzzing")]
     pub fn subrange(&self, offset: usize, len: usize) -> RawMem {
         self.assert_in_bounds(offset, len);
         // SAFETY: `offset + len <= self.len` (asserted), so the new base stays
@@ -103,6 +116,53 @@ impl RawMem {
         // valid for writes of `len` bytes (`CopyDest`'s contract) and, being
         // exclusively borrowed Rust memory, does not overlap this region.
         unsafe { std::ptr::copy_nonoverlapping(self.base.add(offset), out.dest_ptr(), len) }
+    }
+
+    /// Copies `out.len()` bytes from `offset` into `out` with relaxed atomic
+    /// loads (words where aligned, bytes at the edges), for memory that
+    /// same-host peers may be storing into at the same time: the bytes of a
+    /// racing store may be old or new, but the copy is not a data race.
+    pub fn read_shared(&self, offset: usize, out: &mut [u8]) {
+        self.assert_in_bounds(offset, out.len());
+        let mut done = 0;
+        while done < out.len() {
+            let at = offset + done;
+            if self.is_aligned(at, 8) && out.len() - done >= 8 {
+                let word = self.atomic_u64(at).load(Ordering::Relaxed);
+                out[done..done + 8].copy_from_slice(&word.to_ne_bytes());
+                done += 8;
+            } else {
+                out[done] = self.atomic_u8(at).load(Ordering::Relaxed);
+                done += 1;
+            }
+        }
+    }
+
+    /// Copies `data` to `offset` with relaxed atomic stores (the mirror of
+    /// [`RawMem::read_shared`]).
+    pub fn write_shared(&self, offset: usize, data: &[u8]) {
+        self.assert_in_bounds(offset, data.len());
+        let mut done = 0;
+        while done < data.len() {
+            let at = offset + done;
+            if self.is_aligned(at, 8) && data.len() - done >= 8 {
+                let word = u64::from_ne_bytes(data[done..done + 8].try_into().expect("8 bytes"));
+                self.atomic_u64(at).store(word, Ordering::Relaxed);
+                done += 8;
+            } else {
+                self.atomic_u8(at).store(data[done], Ordering::Relaxed);
+                done += 1;
+            }
+        }
+    }
+
+    fn atomic_u8(&self, offset: usize) -> &AtomicU8 {
+        self.assert_in_bounds(offset, 1);
+        // SAFETY: in bounds (asserted), so the pointer is inside memory valid
+        // per `new`; a byte is always aligned, and every concurrent access by
+        // this process's safe paths to memory peers also store into goes
+        // through atomics (module doc).
+        unsafe { AtomicU8::from_ptr(self.base.add(offset)) }
     }
 
     /// Calls `f` with the bytes at `offset..offset+len` as a shared slice (used
@@ -196,10 +256,25 @@ impl AlignedBuf {
     }
 
     /// A raw view of the whole buffer.
-    pub fn raw(&self) -> RawMem {
-        // SAFETY: the allocation is live while `self` is, and RawMem users hold
-        // the endpoint lock; the region deregisters before this buffer drops.
+    ///
+    /// # Safety
+    /// The view and every copy of it must not be used after `self` is
+    /// dropped (a region deregisters, removing its views from every table,
+    /// before its buffer drops), and [`RawMem::new`]'s rule on references
+    /// applies.
+    pub unsafe fn raw(&self) -> RawMem {
+        // SAFETY: the allocation is valid for `len` bytes while `self` lives,
+        // and the caller promises not to use the view longer.
         unsafe { RawMem::new(self.ptr, self.len) }
+    }
+
+    /// Copies `out.len()` bytes from `offset` into `out` (bounds asserted);
+    /// the borrow of `self` keeps the buffer alive, so this needs no contract.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn read(&self, offset: usize, out: &mut [u8]) {
+        // SAFETY: the view lives only for this call, while `&self` keeps the
+        // allocation alive; no reference into the buffer exists meanwhile.
+        unsafe { self.raw() }.read(offset, out)
     }
 }
 
@@ -233,14 +308,19 @@ impl OwnedMem {
     }
 
     /// A raw view of the first `len` bytes (the length asked for).
-    pub fn raw(&self, len: usize) -> RawMem {
+    ///
+    /// # Safety
+    /// As [`AlignedBuf::raw`]: the view and its copies must not be used after
+    /// `self` is dropped.
+    pub unsafe fn raw(&self, len: usize) -> RawMem {
         match self {
-            OwnedMem::Heap(buf) => buf.raw(),
+            // SAFETY: forwarded; the caller's promise covers the heap buffer.
+            OwnedMem::Heap(buf) => unsafe { buf.raw() },
             OwnedMem::Shared(seg) => {
                 assert!(len <= seg.len(), "view longer than the segment");
                 // SAFETY: the mapping is valid for `seg.len() >= len` bytes
-                // while `self` lives; the region deregisters before its
-                // OwnedMem drops (field order in `Region`).
+                // while `self` lives, and the caller does not use the view
+                // longer (a region deregisters before its OwnedMem drops).
                 unsafe { RawMem::new(seg.as_ptr(), len) }
             }
         }
@@ -260,16 +340,24 @@ impl OwnedMem {
 #[derive(Debug)]
 pub struct PeerWindow {
     seg: mw_transport::shm::Segment,
-    len: usize,
+    /// The view of the whole mapping; lent out only by reference ([`PeerWindow::mem`]).
+    mem: RawMem,
     /// Page tables filled in ([`PeerWindow::prefault_once`]).
     prefaulted: std::sync::atomic::AtomicBool,
 }
 
 impl PeerWindow {
-    /// Maps `len` bytes of the memory file `fd` of process `pid`.
+    /// Maps `len` bytes of the memory file `fd` of process `pid`. Safe to
+    /// call (mapping is not access), but crate-private: only the shm
+    /// directory, which learned `pid`, `fd` and `len` from the peer's own
+    /// published entry, opens windows.
     pub fn open(pid: u32, fd: i32, len: usize) -> std::io::Result<PeerWindow> {
         let seg = mw_transport::shm::Segment::open_peer(pid, fd, len)?;
-        Ok(PeerWindow { seg, len, prefaulted: std::sync::atomic::AtomicBool::new(false) })
+        // SAFETY: the mapping covers `len` bytes (checked by open_peer) and
+        // stays mapped while `seg` lives, which is as long as this window;
+        // the view is lent out only by reference, borrowed from the window.
+        let mem = unsafe { RawMem::new(seg.as_ptr(), len) };
+        Ok(PeerWindow { seg, mem, prefaulted: std::sync::atomic::AtomicBool::new(false) })
     }
 
     /// Faults the whole mapping in, the first time only: for a window
@@ -282,12 +370,11 @@ impl PeerWindow {
         }
     }
 
-    /// A raw view of the peer's region, valid while `self` lives.
-    pub fn mem(&self) -> RawMem {
-        // SAFETY: the mapping covers `len` bytes (checked by open_peer) and
-        // stays mapped while `self` lives; callers use the view only while
-        // they hold the window (under the window cache's read lock).
-        unsafe { RawMem::new(self.seg.as_ptr(), self.len) }
+    /// The view of the peer's region, borrowed from the window: callers
+    /// use it while they hold the window (under the window cache's read
+    /// lock) and never copy it out of the borrow.
+    pub fn mem(&self) -> &RawMem {
+        &self.mem
     }
 }
 
@@ -298,7 +385,8 @@ mod tests {
     #[test]
     fn copies_and_atomics() {
         let buf = AlignedBuf::zeroed(64);
-        let mem = buf.raw();
+        // SAFETY: `mem` is used only while `buf` lives (this test's scope).
+        let mem = unsafe { buf.raw() };
         mem.write(3, b"abc");
         let mut out = [0u8; 3];
         mem.read(3, &mut out);
@@ -311,9 +399,65 @@ mod tests {
     }
 
     #[test]
+    fn shared_copies_match_plain_copies_at_every_alignment() {
+        let buf = AlignedBuf::zeroed(64);
+        // SAFETY: `mem` is used only while `buf` lives (this test's scope).
+        let mem = unsafe { buf.raw() };
+        let data: Vec<u8> = (1..=40).collect();
+        for offset in 0..9 {
+            for len in [0, 1, 7, 8, 9, 17, 40] {
+                mem.write(0, &[0u8; 64]);
+                mem.write_shared(offset, &data[..len]);
+                let mut plain = [0u8; 64];
+                mem.read(0, &mut plain);
+                assert_eq!(&plain[offset..offset + len], &data[..len], "write_shared {offset}+{len}");
+                assert!(plain[..offset].iter().chain(&plain[offset + len..]).all(|&b| b == 0), "outside the range");
+                let mut back = vec![0u8; len];
+                mem.read_shared(offset, &mut back);
+                assert_eq!(back, &data[..len], "read_shared {offset}+{len}");
+            }
+        }
+    }
+
+    #[test]
+    fn shared_copies_race_with_atomic_stores_soundly() {
+        // A peer storing into the mapping while the owner copies: with both
+        // sides atomic, each word read is one the writer stored (Miri checks
+        // that no access here is a data race).
+        let buf = AlignedBuf::zeroed(64);
+        // SAFETY: both threads are joined inside the scope, before `buf` drops.
+        let mem = unsafe { buf.raw() };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for round in 1..=20u8 {
+                    mem.write_shared(0, &[round; 64]);
+                }
+            });
+            for _ in 0..20 {
+                let mut out = [0u8; 64];
+                mem.read_shared(0, &mut out);
+                for word in out.chunks(8) {
+                    assert!(word.iter().all(|&b| b == word[0]), "a word mixed two stores: {word:?}");
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn owned_reads_need_no_contract() {
+        let buf = AlignedBuf::zeroed(16);
+        // SAFETY: the view is used within `buf`'s lifetime.
+        unsafe { buf.raw() }.write(4, b"xy");
+        let mut out = [0u8; 2];
+        buf.read(4, &mut out);
+        assert_eq!(&out, b"xy");
+    }
+
+    #[test]
     #[should_panic]
     fn out_of_bounds_is_caught() {
         let buf = AlignedBuf::zeroed(16);
-        buf.raw().write(10, &[0u8; 10]);
+        // SAFETY: the view is used within `buf`'s lifetime.
+        unsafe { buf.raw() }.write(10, &[0u8; 10]);
     }
 }

@@ -137,7 +137,12 @@ impl ShmState {
             if let crate::region::OwnedMem::Shared(segment) = &owned {
                 segment.prefault();
             }
-            let mem = owned.raw(len);
+            // SAFETY: `owned` moves into `self.staging` beside the view and
+            // lives as long as this state; copies of the view handed out by
+            // this method are used only during one pull, under the endpoint
+            // lock that keeps this state (and the mapping) alive.
+            #[allow(unsafe_code)]
+            let mem = unsafe { owned.raw(len) };
             self.staging_refused = false;
             let key = crate::memory::random_key();
             self.publish(key, &mem, Some(fd), Access::READ_WRITE);

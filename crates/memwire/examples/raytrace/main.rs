@@ -150,7 +150,7 @@ fn run(ep: &Endpoint, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 }
                 continue;
             }
-            frame.with_bytes(|b| b.fill(0));
+            frame.fill(0, frame.len(), 0)?;
             ep.barrier()?;
             let start = Instant::now();
             if let Some(me) = w.me {

@@ -1004,10 +1004,10 @@ mod tests {
     #[test]
     fn two_threads_stream_through_a_small_ring() {
         let (mut tx, mut rx) = ring(512);
-        const N: u64 = 100_000;
-        // Each side backs off to yielding while the other makes no progress:
-        // with other tests' threads on the same two CPUs, pure spinning made
-        // each hand-over wait for a time slice (the test took ~2 minutes).
+        const N: u64 = if cfg!(miri) { 300 } else { 100_000 }; // Miri: `make miri`
+                                                               // Each side backs off to yielding while the other makes no progress:
+                                                               // with other tests' threads on the same two CPUs, pure spinning made
+                                                               // each hand-over wait for a time slice (the test took ~2 minutes).
         let producer = std::thread::spawn(move || {
             let backoff = crossbeam_utils::Backoff::new();
             let mut i = 0u64;
@@ -1307,9 +1307,9 @@ mod tests {
     fn a_peer_thread_pair_ping_pongs_and_streams_through_jumping_rings() {
         let cap = 1024;
         let ((mut a_tx, mut a_rx), (mut b_tx, mut b_rx)) = pair_of_peers(cap);
-        const N: u64 = 50_000;
-        // Both sides back off to yielding while nothing moves (see
-        // `two_threads_stream_through_a_small_ring`).
+        const N: u64 = if cfg!(miri) { 300 } else { 50_000 }; // Miri: `make miri`
+                                                              // Both sides back off to yielding while nothing moves (see
+                                                              // `two_threads_stream_through_a_small_ring`).
         let echo = std::thread::spawn(move || {
             let backoff = crossbeam_utils::Backoff::new();
             let mut seen = 0u64;

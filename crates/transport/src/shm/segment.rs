@@ -12,9 +12,8 @@
 //! of a peer's fd. Must not: interpret the bytes (the ring, the control
 //! block and region users do).
 
-use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 
 /// A `MAP_SHARED` mapping of a memory file: one this process created
@@ -66,11 +65,48 @@ fn map_shared(fd: RawFd, len: usize) -> io::Result<NonNull<u8>> {
     NonNull::new(ptr.cast()).ok_or_else(|| io::Error::other("mmap returned null"))
 }
 
+#[cfg(miri)]
+fn map_anonymous(len: usize) -> io::Result<NonNull<u8>> {
+    // SAFETY: a fresh anonymous mapping chosen by the kernel (Miri's shim)
+    // cannot alias any existing Rust object.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(ptr.cast()).ok_or_else(|| io::Error::other("mmap returned null"))
+}
+
 impl Segment {
     /// Creates a zeroed memory file of `len` bytes (rounded up to pages)
     /// and maps it. `name` shows in `/proc/<pid>/maps` as `/memfd:<name>`.
     pub fn create(name: &str, len: usize) -> io::Result<Segment> {
         let len = mapped_len(len)?;
+        // Miri runs no real system calls (no memory files): the rings' and
+        // stages' tests run there on anonymous private memory, which is all
+        // they need within one process (`make miri`).
+        #[cfg(miri)]
+        {
+            let _ = name;
+            return map_anonymous(len).map(|ptr| Segment { ptr, len, fd: None });
+        }
+        #[cfg(not(miri))]
+        Segment::create_file(name, len)
+    }
+
+    #[cfg(not(miri))]
+    fn create_file(name: &str, len: usize) -> io::Result<Segment> {
+        use std::fs::File;
+        use std::os::fd::FromRawFd;
+
         let cname = std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         // SAFETY: cname is a valid NUL-terminated string for the call.
         let raw = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
@@ -108,6 +144,9 @@ impl Segment {
     /// from 1.4 to 7 us). Best effort: a kernel without
     /// `MADV_POPULATE_WRITE` (before 5.14) leaves the faults for later.
     pub fn prefault(&self) {
+        if cfg!(miri) {
+            return; // no madvise under Miri; the advice changes no contents
+        }
         // SAFETY: the range is exactly this mapping; the advice only
         // populates page tables and does not change the contents.
         let _ = unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_POPULATE_WRITE) };
