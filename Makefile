@@ -26,7 +26,7 @@ deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
 
 ## test: install dependencies, then lint and run every test (with short fuzz and soak runs)
-test: deps lint unit ctest nas fuzz-smoke soak-short
+test: deps lint unit miri ctest nas fuzz-smoke soak-short
 	@echo "make test: all suites passed"
 
 lint:
@@ -45,7 +45,7 @@ unit:
 	@# are only checked by a nightly rustdoc: this proves each fails for its reason.
 	$(CARGO) +nightly test --doc -p memwire
 
-## miri: the unsafe modules' in-memory tests under Miri (nightly + miri component; not part of `make test`)
+## miri: the unsafe modules' in-memory tests under Miri (nightly + miri component, which `make deps` adds)
 miri:
 	@scripts/miri.sh
 

@@ -27,6 +27,10 @@ fi
 # nightly toolchain and cargo-fuzz; both are skipped when already present.
 if command -v rustup >/dev/null 2>&1; then
     rustup toolchain list 2>/dev/null | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+    # `make miri` (in `make test`): the unsafe modules' tests under Miri.
+    for comp in miri rust-src; do
+        rustup +nightly component list --installed 2>/dev/null | grep -q "^$comp" || rustup +nightly component add "$comp"
+    done
 fi
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
