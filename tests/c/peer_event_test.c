@@ -16,43 +16,7 @@
 static uint32_t me, n;
 static unsigned checks;
 
-#define FAIL(...)                                                    \
-    do {                                                             \
-        fprintf(stderr, "rank %u: %s:%d: ", me, __FILE__, __LINE__); \
-        fprintf(stderr, __VA_ARGS__);                                \
-        fprintf(stderr, "\n");                                       \
-        exit(1);                                                     \
-    } while (0)
-
-#define OK(call)                                                                        \
-    do {                                                                                \
-        mw_status s_ = (call);                                                          \
-        if (s_ != MW_OK)                                                                \
-            FAIL("%s -> %d %s (%s)", #call, (int)s_, mw_strerror(s_), mw_last_error()); \
-        checks++;                                                                       \
-    } while (0)
-
-/* Like OK, but not counted (for calls repeated a varying number of times). */
-#define OK_UNCOUNTED(call)                                                              \
-    do {                                                                                \
-        mw_status s_ = (call);                                                          \
-        if (s_ != MW_OK)                                                                \
-            FAIL("%s -> %d %s (%s)", #call, (int)s_, mw_strerror(s_), mw_last_error()); \
-    } while (0)
-
-#define EXPECT(want, call)                                                                              \
-    do {                                                                                                \
-        mw_status s_ = (call);                                                                          \
-        if (s_ != (want))                                                                               \
-            FAIL("%s -> %d %s, want %s (%s)", #call, (int)s_, mw_strerror(s_), #want, mw_last_error()); \
-        checks++;                                                                                       \
-    } while (0)
-
-#define ASSERT(cond)                           \
-    do {                                       \
-        if (!(cond)) FAIL("assert %s", #cond); \
-        checks++;                              \
-    } while (0)
+#include "check.h"
 
 static double now_s(void) {
     struct timespec ts;

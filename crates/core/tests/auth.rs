@@ -87,15 +87,7 @@ fn ranks_that_disagree_on_authentication_cannot_talk() {
         .map(|rank| {
             let addr = addr.clone();
             std::thread::spawn(move || {
-                let hex = mw_bootstrap::job_key_to_hex(&key);
-                let boot = mw_bootstrap::Bootstrap::from_lookup(|name| match name {
-                    "MW_RANK" => Some(rank.to_string()),
-                    "MW_SIZE" => Some("2".into()),
-                    "MW_BOOTSTRAP" => Some(addr.clone()),
-                    "MW_JOB_KEY" => Some(hex.clone()),
-                    _ => None,
-                })
-                .unwrap();
+                let boot = common::rank_bootstrap(rank, 2, &addr, &key, None);
                 let config = Config {
                     auth: Some(rank == 0),
                     peer_dead_after: Duration::from_millis(400),

@@ -189,15 +189,7 @@ fn forged_epoch_job(transport: TransportChoice) {
         .map(|rank| {
             let addr = addr.clone();
             std::thread::spawn(move || {
-                let hex = mw_bootstrap::job_key_to_hex(&key);
-                let boot = mw_bootstrap::Bootstrap::from_lookup(|name| match name {
-                    "MW_RANK" => Some(rank.to_string()),
-                    "MW_SIZE" => Some("2".into()),
-                    "MW_BOOTSTRAP" => Some(addr.clone()),
-                    "MW_JOB_KEY" => Some(hex.clone()),
-                    _ => None,
-                })
-                .unwrap();
+                let boot = common::rank_bootstrap(rank, 2, &addr, &key, None);
                 let config = Config { transport, port_range: (rank == 0).then_some((port, port)), ..Config::default() };
                 let ep = Endpoint::init_with_bootstrap(config, boot).unwrap();
                 forged_epoch_rank(&ep, job_id, port);

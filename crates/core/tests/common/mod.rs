@@ -57,17 +57,7 @@ where
             std::thread::Builder::new()
                 .name(format!("rank{rank}"))
                 .spawn(move || {
-                    let hex = mw_bootstrap::job_key_to_hex(&key);
-                    let host = hosts[rank as usize].clone();
-                    let boot = mw_bootstrap::Bootstrap::from_lookup(|name| match name {
-                        "MW_RANK" => Some(rank.to_string()),
-                        "MW_SIZE" => Some(n.to_string()),
-                        "MW_BOOTSTRAP" => Some(addr.clone()),
-                        "MW_JOB_KEY" => Some(hex.clone()),
-                        "MW_HOST" => Some(host.clone()),
-                        _ => None,
-                    })
-                    .unwrap();
+                    let boot = rank_bootstrap(rank, n, &addr, &key, Some(&hosts[rank as usize]));
                     let shm_allowed = config.transport == TransportChoice::Auto;
                     let ep = Endpoint::init_with_bootstrap(config, boot).unwrap();
                     for peer in (0..n).filter(|&p| p != rank) {
@@ -93,6 +83,23 @@ where
             std::panic::resume_unwind(panic);
         }
     }
+}
+
+/// What `mwrun` would hand rank `rank` of a job of `size` whose rendezvous
+/// server listens on `addr` under `key` (and, with `host`, the host name it
+/// claims, so ranks of one process can pose as several hosts).
+#[allow(dead_code)] // not every test file that includes this module uses it directly
+pub fn rank_bootstrap(rank: u32, size: u32, addr: &str, key: &[u8; 16], host: Option<&str>) -> mw_bootstrap::Bootstrap {
+    let hex = mw_bootstrap::job_key_to_hex(key);
+    mw_bootstrap::Bootstrap::from_lookup(|name| match name {
+        "MW_RANK" => Some(rank.to_string()),
+        "MW_SIZE" => Some(size.to_string()),
+        "MW_BOOTSTRAP" => Some(addr.to_owned()),
+        "MW_JOB_KEY" => Some(hex.clone()),
+        "MW_HOST" => host.map(str::to_owned),
+        _ => None,
+    })
+    .unwrap()
 }
 
 /// Forces UDP between all ranks.
