@@ -39,9 +39,33 @@ fn events(ep: &mut Endpoint) -> Vec<Event> {
     std::iter::from_fn(|| ep.poll_event()).collect()
 }
 
+/// One loss in a window of 16, RTT steady: within the default loss
+/// tolerance, so the hole is resent at once and the window keeps its size.
+#[test]
+fn a_single_random_loss_is_resent_without_shrinking_the_window() {
+    let config = Config { initial_window: 16, ack_every: 1, ..Config::default() };
+    assert!(config.loss_tolerance_pct > 0);
+    let (mut a, mut b) = pair(config);
+    for _ in 0..400 {
+        a.submit(at(0), 1, &[&[3u8; 1000]]).unwrap();
+    }
+    let mut lost = drain(&mut a, at(0));
+    lost.remove(3);
+    feed(&mut b, at(10), &lost);
+    let answers = drain(&mut b, at(10));
+    feed(&mut a, at(20), &answers);
+    let s = a.peer_stats(1).unwrap();
+    assert!(s.cwnd >= 16, "no decrease for one random loss: cwnd {}", s.cwnd);
+    assert_eq!(s.ssthresh, Config::default().max_window, "still in slow start");
+    let next = drain(&mut a, at(20));
+    assert_eq!(header(&next[0]).seq, 3, "the hole goes first");
+    assert_eq!(a.stats().retransmits_fast, 1);
+}
+
+/// RFC 5681's reaction (`loss_tolerance_pct: 0`): every loss event halves.
 #[test]
 fn window_shrinks_on_nack_and_grows_back_on_acks() {
-    let config = Config { initial_window: 16, ack_every: 1, ..Config::default() };
+    let config = Config { initial_window: 16, ack_every: 1, loss_tolerance_pct: 0, ..Config::default() };
     let (mut a, mut b) = pair(config);
     for _ in 0..400 {
         a.submit(at(0), 1, &[&[3u8; 1000]]).unwrap();
