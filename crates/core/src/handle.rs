@@ -111,6 +111,13 @@ impl<'a> Handle<'a> {
         self.ep.lock().requests.is_done(self.id).unwrap_or(true)
     }
 
+    /// Whether the operation is complete, without making progress: with the
+    /// progress thread on (`MW_PROGRESS=thread`), a nonblocking operation
+    /// completes while the application computes without calling memwire.
+    pub fn is_complete(&self) -> bool {
+        self.ready.is_some() || self.ep.lock().requests.is_done(self.id).unwrap_or(true)
+    }
+
     /// Waits for completion and returns its result. A put, get or atomic
     /// whose completion does not come within `Config::op_timeout` fails
     /// with [`Error::Timeout`] (its outcome at the target is then unknown,

@@ -68,7 +68,9 @@ type LastChunkOp<'f> = dyn Fn(u64, &[u8]) -> OpRepr<'static> + 'f;
 
 impl Endpoint {
     /// Allocates a request toward `rank` after waiting for room in its send
-    /// queue, then lets `issue` send the operation's messages.
+    /// queue (the memory bound, `Config::max_queued_bytes`: an operation
+    /// never waits for the protocol's window here), then lets `issue` send
+    /// the operation's messages.
     pub(crate) fn start<'a>(
         &'a self,
         rank: u32,
@@ -77,13 +79,26 @@ impl Endpoint {
         output: Output,
         issue: impl FnOnce(&mut State, RequestId) -> Result<()>,
     ) -> Result<Handle<'a>> {
+        self.start_fed(rank, parts, landing, output, Feed::Whole, issue)
+    }
+
+    /// [`start`](Self::start) with the send-queue bound `feed` waits on.
+    fn start_fed<'a>(
+        &'a self,
+        rank: u32,
+        parts: u32,
+        landing: Landing<'a>,
+        output: Output,
+        feed: Feed,
+        issue: impl FnOnce(&mut State, RequestId) -> Result<()>,
+    ) -> Result<Handle<'a>> {
         self.check_rank(rank)?;
         // One lock on the common path: room is checked under the same lock
         // the operation is issued under, and waited for only when short.
         let mut state = self.lock();
-        if queue_full(&state, rank) {
+        if queue_full(&state, rank, feed) {
             drop(state);
-            self.wait_for_room(rank)?;
+            self.wait_for_room_fed(rank, feed)?;
             state = self.lock();
         }
         let id = state.requests.alloc(rank, parts)?;
@@ -98,8 +113,12 @@ impl Endpoint {
 
     /// Waits while too many bytes are queued toward `rank`.
     fn wait_for_room(&self, rank: u32) -> Result<()> {
-        if queue_full(&self.lock(), rank) {
-            self.wait_for_op(|state| !queue_full(state, rank))?;
+        self.wait_for_room_fed(rank, Feed::JustAhead)
+    }
+
+    fn wait_for_room_fed(&self, rank: u32, feed: Feed) -> Result<()> {
+        if queue_full(&self.lock(), rank, feed) {
+            self.wait_for_op(|state| !queue_full(state, rank, feed))?;
         }
         Ok(())
     }
@@ -139,6 +158,7 @@ impl Endpoint {
         data: &[u8],
         id: RequestId,
         last: Option<&LastChunkOp<'_>>,
+        feed: Feed,
     ) -> Result<()> {
         let chunk = self.put_chunk(rank, last.is_some());
         let count = data.len().div_ceil(chunk).max(1);
@@ -148,7 +168,7 @@ impl Endpoint {
         let mut index = 0;
         while index < count {
             if index > 0 {
-                self.wait_for_room(rank)?;
+                self.wait_for_room_fed(rank, feed)?;
             }
             // Under one lock, as many messages as the queue takes; then they
             // leave together (one batch of datagrams, not one send each).
@@ -173,7 +193,7 @@ impl Endpoint {
                     Err(error) => break Err(error),
                 }
                 index += 1;
-                if index == count || queue_full(&state, rank) {
+                if index == count || (feed == Feed::JustAhead && queue_full(&state, rank, feed)) {
                     break Ok(());
                 }
             };
@@ -233,14 +253,27 @@ impl Endpoint {
 
     /// Nonblocking put: copies `data` to `offset` of region `key` at `rank`.
     /// The handle completes when the data is in the target's memory.
+    ///
+    /// Returns without waiting for the transfer or for the protocol's
+    /// window: over UDP the whole put is copied into the send queue at once
+    /// and leaves as acknowledgements make room, driven by the progress
+    /// thread or by any later call. It waits only while operations issued
+    /// before it already fill `MW_MAX_QUEUED` bytes toward `rank`, and the
+    /// first put of several messages into a range not yet proven to fit
+    /// waits one round trip for that proof (a put that does not fit writes
+    /// nothing).
     pub fn put_nb<'a>(&'a self, rank: u32, key: RegionKey, offset: u64, data: &'a [u8]) -> Result<Handle<'a>> {
+        self.put_fed(rank, key, offset, data, Feed::Whole)
+    }
+
+    fn put_fed<'a>(&'a self, rank: u32, key: RegionKey, offset: u64, data: &'a [u8], feed: Feed) -> Result<Handle<'a>> {
         if self.shm_put(rank, key, offset, data).is_some() {
             return Ok(Handle::ready(self, Ok(Output::None)));
         }
         let chunk = self.put_chunk(rank, false);
         let chunks = data.len().div_ceil(chunk).max(1) as u32;
         if chunks == 1 {
-            return self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
+            return self.start_fed(rank, 1, Landing::Nothing, Output::None, feed, |state, id| {
                 let repr = if data.len() <= op::INLINE_MAX {
                     OpRepr::PutInline(op::PutInline { req: id.0, key: key.0, offset, body: &[] })
                 } else {
@@ -249,16 +282,18 @@ impl Endpoint {
                 state.send_op(self.shared.now(), rank, &repr, data, Some(id))
             });
         }
-        let handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
-        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, handle_id(&handle), None) {
+        let handle = self.start_fed(rank, chunks, Landing::Nothing, Output::None, feed, |_, _| Ok(()))?;
+        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, handle_id(&handle), None, feed) {
             self.lock().requests.fail(handle_id(&handle), error);
         }
         Ok(handle)
     }
 
-    /// Put, waiting until the data is in the target's memory.
+    /// Put, waiting until the data is in the target's memory. Over UDP it
+    /// copies only a little ahead of what the window lets out
+    /// (`MW_COPY_AHEAD`), so the bytes are still cached when they leave.
     pub fn put(&self, rank: u32, key: RegionKey, offset: u64, data: &[u8]) -> Result<()> {
-        self.put_nb(rank, key, offset, data)?.wait()
+        self.put_fed(rank, key, offset, data, Feed::Whole)?.wait()
     }
 
     /// Stores a 64-bit value (little-endian) at the target (PPRAM-Link's bit-of-data write).
@@ -268,6 +303,7 @@ impl Endpoint {
 
     /// Nonblocking put_signal: the data, then the signal word is set or added
     /// to at the target, so a target waiting on the signal sees the data.
+    /// Like [`put_nb`](Self::put_nb), it does not wait for the window.
     pub fn put_signal_nb<'a>(
         &'a self,
         rank: u32,
@@ -275,6 +311,18 @@ impl Endpoint {
         offset: u64,
         data: &'a [u8],
         signal: Signal,
+    ) -> Result<Handle<'a>> {
+        self.put_signal_fed(rank, key, offset, data, signal, Feed::Whole)
+    }
+
+    fn put_signal_fed<'a>(
+        &'a self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        data: &'a [u8],
+        signal: Signal,
+        feed: Feed,
     ) -> Result<Handle<'a>> {
         if self.shm_put_signal(rank, key, offset, data, signal).is_some() {
             return Ok(Handle::ready(self, Ok(Output::None)));
@@ -294,14 +342,14 @@ impl Endpoint {
             })
         };
         if chunks == 1 {
-            return self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
+            return self.start_fed(rank, 1, Landing::Nothing, Output::None, feed, |state, id| {
                 state.send_op(self.shared.now(), rank, &build(id, offset), data, Some(id))
             });
         }
-        let handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
+        let handle = self.start_fed(rank, chunks, Landing::Nothing, Output::None, feed, |_, _| Ok(()))?;
         let id = handle_id(&handle);
         let last = move |at: u64, _body: &[u8]| build(id, at);
-        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, id, Some(&last)) {
+        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, id, Some(&last), feed) {
             self.lock().requests.fail(id, error);
         }
         Ok(handle)
@@ -309,7 +357,7 @@ impl Endpoint {
 
     /// put_signal, waiting for completion at the target.
     pub fn put_signal(&self, rank: u32, key: RegionKey, offset: u64, data: &[u8], signal: Signal) -> Result<()> {
-        self.put_signal_nb(rank, key, offset, data, signal)?.wait()
+        self.put_signal_fed(rank, key, offset, data, signal, Feed::JustAhead)?.wait()
     }
 
     /// Nonblocking get: reads `out.len()` bytes at `offset` of region `key`
@@ -776,11 +824,23 @@ impl State {
     }
 }
 
+/// How an operation's messages enter the send queue toward a UDP peer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Feed {
+    /// A blocking call: a little ahead of the window (`Config::copy_ahead_bytes`),
+    /// waiting for room between batches, so the copied bytes are still in the
+    /// cache when the kernel copies them again.
+    JustAhead,
+    /// A nonblocking call: the whole operation at once, waiting only while
+    /// earlier operations fill `Config::max_queued_bytes` (the memory bound).
+    Whole,
+}
+
 /// Too many bytes queued toward `rank` to issue more now (a dead peer never
 /// drains its queue, so it never blocks: its operations fail instead).
-fn queue_full(state: &State, rank: u32) -> bool {
+fn queue_full(state: &State, rank: u32, feed: Feed) -> bool {
     let mut limit = state.config.max_queued_bytes;
-    if rank != state.rank && !state.is_shm_peer(rank) {
+    if feed == Feed::JustAhead && rank != state.rank && !state.is_shm_peer(rank) {
         // Over UDP, copy only a little ahead of the window (Config::copy_ahead_bytes).
         limit = limit.min(state.config.copy_ahead_bytes);
     }

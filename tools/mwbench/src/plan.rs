@@ -57,7 +57,7 @@ pub fn memwire_ops(bench: &str) -> &'static [&'static str] {
         "overhead" => &["put", "put_signal", "send_recv"],
         "nton" => &["put", "multicast"],
         "loss" => &["put", "send_recv"],
-        "overlap" => &["send_recv"],
+        "overlap" => &["send_recv", "isend", "put"],
         _ => &["memwire"],
     }
 }
@@ -305,8 +305,9 @@ fn validate(o: &Options, benches: &[&'static str]) -> Result<(), String> {
         return Err("--ranks must be at least 2".into());
     }
     if let Some((size, _)) = o.process {
-        if benches.iter().any(|b| udp_only(b)) || o.ops.iter().any(|op| TRAILER_COMPARISONS.contains(&op.as_str())) {
-            return Err("under mwrun each rank has one endpoint for the whole run, so loss, overlap, \
+        // overlap runs with the job's progress mode (MW_PROGRESS), which its rows record.
+        if benches.contains(&"loss") || o.ops.iter().any(|op| TRAILER_COMPARISONS.contains(&op.as_str())) {
+            return Err("under mwrun each rank has one endpoint for the whole run, so loss, \
                         put_signal_auth and put_signal_crc (which change the configuration per point) cannot \
                         run; set MW_FAULT_DROP, MW_AUTH or MW_CHECKSUM for the whole job instead, or run \
                         mwbench without mwrun"
@@ -613,7 +614,11 @@ fn udp_only_steps(o: &Options, bench: &'static str, steps: &mut Vec<Step>) {
     if bench == "overlap" {
         let reps = o.iters.unwrap_or(if o.quick { 5 } else { 15 });
         for size in o.sizes_or(&[16 << 20], &[16 << 20]) {
-            steps.push(Step::Point(point("overlap", "send_recv", "udp", size, reps)));
+            for &op in memwire_ops("overlap") {
+                if o.wants(op) {
+                    steps.push(Step::Point(point("overlap", op, "udp", size, reps)));
+                }
+            }
         }
         return;
     }

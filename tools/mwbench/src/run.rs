@@ -70,7 +70,7 @@ fn measure(job: &Job, p: &Point) -> Result<Vec<Row>, String> {
         ("overhead", "udp_raw") => vec![raw::udp_overhead(size, n)],
         ("overhead", "memcpy") => vec![floor::memcpy_overhead(size, n)],
         ("overhead", op) => stream::overhead(job, op, t, size, n, p.window.max(8)),
-        ("overlap", _) => stream::overlap(job, size, n),
+        ("overlap", op) => stream::overlap(job, op, size, n),
         ("nton", _) => nton::measure(job, p.variant.as_deref().unwrap_or("shifted"), t, p.ranks, size, n),
         (bench, _) => coll::measure(job, bench, p.variant.as_deref().unwrap_or("auto"), t, p.ranks, size, n),
     };

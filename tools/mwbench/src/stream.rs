@@ -355,66 +355,110 @@ fn compute(units: u64) -> u64 {
     x
 }
 
-/// Overlap of a `size`-byte receive with computation, progress thread on
-/// (SR8000 Fig. 3): the receive alone (`comm`), a computation of about the
-/// same length alone (`comp`), then the receive posted before the
+/// Overlap of a `size`-byte transfer with computation (SR8000 Fig. 3) on
+/// the rank that computes: the transfer alone (`comm`), a computation of
+/// about the same length alone (`comp`), then the transfer started before the
 /// computation and waited after it (`both`). Overlap = (comm + comp − both) /
 /// min(comm, comp): 100% when the transfer hides entirely behind the work.
-pub fn overlap(job: &Job, size: usize, reps: usize) -> Vec<Row> {
-    let adjust: Adjust = Arc::new(|cfg| cfg.progress = mw_core::ProgressMode::Thread);
-    let times = job.pair("udp", Some(adjust), move |ep| {
+/// `op` names who computes: `send_recv` the receiver (irecv, compute, wait;
+/// the sender sends), `isend` the sender (isend, compute, wait; the receiver
+/// receives), `put` the initiator of a put (put_nb, compute, wait).
+/// With threads as ranks the progress thread is on; under mwrun the job's
+/// progress mode applies (`MW_PROGRESS`), recorded in the row.
+pub fn overlap(job: &Job, op: &'static str, size: usize, reps: usize) -> Vec<Row> {
+    let adjust: Option<Adjust> = match job {
+        Job::Threads => Some(Arc::new(|cfg| cfg.progress = mw_core::ProgressMode::Thread)),
+        Job::Process(_) => None,
+    };
+    let progress = match job {
+        Job::Threads => "thread".to_string(),
+        Job::Process(_) => std::env::var("MW_PROGRESS").unwrap_or_else(|_| "auto".into()),
+    };
+    let times = job.pair("udp", adjust, move |ep| {
         let (mut comm, mut comp, mut both) = (Vec::new(), Vec::new(), Vec::new());
         let data = vec![6u8; size];
         let mut buf = vec![0u8; size];
+        let region = (op == "put").then(|| ep.alloc_symmetric(size.max(8), Access::ALL).expect("alloc"));
+        // Rank 0 computes; rank 1 is the other side of the transfer.
+        let transfer = |compute_units: Option<u64>, buf: &mut [u8]| -> f64 {
+            let t0 = Instant::now();
+            match op {
+                "send_recv" => {
+                    let h = ep.irecv(1, 1, buf).expect("irecv");
+                    compute_units.map(compute);
+                    h.wait().expect("recv");
+                }
+                "isend" => {
+                    let h = ep.isend(1, 1, &data).expect("isend");
+                    compute_units.map(compute);
+                    h.wait().expect("isend");
+                }
+                _ => {
+                    let h = ep.put_nb(1, region.as_ref().expect("put's region").key(), 0, &data).expect("put_nb");
+                    compute_units.map(compute);
+                    h.wait().expect("put");
+                }
+            }
+            t0.elapsed().as_secs_f64() * 1e6
+        };
         for phase in 0..2 {
-            let mut units = 0u64;
+            let mut units = None;
             if phase == 1 && ep.rank() == 0 {
-                // Calibrate the work to last about as long as the receive.
+                // Calibrate the work to last about as long as the transfer.
                 let target = median(comm.clone());
                 let probe = 1u64 << 20;
                 let t0 = Instant::now();
                 compute(probe);
                 let per_unit = t0.elapsed().as_secs_f64() * 1e6 / probe as f64;
-                units = (target / per_unit.max(1e-6)) as u64;
+                let n = (target / per_unit.max(1e-6)) as u64;
+                units = Some(n);
                 for _ in 0..reps {
                     let t0 = Instant::now();
-                    compute(units);
+                    compute(n);
                     comp.push(t0.elapsed().as_secs_f64() * 1e6);
                 }
             }
             for _ in 0..reps {
+                // The other side is ready before the clock starts (a posted
+                // receive, a waiting sender), so `comm` is the transfer alone.
                 if ep.rank() == 0 {
-                    let h = ep.irecv(1, 1, &mut buf).expect("irecv");
                     ep.barrier().expect("barrier");
-                    let t0 = Instant::now();
-                    if phase == 1 {
-                        compute(units);
-                    }
-                    h.wait().expect("recv");
-                    let us = t0.elapsed().as_secs_f64() * 1e6;
+                    let us = transfer(units, &mut buf);
                     if phase == 0 {
                         comm.push(us)
                     } else {
                         both.push(us)
                     }
                 } else {
-                    ep.barrier().expect("barrier");
-                    ep.send(0, 1, &data).expect("send");
+                    match op {
+                        "send_recv" => {
+                            ep.barrier().expect("barrier");
+                            ep.send(0, 1, &data).expect("send");
+                        }
+                        "isend" => {
+                            let h = ep.irecv(0, 1, &mut buf).expect("irecv");
+                            ep.barrier().expect("barrier");
+                            h.wait().expect("recv");
+                        }
+                        _ => ep.barrier().expect("barrier"),
+                    }
                 }
             }
         }
         ep.barrier().expect("barrier");
+        drop(region);
         (median(comm), median(comp), both)
     });
     let Some((comm, comp, both_samples)) = times else { return Vec::new() };
     let (both, both_p99) = median_p99(both_samples);
     let pct = 100.0 * (comm + comp - both) / comm.min(comp).max(1e-9);
-    let mut row = Row::new("overlap", "send_recv", "udp", size);
+    let mut row = Row::new("overlap", op, "udp", size);
     row.iters = reps;
     row.median_us = Some(both);
     row.p99_us = Some(both_p99);
     for (k, v) in [("comm_us", comm), ("comp_us", comp), ("both_us", both), ("overlap_pct", pct)] {
         row.extra.insert(k.into(), serde_json::json!(v.round()));
     }
+    row.extra.insert("progress".into(), serde_json::json!(progress));
     vec![row.launched(job.launch())]
 }
