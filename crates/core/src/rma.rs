@@ -150,6 +150,7 @@ impl Endpoint {
 
     /// Sends `data` as one or more put messages; the last one may be a
     /// different operation (put_signal) built by `last`.
+    #[allow(clippy::too_many_arguments)] // the put's fields, its request, and how it is fed
     fn issue_chunked_put(
         &self,
         rank: u32,
