@@ -140,6 +140,36 @@ fn mpi_across_hosts(job: &Job, launch: &mpi::Launch, limit: Duration) -> (Vec<Ro
     }
 }
 
+/// CPU time (user + system, every thread) this rank's process has used.
+fn process_cpu_seconds(job: &Job) -> f64 {
+    job.process().map_or(0.0, |(ep, _)| {
+        let core = ep.stats().0;
+        (core.cpu_user_us + core.cpu_system_us) as f64 / 1e6
+    })
+}
+
+/// Under mwrun, adds to a throughput point's rows the CPU time both ranks'
+/// processes spent on it (`cpu_s`), and per gigabyte moved (`cpu_s_per_gb`),
+/// for memwire's ops and the raw baselines alike. Every rank calls it (it
+/// gathers); the CPU counts the point's setup too, which long points make
+/// negligible.
+fn record_cpu(job: &Job, p: &Point, mine: f64, rows: &mut [Row]) {
+    let Some((ep, _)) = job.process() else { return };
+    if !matches!(p.bench, "bandwidth" | "bibw") {
+        return;
+    }
+    let Ok(all) = ep.allgather_bytes(&mine.to_le_bytes()) else { return };
+    let total: f64 = all.iter().filter_map(|b| Some(f64::from_le_bytes(b.as_slice().try_into().ok()?))).sum();
+    let directions = if p.bench == "bibw" { 2.0 } else { 1.0 };
+    let gigabytes = directions * (p.size * p.count) as f64 / 1e9;
+    for row in rows {
+        row.extra.insert("cpu_s".into(), serde_json::json!((total * 1000.0).round() / 1000.0));
+        if gigabytes > 0.0 {
+            row.extra.insert("cpu_s_per_gb".into(), serde_json::json!((total / gigabytes * 100.0).round() / 100.0));
+        }
+    }
+}
+
 /// Runs `step`; emits and returns its rows.
 fn run_step(job: &Job, step: &Step) -> (Vec<Row>, Option<String>) {
     let what = step.describe();
@@ -153,10 +183,15 @@ fn run_step(job: &Job, step: &Step) -> (Vec<Row>, Option<String>) {
         // Under mwrun every rank is in the point: a hang ends the run (watchdog).
         Step::Point(p) => {
             *CURRENT.lock().expect("watchdog lock") = Some((Instant::now(), what.clone()));
+            let cpu_before = process_cpu_seconds(job);
             let result = measure(job, p);
+            let cpu = process_cpu_seconds(job) - cpu_before;
             *CURRENT.lock().expect("watchdog lock") = None;
             match result {
-                Ok(rows) => (rows, None),
+                Ok(mut rows) => {
+                    record_cpu(job, p, cpu, &mut rows);
+                    (rows, None)
+                }
                 Err(e) => (Vec::new(), Some(format!("{what}: {e}"))),
             }
         }
