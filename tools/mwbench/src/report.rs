@@ -347,16 +347,50 @@ fn group_sections(run: &Run, out: &mut String) {
     }
     for r in run.rows.iter().filter(|r| r.bench == "overlap") {
         let get = |k: &str| r.extra.get(k).and_then(serde_json::Value::as_f64).unwrap_or(f64::NAN);
+        let who = match r.op.as_str() {
+            "send_recv" => "a receive (irecv)",
+            "isend" => "a send (isend)",
+            _ => "a put (put_nb)",
+        };
+        let progress = r.extra.get("progress").and_then(serde_json::Value::as_str).unwrap_or("thread");
         let _ = writeln!(
             out,
-            "\nOverlap of a {} receive with computation (progress thread): receive alone {:.0} µs, computation \
-             alone {:.0} µs, both {:.0} µs: {:.0}% overlapped (`{}`).",
+            "\nOverlap of {who} of {} with computation{} (progress `{progress}`): transfer alone {:.0} µs, \
+             computation alone {:.0} µs, both {:.0} µs: {:.0}% overlapped (`{}`).",
             size_label(r.size as f64),
+            if r.path.as_deref() == Some("hosts") { " between hosts" } else { "" },
             get("comm_us"),
             get("comp_us"),
             get("both_us"),
             get("overlap_pct"),
             run.name
+        );
+    }
+    cpu_section(run, out);
+}
+
+/// CPU seconds per gigabyte moved, both ranks' processes, for the
+/// throughput points that recorded it (runs under mwrun).
+fn cpu_section(run: &Run, out: &mut String) {
+    let rows: Vec<&Row> = run.rows.iter().filter(|r| r.extra.contains_key("cpu_s_per_gb")).collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n#### CPU seconds per GB moved (user + system, both ranks' processes; `{}`)\n\n\
+         | bench | op | size | MB/s | CPU s/GB |\n|---|---|---|---|---|",
+        run.name
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.0} | {:.2} |",
+            r.bench,
+            op_label(r),
+            size_label(r.size as f64),
+            r.mbps.unwrap_or(f64::NAN),
+            r.extra["cpu_s_per_gb"].as_f64().unwrap_or(f64::NAN)
         );
     }
 }
