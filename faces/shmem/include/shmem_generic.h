@@ -134,15 +134,15 @@ void mwshmem_generic_no_such_type(void);
     _Generic((MWSHMEM_A1(__VA_ARGS__, 0)), shmem_team_t: shmem_team_sync, default: shmem_sync)(__VA_ARGS__)
 
 /* Point-to-point synchronization (T2, plus the deprecated short types). */
-#define MWSHMEM_P2P(O, x, ...) MWSHMEM_SEL(x, MWSHMEM_G_SYNC, shmem_, O)
-#define shmem_wait_until(...) MWSHMEM_P2P(wait_until, __VA_ARGS__, 0)(__VA_ARGS__)
+#define MWSHMEM_P2P(O, x, ...) MWSHMEM_SEL(x, MWSHMEM_G_AMO, shmem_, O)
+#define shmem_wait_until(...) MWSHMEM_SEL(MWSHMEM_A1(__VA_ARGS__, 0), MWSHMEM_G_SYNC, shmem_, wait_until)(__VA_ARGS__)
 #define shmem_wait_until_all(...) MWSHMEM_P2P(wait_until_all, __VA_ARGS__, 0)(__VA_ARGS__)
 #define shmem_wait_until_any(...) MWSHMEM_P2P(wait_until_any, __VA_ARGS__, 0)(__VA_ARGS__)
 #define shmem_wait_until_some(...) MWSHMEM_P2P(wait_until_some, __VA_ARGS__, 0)(__VA_ARGS__)
 #define shmem_wait_until_all_vector(...) MWSHMEM_P2P(wait_until_all_vector, __VA_ARGS__, 0)(__VA_ARGS__)
 #define shmem_wait_until_any_vector(...) MWSHMEM_P2P(wait_until_any_vector, __VA_ARGS__, 0)(__VA_ARGS__)
 #define shmem_wait_until_some_vector(...) MWSHMEM_P2P(wait_until_some_vector, __VA_ARGS__, 0)(__VA_ARGS__)
-#define shmem_test(...) MWSHMEM_P2P(test, __VA_ARGS__, 0)(__VA_ARGS__)
+#define shmem_test(...) MWSHMEM_SEL(MWSHMEM_A1(__VA_ARGS__, 0), MWSHMEM_G_SYNC, shmem_, test)(__VA_ARGS__)
 #define shmem_test_all(...) MWSHMEM_P2P(test_all, __VA_ARGS__, 0)(__VA_ARGS__)
 #define shmem_test_any(...) MWSHMEM_P2P(test_any, __VA_ARGS__, 0)(__VA_ARGS__)
 #define shmem_test_some(...) MWSHMEM_P2P(test_some, __VA_ARGS__, 0)(__VA_ARGS__)
