@@ -133,7 +133,7 @@ static void teams_and_locks(void) {
         CHECK(shmem_team_translate_pe(even, shmem_team_my_pe(even), SHMEM_TEAM_WORLD) == me, "translate");
         shmem_team_config_t got;
         CHECK(shmem_team_get_config(even, SHMEM_TEAM_NUM_CONTEXTS, &got) == 0 && got.num_contexts == 2, "config");
-        int *v = shmem_malloc(sizeof(int));
+        int *v = shmem_malloc(2 * sizeof(int));
         *v = me;
         shmem_int_sum_reduce(even, v, v, 1);
         int want = 0;
@@ -142,11 +142,11 @@ static void teams_and_locks(void) {
         shmem_ctx_t tctx;
         CHECK(shmem_team_create_ctx(even, 0, &tctx) == 0, "team ctx");
         int tn = shmem_team_n_pes(even);
-        shmem_ctx_int_p(tctx, v, 1000 + me, (shmem_team_my_pe(even) + 1) % tn);
+        shmem_ctx_int_p(tctx, &v[1], 1000 + me, (shmem_team_my_pe(even) + 1) % tn);
         shmem_ctx_quiet(tctx);
         shmem_sync(even);
         int from = (shmem_team_my_pe(even) + tn - 1) % tn;
-        CHECK(*v == 1000 + shmem_team_translate_pe(even, from, SHMEM_TEAM_WORLD), "team ctx put %d", *v);
+        CHECK(v[1] == 1000 + shmem_team_translate_pe(even, from, SHMEM_TEAM_WORLD), "team ctx put %d", v[1]);
         shmem_team_t t;
         CHECK(shmem_ctx_get_team(tctx, &t) == 0 && t == even, "ctx team");
         shmem_ctx_destroy(tctx);
@@ -155,7 +155,7 @@ static void teams_and_locks(void) {
         shmem_team_destroy(even);
     } else {
         CHECK(even == SHMEM_TEAM_INVALID && shmem_team_my_pe(even) == -1, "not a member");
-        int *v = shmem_malloc(sizeof(int));
+        int *v = shmem_malloc(2 * sizeof(int));
         shmem_free(v);
     }
     CHECK(shmem_team_split_2d(SHMEM_TEAM_WORLD, 2, NULL, 0, &xteam, NULL, 0, &yteam) == 0, "split_2d");
