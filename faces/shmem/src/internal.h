@@ -80,8 +80,6 @@ MWSHMEM_NORETURN void mwshmem_fail(const char *routine, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Aborts with memwire's reason unless `status` is MW_OK. */
 void mwshmem_check(const char *routine, mw_status status);
-/* The routine is declared by the spec but not implemented on memwire yet. */
-MWSHMEM_NORETURN void mwshmem_unsupported(const char *routine);
 /* Aborts unless the library is initialized. */
 void mwshmem_require_init(const char *routine);
 

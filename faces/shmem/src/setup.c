@@ -45,11 +45,6 @@ void mwshmem_check(const char *routine, mw_status status) {
     mwshmem_fail(routine, "memwire failed: %s (%s)", mw_strerror(status), mw_last_error());
 }
 
-void mwshmem_unsupported(const char *routine) {
-    fprintf(stderr, "%s: not supported by memwire yet\n", routine);
-    shmem_global_exit(1);
-}
-
 void mwshmem_require_init(const char *routine) {
     if (!mwshmem.initialized) mwshmem_fail(routine, "called before shmem_init (or after shmem_finalize)");
 }
