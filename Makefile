@@ -3,7 +3,8 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all build demo test deps lint unit miri ctest capi header install nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench bench-hosts clean
+
+.PHONY: all build demo test deps lint unit miri ctest capi header install shmem shmem-test nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench bench-hosts clean
 
 all: build
 
@@ -26,7 +27,7 @@ deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
 
 ## test: install dependencies, then lint and run every test (with short fuzz and soak runs)
-test: deps lint unit miri ctest nas fuzz-smoke soak-short
+test: deps lint unit miri ctest shmem-test nas fuzz-smoke soak-short
 	@echo "make test: all suites passed"
 
 lint:
@@ -81,8 +82,10 @@ capi:
 header:
 	MW_UPDATE_HEADER=1 $(CARGO) test -p mw-capi --test header
 
-## install: install the C library, header, pkg-config files and mwrun under $(DESTDIR)$(PREFIX)
-install: capi
+## install: install the C library, header, pkg-config files and mwrun under $(DESTDIR)$(PREFIX),
+## and the OpenSHMEM face (libmwshmem, shmem.h, oshcc/oshc++/oshrun, mwshmem.pc) beside them
+install: capi shmem
+	$(MAKE) --no-print-directory -C faces/shmem install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/memwire.h $(DESTDIR)$(PREFIX)/include/memwire.h
 	@# The versioned file, the SONAME programs load, and the name they link with.
@@ -136,6 +139,14 @@ ctest: capi
 	test "$$(readlink $(C_OUT)/prefix/lib/libmemwire.so.$(MAJOR))" = libmemwire.so.$(VERSION)
 	test -f $(C_OUT)/prefix/lib/libmemwire.so.$(VERSION) && ! test -L $(C_OUT)/prefix/lib/libmemwire.so.$(VERSION)
 	@echo "ctest: C API example and tests passed (shared, static, installed)"
+
+## shmem: the OpenSHMEM face (faces/shmem, docs/openshmem.md): libmwshmem.so/.a, oshcc, oshc++, oshrun in target/shmem
+shmem: capi
+	$(MAKE) --no-print-directory -C faces/shmem lib
+
+## shmem-test: the OpenSHMEM tests and examples under oshrun, 1-4 PEs, shared memory and UDP
+shmem-test: shmem
+	$(MAKE) --no-print-directory -C faces/shmem check
 
 ## nas: NAS-style CG, FT, IS (apps/nas) over memwire, class S on 1, 2, 4 ranks, verified; MPI variants too when installed
 nas: capi

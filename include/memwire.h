@@ -1532,6 +1532,28 @@ enum mw_status mw_region_key(const struct mw_region *region, mw_key *key);
 enum mw_status mw_region_ptr(const struct mw_region *region, void **addr);
 
 /**
+ * Stores in `*addr` where `rank`'s region `key` can be reached by plain
+ * loads and stores from this process, or NULL when it cannot: the peer
+ * is on another host or reached over UDP (`MW_TRANSPORT=udp`), declared
+ * down, or the region is registered memory (`mw_region_register`, which
+ * same-host peers reach with a kernel copy), or `rank` has no region
+ * `key`. For the calling rank itself it is the region's own address.
+ * Same-host peers' `mw_region_alloc_*` regions are mapped into this
+ * process (the mapping memwire's direct puts and gets use) and stay
+ * mapped while the peer keeps the region and the endpoint lives; the
+ * pointer must not be used after the peer frees the region. Accesses
+ * follow the synchronization rule of `mw_region_register`; atomics on a
+ * word others update remotely must be the CPU's atomic instructions
+ * (memwire applies those on mapped words too). Region rights bind remote
+ * operations only, not accesses through the pointer. A rank outside
+ * `0..size` is `MW_ERR_BAD_RANK`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `addr` NULL or valid for writes.
+ */
+enum mw_status mw_region_peer_ptr(struct mw_endpoint *ep, uint32_t rank, mw_key key, void **addr);
+
+/**
  * Stores the region's length in bytes in `*len`.
  *
  * # Safety

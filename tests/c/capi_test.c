@@ -1309,10 +1309,47 @@ static void test_multicast(void) {
     OK(mw_barrier(ep));
 }
 
+/* mw_region_peer_ptr: a rank's own region always; a same-host peer's
+ * mapped region over shared memory; nothing over UDP (MW_TRANSPORT=udp,
+ * as `make ctest` runs it; mwrun puts every rank on this host otherwise). */
+static void test_region_peer_ptr(void) {
+    mw_region *P;
+    OK(mw_region_alloc_symmetric(ep, 64, MW_ACCESS_ALL, &P));
+    mw_key key;
+    OK(mw_region_key(P, &key));
+    void *own = NULL, *base = NULL;
+    OK(mw_region_ptr(P, &base));
+    OK(mw_region_peer_ptr(ep, me, key, &own));
+    ASSERT(own == base);
+    const char *transport = getenv("MW_TRANSPORT");
+    int udp = transport != NULL && strcmp(transport, "udp") == 0;
+    void *far = (void *)1;
+    OK(mw_region_peer_ptr(ep, right, key, &far));
+    if (right == me || !udp) {
+        ASSERT(far != NULL);
+        /* Each rank stores into its right neighbour's copy at its own slot. */
+        __atomic_store_n((uint64_t *)far + (me % 8), 0xabc00ull + me, __ATOMIC_RELEASE);
+    } else {
+        ASSERT(far == NULL);
+        OK(mw_put_value(ep, right, key, 8 * (me % 8), 0xabc00ull + me));
+    }
+    OK(mw_barrier(ep));
+    uint64_t got = 0;
+    OK(mw_region_load_u64(P, 8 * (left % 8), &got));
+    ASSERT_U64(got, 0xabc00ull + left);
+    EXPECT(MW_ERR_BAD_RANK, mw_region_peer_ptr(ep, n, key, &far));
+    EXPECT(MW_ERR_NULL_POINTER, mw_region_peer_ptr(ep, me, key, NULL));
+    OK(mw_region_peer_ptr(ep, me, key + 1, &far));
+    ASSERT(far == NULL);
+    OK(mw_barrier(ep));
+    OK(mw_region_free(&P));
+}
+
 int main(void) {
     test_status_and_null_arguments();
     test_endpoint();
     test_regions_local();
+    test_region_peer_ptr();
     test_put_get();
     test_registered_and_big();
     test_atomics();

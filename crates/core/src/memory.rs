@@ -141,6 +141,40 @@ impl Endpoint {
             .map_err(|_| Error::Bootstrap("key exchange returned a malformed key".into()))
     }
 
+    /// Where `rank`'s region `key` can be reached by plain loads and stores
+    /// from this process: its first byte in this rank's own address space,
+    /// or `None` when it cannot (the peer is on another host or reached over
+    /// UDP, declared dead, the region is registered user memory that
+    /// same-host peers reach only through `process_vm_*`, or `rank` has no
+    /// region `key`). For this rank itself it is the region's own address.
+    ///
+    /// A peer's region is mapped into this process once (the mapping the
+    /// direct puts and gets use) and stays mapped while the peer keeps the
+    /// region and this endpoint lives; accesses through the pointer follow
+    /// the synchronization rule of any region memory (read what was put
+    /// after a completed `wait_until`, barrier or flush; atomics on a word
+    /// that others update remotely must be the CPU's atomic instructions,
+    /// which is what memwire itself uses on mapped words). A mapping may
+    /// also be released once an operation toward the peer finds the region
+    /// gone, so the pointer must not be used after the peer frees it. The
+    /// region's access rights bind remote operations only, not loads and
+    /// stores through the pointer.
+    pub fn peer_region_ptr(&self, rank: u32, key: RegionKey) -> Result<Option<std::ptr::NonNull<u8>>> {
+        self.check_rank(rank)?;
+        if rank == self.rank() {
+            let state = self.lock();
+            return Ok(state.regions.get(key).ok().and_then(|entry| std::ptr::NonNull::new(entry.mem.base())));
+        }
+        let Some(link) = self.shared.shm.as_deref().and_then(|shm| shm.link(rank)) else { return Ok(None) };
+        if link.dead.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        Ok(link.window(key.0).and_then(|window| match &window.kind {
+            crate::shm::WindowKind::Mapped(peer) => std::ptr::NonNull::new(peer.mem().base()),
+            crate::shm::WindowKind::Cma { .. } => None,
+        }))
+    }
+
     /// Points address register `register` at `len` bytes from `offset` of
     /// `region`; remote `put_to_register` calls land there (Cenju-4).
     pub fn set_register(&self, register: u16, region: &Region<'_>, offset: u64, len: u64) -> Result<()> {

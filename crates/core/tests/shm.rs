@@ -458,3 +458,50 @@ fn failures_reach_the_initiator_even_when_replies_back_up() {
         ep.barrier().unwrap();
     });
 }
+
+#[test]
+fn peer_region_ptr_reaches_same_host_memory_and_nothing_else() {
+    // Ranks 0,1 on host a, rank 2 on host b: 0 and 1 map each other's
+    // memory files, 2 reaches them only over UDP.
+    run_job_on_hosts(3, shm(Config::default()), hosts(&["a", "a", "b"]), |ep| {
+        let me = ep.rank();
+        let region = ep.alloc_symmetric(4096, Access::ALL).unwrap();
+        let key = region.key();
+        let own = ep.peer_region_ptr(me, key).unwrap().expect("a rank reaches its own region");
+        assert_eq!(own.as_ptr(), region.as_ptr());
+        let mut registered = vec![0u8; 64];
+        ep.with_registered(&mut registered, Access::ALL, |user| {
+            let user_keys = ep.exchange_keys(user).unwrap();
+            // Registered memory is reached with process_vm_*, not mapped.
+            let peer = if me == 0 { 1 } else { 0 };
+            assert!(ep.peer_region_ptr(peer, user_keys[peer as usize]).unwrap().is_none());
+            ep.barrier().unwrap();
+        })
+        .unwrap();
+        if me < 2 {
+            let peer = 1 - me;
+            let ptr = ep.peer_region_ptr(peer, key).unwrap().expect("a same-host peer's region is mapped");
+            // SAFETY: the peer keeps its 4096-byte region until the barrier
+            // below; each rank writes only bytes 8*me.. of the other's.
+            unsafe { ptr.as_ptr().add(8 * me as usize).cast::<u64>().write_volatile(0x1000 + u64::from(me)) };
+            assert!(ep.peer_region_ptr(2, key).unwrap().is_none(), "another host's memory is not mapped");
+            assert!(ep.peer_region_ptr(peer, mw_core::RegionKey(12345)).unwrap().is_none());
+        } else {
+            assert!(ep.peer_region_ptr(0, key).unwrap().is_none());
+        }
+        assert!(matches!(ep.peer_region_ptr(3, key), Err(mw_core::Error::BadRank { .. })));
+        ep.barrier().unwrap();
+        if me < 2 {
+            let peer = 1 - me;
+            assert_eq!(region.load_u64(8 * u64::from(peer)).unwrap(), 0x1000 + u64::from(peer));
+        }
+        ep.barrier().unwrap();
+    });
+    // Over UDP nothing but a rank's own memory is reachable.
+    run_job(2, common::udp(Config::default()), |ep| {
+        let region = ep.alloc_symmetric(64, Access::ALL).unwrap();
+        assert!(ep.peer_region_ptr(1 - ep.rank(), region.key()).unwrap().is_none());
+        assert!(ep.peer_region_ptr(ep.rank(), region.key()).unwrap().is_some());
+        ep.barrier().unwrap();
+    });
+}

@@ -1,0 +1,2 @@
+/* The deprecated mpp/ include path of OpenSHMEM: the same as <shmem.h>. */
+#include "../shmem.h"
