@@ -7,9 +7,10 @@
 //! and reduces their sum once, instead of reducing after every block: about
 //! a quarter of the reductions, and four independent multiplications in
 //! flight instead of a chain; with VPCLMULQDQ and AVX2 it folds eight blocks
-//! per reduction, two multiplications per instruction (the `polyval` crate reduces per block behind a
-//! dispatch call, which cost 17% of both CPUs' samples in a 1 MiB put
-//! between hosts). Elsewhere the `polyval` crate computes the same function.
+//! per reduction, two multiplications per instruction (the `polyval` crate
+//! reduces per block behind a dispatch call, which showed in the profile of
+//! a bulk put between hosts; measurements: docs/perf-notes.md, "packet
+//! MAC"). Elsewhere the `polyval` crate computes the same function.
 //! Must not: know about packets, keys' origin or tags (the protocol builds
 //! the MAC from this hash and AES).
 //!

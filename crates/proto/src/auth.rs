@@ -41,9 +41,10 @@
 //! derived the same way under another context, so none reveals anything
 //! about the others or the job key.
 //!
-//! Why not keyed BLAKE3 (the first MAC): it costs ~1 GB/s of one CPU on
-//! 1.4 KB datagrams (a single 1 KiB chunk compresses serially), which was
-//! 27% of both CPUs' samples in a 1 MiB put between hosts; POLYVAL runs on
+//! Why not keyed BLAKE3 (the first MAC): a single 1 KiB chunk compresses
+//! serially, so on datagrams of a packet's size it was slow enough to take
+//! a large share of both CPUs in a bulk put between hosts (measurements:
+//! docs/perf-notes.md, "packet MAC"); POLYVAL runs on
 //! the carry-less multiplier (`mw_mac`: PCLMULQDQ detected at run time,
 //! four blocks per reduction; the `polyval` crate's constant-time code
 //! elsewhere) and AES on AES-NI (the `aes` crate, also detected).

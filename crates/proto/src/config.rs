@@ -39,15 +39,14 @@ pub struct Config {
     /// more acks or piggyback it on reverse Data. Default 50 µs: a couple of
     /// LAN round trips. A lone put completes only when its ack arrives, so
     /// this delay is its completion time whenever no reverse Data comes
-    /// sooner: an N-to-N exchange of 1 KiB puts among 4 ranks on loopback
-    /// took 157-187 µs at 100, 107-141 at 50, 78-121 at 20 (`mwbench --bench
-    /// nton --transport udp`, alternating builds). 20 µs cost the 64 KiB
-    /// allreduce and allgather of 4 ranks on 2 CPUs ~10% (acks that no longer
-    /// ride on reverse Data, each a syscall); 50 did not. Ping-pongs ride
+    /// sooner, which argues for a short delay; a shorter one than the
+    /// default costs collectives on oversubscribed CPUs, whose acks then no
+    /// longer ride on reverse Data and each take a syscall (measurements:
+    /// docs/perf-notes.md, "ack delay and window bytes"). Ping-pongs ride
     /// their acks on the reply either way, and bulk transfers are acked every
     /// `ack_every` packets when those come faster than this (the simulated
-    /// 1 Gb/s bulk transfer of `crates/sim/tests/goodput.rs` sends ~25% more
-    /// acks at the same goodput). Flushes ask for an immediate ack
+    /// 1 Gb/s bulk transfer of `crates/sim/tests/goodput.rs` sends more acks
+    /// at the same goodput). Flushes ask for an immediate ack
     /// (`ACK_NOW`). Also added to the sender's RTO, since the peer may
     /// legitimately hold its ack that long.
     pub max_ack_delay: Duration,
@@ -104,10 +103,10 @@ pub struct Config {
     /// frames, 64 KB on loopback), where six in flight with an ack every
     /// two (`ack_every_bytes`) keep the pipe full. More does not help there
     /// and hurts: every byte in flight sits in the retransmission buffer,
-    /// which the sender copied it into and the kernel copies it out of;
-    /// measured on loopback, 1 MiB puts ran at ~4.6 GB/s with 2 MiB in
-    /// flight and ~7.4 GB/s with 384 KiB (both caches stay warm). Should
-    /// stay below the peer's socket receive buffer.
+    /// which the sender copied it into and the kernel copies it out of, and
+    /// at this default both stay warm in the caches (measurements:
+    /// docs/perf-notes.md, "ack delay and window bytes"). Should stay below
+    /// the peer's socket receive buffer.
     pub max_window_bytes: usize,
     /// How far past the cumulative ack a receiver buffers out-of-order packets
     /// (and so how far past its oldest unacked packet a sender may run).

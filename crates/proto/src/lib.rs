@@ -27,8 +27,8 @@
 //! amortized work per packet (no scan over peers or over the window: the loss
 //! sweep, SACK marking and Nack hole search each touch a packet a bounded
 //! number of times); timers cost a heap operation only when a deadline moves
-//! earlier. `benches/packet.rs` measures it (tens to ~150 ns per packet and
-//! side on a 2-core VM).
+//! earlier. `benches/packet.rs` measures it (results: docs/perf-notes.md,
+//! "protocol hot path").
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -267,7 +267,8 @@ impl UdpTransport {
     /// queue (`EAGAIN`, `ENOBUFS`) is an error of kind `WouldBlock`: nothing
     /// was sent, retry after waiting.
     ///
-    /// Loopback caveat measured on these VMs: the kernel may finish
+    /// Loopback caveat (seen on the test machines; measurements:
+    /// docs/perf-notes.md, "wait policy"): the kernel may finish
     /// delivering a loopback datagram only once the sending thread enters
     /// the kernel again (any receive poll, `sched_yield`, blocking). A
     /// caller that computes in user space right after sending can delay

@@ -9,32 +9,21 @@
 //! 2. **yield** — `sched_yield()` and return: still polling, but another
 //!    runnable thread on this CPU (a co-located rank, the application on an
 //!    oversubscribed node) gets to run first. If nobody else is runnable the
-//!    call returns at once (~0.4 µs) and this is polling at a slightly lower
-//!    rate.
+//!    call returns at once and this is polling at a slightly lower rate.
 //! 3. **block** — `ppoll()` on the caller's fds until one is readable or the
 //!    deadline (the protocol's next timer) passes. Costs no CPU, but a
-//!    wake-up costs a scheduler round trip plus, on a VM, an exit: ~7 µs per
-//!    side measured on these 2-vCPU VMs when idle, ~40 µs reported under load.
+//!    wake-up costs a scheduler round trip plus, on a virtual machine, an
+//!    exit, and more under load.
 //!
-//! Measured (UDP ping-pong over loopback, 32-byte datagrams, 20 000 round
-//! trips, this 2-vCPU VM; "hog" adds a third thread that never sleeps):
-//!
-//! | policy                 | p50 RTT | p99 RTT | p50 with hog | p99 with hog |
-//! |------------------------|---------|---------|--------------|--------------|
-//! | spin forever           | 6.1 µs  | 20 µs   | 6.7 µs       | **12 ms**    |
-//! | spin 50 µs + yield 50  | 6.7 µs* | 18 µs   | 7.3 µs       | 123 µs       |
-//! | yield 100 µs (default) | 7.1 µs  | 14 µs   | 8.6 µs       | 23 µs        |
-//! | block at once          | 20 µs   | 34 µs   | 9.6 µs       | 21 µs        |
-//!
-//! \* bistable: other runs of the same setup locked into ~108 µs, i.e.
-//! 2 × spin. On these VMs a datagram sent over loopback is sometimes not
-//! delivered until the *sending* thread enters the scheduler (yields or
-//! blocks) or the next tick: a sender that keeps its CPU busy after
-//! `sendto` saw one-way delays of 0.5–4 ms, against 7 µs when it yielded.
-//! Pure spinning is therefore both the most fragile (that deferral, and
-//! starving the peer on an oversubscribed node) and barely faster (~1 µs
-//! per round trip) than polling with `sched_yield`, hence the default spin
-//! of zero; set a spin for dedicated cores with a real NIC.
+//! Why the default spins not at all: a datagram sent over loopback may not
+//! be delivered until the *sending* thread enters the scheduler (yields or
+//! blocks) or the next tick, so a sender that keeps its CPU busy after
+//! `sendto` can delay its peer by milliseconds. Pure spinning is therefore
+//! both the most fragile (that deferral, and starving the peer on an
+//! oversubscribed node) and barely faster than polling with `sched_yield`,
+//! while blocking at once pays a wake-up on every round trip; hence a spin
+//! of zero and a yield phase by default. Set a spin for dedicated cores
+//! with a real NIC. (measurements: docs/perf-notes.md, "wait policy")
 //!
 //! Owns: only the clock-based phase choice and the syscalls to yield/block.
 //! Must not: read protocol state or sockets' contents. It is handed the fds
@@ -78,18 +67,18 @@ pub struct WaitPolicy {
 
 impl WaitPolicy {
     /// Default spin: none. Polling with `sched_yield` (the yield phase) costs
-    /// ~1 µs per round trip more than pure spinning but never starves a
-    /// co-located thread, including the kernel work that delivers our own
-    /// loopback sends; see the measurements in the module docs.
+    /// a little latency per round trip against pure spinning but never
+    /// starves a co-located thread, including the kernel work that delivers
+    /// our own loopback sends; see the module docs.
     pub const DEFAULT_SPIN: Duration = Duration::ZERO;
 
     /// Default yield phase: 100 µs. Long enough to cover a request/reply
-    /// with some server work (loopback round trip ~7 µs, LAN ~20–50 µs), so
-    /// a reply to what we just sent is caught without a wake-up; short
-    /// enough that an idle rank is asleep after 0.1 ms. By the ski-rental
-    /// rule, polling for a few wake-up costs (7–40 µs each) before blocking
-    /// keeps total cost within a small factor of the best choice in
-    /// hindsight, and yield-polling only spends CPU no one else wanted.
+    /// with some server work over loopback or a LAN, so a reply to what we
+    /// just sent is caught without a wake-up; short enough that an idle
+    /// rank is asleep after 0.1 ms. By the ski-rental rule, polling for as
+    /// long as a few wake-ups cost before blocking keeps total cost within
+    /// a small factor of the best choice in hindsight, and yield-polling
+    /// only spends CPU no one else wanted.
     pub const DEFAULT_YIELD: Duration = Duration::from_micros(100);
 
     /// Never spin or yield: block as soon as polling finds nothing. Lowest

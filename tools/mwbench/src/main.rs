@@ -106,9 +106,9 @@ struct Args {
     iters: Option<usize>,
     /// Iterations of the MPI baselines' collective and nton runs (default:
     /// `--iters`, else the group's default). memwire's points may then take
-    /// many more samples than an oversubscribed MPICH, at ~8 ms a call,
-    /// can afford: a 2-rank 8-byte point of 300 calls lasts ~50 µs, short
-    /// enough for one scheduling hiccup to move its median.
+    /// many more samples than an oversubscribed MPICH, at its cost per
+    /// call, can afford: a small memwire point of a few hundred calls is
+    /// over so soon that one scheduling hiccup moves its median.
     #[arg(long)]
     mpi_iters: Option<usize>,
     /// Comma-separated job sizes for nton (default 4) and collectives (default 2,4).

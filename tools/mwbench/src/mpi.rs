@@ -310,7 +310,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(10);
 
 /// Longest silence (no new point) before a launch is taken for hung; one
 /// that hung before its first point is started once more (MPICH over TCP
-/// was seen to hang at start-up now and then on the loaded VM).
+/// was seen to hang at start-up now and then on a loaded machine).
 const SILENCE: Duration = Duration::from_secs(90);
 
 /// Runs one launch; its rows, or why there are none. `limit` is the step

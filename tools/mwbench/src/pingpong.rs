@@ -122,8 +122,8 @@ fn put_signal_pair(
 /// Ping-pongs of `ops` (of put_signal, send_recv and am) in one job, in
 /// `BLOCKS` alternating blocks of an `iters / BLOCKS` share each (the
 /// order rotated block by block, each with its own warm-up), so that where
-/// the host places the two vCPUs, which changes several times an hour on
-/// the test VMs, weighs on each op alike (plan: `INTERLEAVED`). One row per
+/// the host places the two vCPUs, which a hypervisor may change during a
+/// run, weighs on each op alike (plan: `INTERLEAVED`). One row per
 /// op, of all its blocks' samples.
 fn interleaved(job: &Job, ops: Vec<&'static str>, transport: &'static str, size: usize, iters: usize) -> Vec<Row> {
     const BLOCKS: usize = 8;

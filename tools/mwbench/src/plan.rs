@@ -87,9 +87,9 @@ const FLOORS: &[&str] = &["shm_floor", "shm_floor_2lines", "shm_floor_ring"];
 /// against put_signal): measured in one job, in alternating blocks, as one
 /// point named by joining them with `+` (see `pingpong::interleaved`).
 /// Measured one after the other, seconds apart, each landed wherever the
-/// host had placed the two vCPUs at that moment, and on the test VMs that
-/// moved the ratios by more than the code did (send_recv 1.24-1.76x
-/// put_signal across three runs of one binary).
+/// host had placed the two vCPUs at that moment, which moved the ratios by
+/// more than the code did (measurements: docs/perf-notes.md, "mwbench's
+/// run plan").
 const INTERLEAVED: &[&str] = &["put_signal", "send_recv", "am"];
 /// The point names of each group of two or more of `INTERLEAVED`.
 const INTERLEAVED_GROUPS: &[(&[&str], &str)] = &[

@@ -2,14 +2,13 @@
 //!
 //! Binding is opt-in. On a machine with many cores or several memory nodes
 //! it keeps a rank next to the memory it touched first and away from its
-//! neighbours' caches, which is why Open MPI binds by default; on the 2-CPU
-//! VM this was written on it changed nothing on a quiet machine (2 ranks
-//! as processes, five alternating pairs of jobs: 64 KiB alltoall medians
-//! 7.43-10.36 µs bound, 7.42-11.56 unbound), hurt when another process
-//! wanted a CPU meanwhile (p99 975-2646 µs bound, 10-447 unbound: a bound
-//! rank cannot move away), and a bound rank's child processes inherit its
-//! one CPU (a helper that spins beside its parent then runs by the time
-//! slice). So mwrun leaves placement to the scheduler unless asked.
+//! neighbours' caches, which is why Open MPI binds by default; on a 2-CPU
+//! machine it changed nothing while the machine was quiet, hurt the tail
+//! latency badly when another process wanted a CPU meanwhile (a bound rank
+//! cannot move away; measurements: docs/perf-notes.md, "CPU binding"),
+//! and a bound rank's child processes inherit its one CPU (a helper that
+//! spins beside its parent then runs by the time slice). So mwrun leaves
+//! placement to the scheduler unless asked.
 //!
 //! Owns: reading the CPUs mwrun itself may use (its affinity, which honours
 //! `taskset`, cpusets and cgroups), putting them in topology order, dealing

@@ -1013,8 +1013,9 @@ mod tests {
     /// The case the 64-bit SACK cannot describe: the retransmission of the
     /// oldest hole is lost too, and every later packet the receiver gets lies
     /// beyond what SACK reports, so acks arrive that acknowledge nothing new.
-    /// (The goodput simulation, seed 4 at 1% loss, spent 8.7 s of a 70 ms
-    /// transfer on this before duplicate acks counted.)
+    /// (The goodput simulation, seed 4 at 1% loss, stalled on this for many
+    /// times the transfer's length before duplicate acks counted;
+    /// docs/perf-notes.md, "duplicate acks".)
     #[test]
     fn duplicate_acks_recover_a_lost_retransmission_beyond_sack_reach() {
         let cfg = config(64);

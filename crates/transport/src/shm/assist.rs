@@ -1,12 +1,11 @@
 //! Two CPUs copying one large message: the receiver of a same-host
 //! rendezvous copies with `process_vm_readv` and, while it does, the sender
 //! (which is only waiting for the receiver to finish) copies other chunks of
-//! the same message with `process_vm_writev`. One CPU's cross-memory copy
-//! runs at about a single-thread `memcpy`'s speed; two at once, at nearly
-//! twice that (measured on the 2-vCPU VMs: 16 MiB `memcpy` ~14 GB/s, two
-//! copies at once ~24 GB/s). On the host of 2026-11-25 the kernel's copy
-//! ran at well under a `memcpy`'s speed; between threads of one process
-//! both sides copy with `memcpy` (see `copy`'s `read_lent`).
+//! the same message with `process_vm_writev`: two copies at once move it
+//! at nearly twice one copy's speed. How the kernel's copy compares with a
+//! `memcpy` differs from host to host (measurements: docs/perf-notes.md,
+//! "two CPUs per large message"); between threads of one process both
+//! sides copy with `memcpy` (see `copy`'s `read_lent`).
 //!
 //! One slot per (receiver, sender) pair, in the receiver's control segment
 //! at the sender's index, one cache line:

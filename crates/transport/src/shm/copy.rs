@@ -15,10 +15,8 @@
 //! the assisting sender reports its chunks): [`read_lent`] and
 //! [`write_lent`] copy it with a plain `memcpy` when the peer is a thread
 //! of this process ([`Far::Local`]), which is why they are `unsafe`. The
-//! kernel's copy pins and maps each page: measured on the 2-vCPU VMs, a
-//! 64 KiB `process_vm_readv` between two threads took ~4.5 µs against
-//! ~1.5 µs for the `memcpy`, and a 16 MiB rendezvous ran at 9-11.5 GB/s
-//! against 22-30 GB/s.
+//! kernel's copy pins and maps each page, which a `memcpy` between threads
+//! does not (measurements: docs/perf-notes.md, "cross-memory copy").
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -164,11 +162,11 @@ pub fn vm_write(pid: u32, remote: u64, data: &[u8]) -> io::Result<()> {
 /// of the same 64 KiB (the best of five tries each, on this process's own
 /// memory: the same kernel path as reading a peer). Where it does, copying
 /// a message twice through shared memory beats copying it once through the
-/// kernel up to larger sizes. ~30 µs. On the host of 2026-11-25 the kernel's
-/// copy took ~3 times a `memcpy`, on that of 2026-11-26 ~2.2, on the
-/// earlier host about one. `false`
-/// when the kernel refuses the copy (whether it may be used is decided
-/// elsewhere; this only compares costs).
+/// kernel up to larger sizes. The ratio differs from host to host, hence a
+/// probe at run time rather than a constant (measurements:
+/// docs/perf-notes.md, "cross-memory copy"). `false` when the kernel
+/// refuses the copy (whether it may be used is decided elsewhere; this
+/// only compares costs).
 pub fn kernel_copy_is_costly() -> bool {
     const LEN: usize = 64 << 10;
     let source = vec![1u8; LEN];

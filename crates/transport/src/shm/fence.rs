@@ -1,5 +1,5 @@
-//! A full memory barrier for the sleep/wake handshake between ranks, at a
-//! seventh of what `fence(SeqCst)` costs on x86-64.
+//! A full memory barrier for the sleep/wake handshake between ranks,
+//! cheaper than `fence(SeqCst)` on x86-64.
 //!
 //! Owns: [`full_fence`]. Must not: be used where an ordinary acquire or
 //! release ordering would do; it exists only for the store-then-load
@@ -8,15 +8,14 @@
 //!
 //! Why not `std::sync::atomic::fence(SeqCst)`: on x86-64 it is `mfence`,
 //! which waits for the store buffer to drain *and* serializes later loads
-//! against it: 45 cycles on this machine's EPYC, measured in a tight loop
-//! of store, barrier, load (`xchg` 6, `lock or` 5-6, no barrier 1). Every
-//! same-host message pays one on each side (the sender after publishing
-//! the record, the receiver after freeing its slots), a direct put_signal
-//! one. The saving is whole only where the stores before the barrier are
+//! against it, several times what a `lock`-prefixed instruction costs in a
+//! tight loop of store, barrier, load (measurements: docs/perf-notes.md,
+//! "full fence"). Every same-host message pays one on each side (the
+//! sender after publishing the record, the receiver after freeing its
+//! slots), a direct put_signal one. The saving is whole only where the stores before the barrier are
 //! already in this core's cache (the receiver's freed slots): where one
 //! still waits for its line (the sender's record), either barrier waits
-//! for that transfer, and 8-byte ping-pong medians did not move
-//! measurably (in-job alternation, within 3%).
+//! for that transfer.
 //!
 //! Any `lock`-prefixed instruction is a full barrier on x86 (Intel SDM
 //! vol. 3A, 9.2.2: "reads and writes cannot be reordered with locked

@@ -29,12 +29,12 @@
 //! one ended, skipping the rest of the lap without writing anything there.
 //! Request-reply traffic then keeps reusing one hot line per direction
 //! instead of walking a fresh (cold) line through the whole data area per
-//! message: on the 2-vCPU test VM an 8-byte ping-pong through 1 MiB rings
-//! cost ~0.085 µs per hop that way against ~0.06 for a line that stays
-//! hot. The producer knows the ring is empty from the **ack** its peer
-//! writes into every record of the opposite ring of the pair (`Producer::
-//! paired`): how far the peer had consumed ours when it wrote the record.
-//! So no side ever polls the other's `head` line for it. The consumer looks
+//! message, and a hop through a hot line is the cheaper one (measurements:
+//! docs/perf-notes.md, "shared-memory ring"). The producer knows the ring
+//! is empty from the **ack** its peer writes into every record of the
+//! opposite ring of the pair (`Producer::paired`): how far the peer had
+//! consumed ours when it wrote the record. So no side ever polls the
+//! other's `head` line for it. The consumer looks
 //! for the next record at `head` and, when that slot is not published, at
 //! the next lap's start: loading the lap start's stamp first, then
 //! `head`'s again, tells a jump (`head` still unpublished) from a producer
@@ -138,8 +138,7 @@ pub struct RingView {
     /// `seg`'s mapping plus `offset`, computed once: every push, pop and
     /// peek addresses the ring from it, and reaching it through the
     /// segment put two dependent loads before each of their accesses
-    /// (`cost_probe`, instructions per round trip: send_recv 1339 -> 1278,
-    /// am 2725 -> 2660).
+    /// (measurements: docs/perf-notes.md, "shared-memory ring").
     base: std::ptr::NonNull<u8>,
 }
 
@@ -351,10 +350,10 @@ impl Producer {
     /// [`push`](Self::push)'s fast path: a message of one or two parts
     /// that fits one slot (a same-host message's header and a small
     /// payload), into a paired ring with a slot free. It skips what cannot
-    /// apply to one slot (part counts, padding, the size limits): ~40
-    /// instructions fewer than [`push_record`](Self::push_record) per
-    /// message, and 1.5-3.5 ns less per hop of an 8-byte send_recv
-    /// ping-pong (in-process alternation, 6 of 6 runs, Intel Xeon VM).
+    /// apply to one slot (part counts, padding, the size limits), which
+    /// [`push_record`](Self::push_record) would check on every small
+    /// same-host message's path (measurements: docs/perf-notes.md,
+    /// "shared-memory ring").
     /// `None` leaves the message to `push_record`, having changed only what
     /// that would change the same way (a newer ack taken in, a jump to the
     /// lap start).
@@ -502,8 +501,8 @@ impl Producer {
         unsafe {
             write_header(data.add(pos), len as u32, kind, ack);
             let at = data.add(pos + RECORD_HEADER);
-            // Straight-line for the usual header + payload (the general loop
-            // cost ~45 instructions per push, on every message's path).
+            // Straight-line for the usual header + payload: this is on every
+            // message's path, and the general loop over parts is not free.
             match parts {
                 [one] => copy_short_raw(one.as_ptr(), at, one.len()),
                 [head, body] => {
@@ -583,10 +582,9 @@ unsafe fn write_header(at: *mut u8, len: u32, kind: u32, ack: u64) {
 /// same-host message's path copies a few) take two overlapping moves
 /// inline; longer ones go to `memcpy`. Not for speed in a loop, where
 /// libc's `memcpy` is as fast: on the path of a message that a spinning
-/// thread has just seen arrive, a call into it cost ~12 ns per half round
-/// trip on the test VM's EPYC (8-byte ring ping-pong, 0.038 against 0.050
-/// us with one such call per hop; its vector code after a spin seems to pay
-/// a warm-up).
+/// thread has just seen arrive, a call into it costs more than the short
+/// copy itself (its vector code after a spin seems to pay a warm-up;
+/// measurements: docs/perf-notes.md, "shared-memory ring").
 #[inline(always)]
 pub fn copy_short(dst: &mut [u8], src: &[u8]) {
     assert!(dst.len() >= src.len(), "copy_short: destination shorter than source");
@@ -759,9 +757,8 @@ impl Consumer {
     /// pushes into the paired ring then acks the message it answers, and
     /// the peer's next message can start a lap ("Lap jumps"): with the
     /// ack one message behind, an active-message ping-pong's requests
-    /// walked the ring, a cold line each (8 bytes over shared memory:
-    /// 0.131 -> 0.118-0.121 us per half round trip, with the spin change in
-    /// `Endpoint::spin_on_rings` of the same commit).
+    /// walked the ring, a cold line each (measurements: docs/perf-notes.md,
+    /// "shared-memory ring").
     pub fn pop_holding(&mut self, f: impl FnOnce(&[u8]) -> bool) -> Result<bool, Corrupt> {
         loop {
             let Some(head) = self.head_record()? else { return Ok(false) };

@@ -139,10 +139,11 @@ impl Segment {
     /// Faults in every page of the mapping now (page tables writable, pages
     /// allocated), without touching the bytes. For the control segments:
     /// their rings are written at a new page every 64 records during the
-    /// first lap, and on these VMs a first touch costs 5-50 us, which a
-    /// ping-pong then pays on one message in 64 (its 99th percentile went
-    /// from 1.4 to 7 us). Best effort: a kernel without
-    /// `MADV_POPULATE_WRITE` (before 5.14) leaves the faults for later.
+    /// first lap, and a first touch costs many times a message, which a
+    /// ping-pong would then pay on one message in 64, in its tail latency
+    /// (measurements: docs/perf-notes.md, "segment prefault"). Best
+    /// effort: a kernel without `MADV_POPULATE_WRITE` (before 5.14) leaves
+    /// the faults for later.
     pub fn prefault(&self) {
         if cfg!(miri) {
             return; // no madvise under Miri; the advice changes no contents

@@ -3,21 +3,18 @@
 //! memory is private and the kernel's cross-memory copy is slow.
 //!
 //! Why: between processes, a rendezvous payload in the sender's private
-//! memory can only be reached with `process_vm_readv`/`writev`. On the
-//! test host (AMD EPYC VM) the kernel copies at ~8 GB/s per CPU, against
-//! ~21-25 GB/s for a user-space copy, so two CPUs each doing a kernel copy
-//! move 16 MiB at ~15-17 GB/s, below a `get` from a shared mapping (~20
-//! GB/s). Staged instead, the sender copies its chunks into this shared
-//! area and the receiver copies them out, both with plain loads and stores,
-//! both CPUs busy at once: measured with a C probe of this protocol (two
-//! processes, 4 buffers of 512 KiB): 22-25 GB/s.
+//! memory can only be reached with `process_vm_readv`/`writev`, and where
+//! the kernel's copy runs well below a user-space copy, two CPUs each doing
+//! a kernel copy move a large message slower than a `get` from a shared
+//! mapping would. Staged instead, the sender copies its chunks into this
+//! shared area and the receiver copies them out, both with plain loads and
+//! stores, both CPUs busy at once.
 //!
 //! The copies use 16-byte vector loads and stores ([`copy_lines`]), not
 //! `memcpy`: glibc's `memcpy` takes `rep movsb` for sizes between 2 KiB and
-//! the L2 size on AMD, and `rep movsb` of lines another core just wrote ran
-//! at 9-11 GB/s in that probe (512 KiB chunks), against 23 with the vector
-//! loop (and 25 for `memcpy` of 1 MiB chunks, which is past the `rep
-//! movsb` range).
+//! the L2 size on AMD, and `rep movsb` of lines another core just wrote is
+//! much slower than the vector loop at this area's chunk size.
+//! (measurements: docs/perf-notes.md, "staging area")
 //!
 //! Layout (the receiver's memory file, mapped by the sender):
 //!
@@ -169,8 +166,8 @@ impl<'a> Stage<'a> {
                 continue;
             }
             // The receiver may be waiting for this CPU (more ranks than
-            // CPUs): spinning on through our time slice cost 16 MiB messages
-            // 6.5 -> 2.6 GB/s with both ranks on one CPU.
+            // CPUs): spinning on through our time slice starves it
+            // (measurements: docs/perf-notes.md, "staging area").
             std::thread::yield_now();
             if spins % 64 == 0 && give_up() {
                 return false;
@@ -213,15 +210,13 @@ impl<'a> Stage<'a> {
 pub enum StageCopy {
     /// Plain stores ([`copy_lines`]): the lines stay in the sender's cache,
     /// where a receiver sharing that cache reads them. The faster form
-    /// while the two CPUs share a cache: 10-19 GB/s for a 16 MiB message
-    /// through the staging protocol in a C probe, against 7-14 streaming.
+    /// while the two CPUs share a cache.
     Cached,
     /// Non-temporal stores ([`stream_lines`]): the lines go to memory, and
     /// the receiver reads them from there. The faster form while the host
-    /// puts the two CPUs far apart (a C probe, 16 MiB through the staging
-    /// protocol, in the same seconds: 9-17.7 GB/s streaming against 1.9-3.4
-    /// with plain stores, whose every line crossed between the two caches
-    /// twice, and 7-15 for a `memcpy` from a shared mapping).
+    /// puts the two CPUs far apart, where every line of plain stores would
+    /// cross between the two caches twice (measurements: docs/perf-notes.md,
+    /// "staging area").
     Streaming,
 }
 

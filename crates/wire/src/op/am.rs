@@ -12,11 +12,11 @@
 //! between a record's arrival and the handler's reply. Each move reads
 //! back, in wide loads, what narrow stores wrote just before, which the CPU
 //! cannot forward to the loads: they wait for the stores to reach the cache
-//! (the likely reason; the test VM has no counters to show it). On a
+//! (the likely reason, not confirmed with performance counters). On a
 //! same-host 8-byte active message that was on the critical path, on both
-//! sides (the am ping-pong's ratio to put_signal fell from 1.74× to 1.60×
-//! without it): the views leave the arguments in the message and decode
-//! them straight into their destination.
+//! sides (measurements: docs/perf-notes.md, "active-message views"): the
+//! views leave the arguments in the message and decode them straight into
+//! their destination.
 //!
 //! Must not: know which handler ids are reserved or what a handler does
 //! (mw-core's), or accept more than [`AM_MAX_ARGS`] arguments or unknown flag
