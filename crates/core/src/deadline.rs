@@ -31,6 +31,26 @@ pub(crate) enum Bound {
     After(Duration),
 }
 
+/// A [`Bound`] whose deadline is fixed when a call first has to wait,
+/// so a call that finds what it wants at once reads no clock, and the
+/// phases of one call (a receive tried in place, then posted) share it.
+#[derive(Debug)]
+pub(crate) struct LazyDeadline {
+    bound: Bound,
+    at: Option<Option<Instant>>,
+}
+
+impl LazyDeadline {
+    pub(crate) fn new(bound: Bound) -> LazyDeadline {
+        LazyDeadline { bound, at: None }
+    }
+
+    /// The deadline, fixed now if not yet; `None`: no deadline.
+    pub(crate) fn get(&mut self, ep: &Endpoint) -> Option<Instant> {
+        *self.at.get_or_insert_with(|| ep.deadline(self.bound))
+    }
+}
+
 impl Endpoint {
     /// The instant a wait under `bound` that starts now gives up at.
     pub(crate) fn deadline(&self, bound: Bound) -> Option<Instant> {
@@ -51,16 +71,29 @@ impl Endpoint {
     /// [`wait_for`](Self::wait_for) under `bound`: [`Error::Timeout`] when
     /// `done` did not say so by its deadline.
     pub(crate) fn wait_for_bound(&self, done: impl FnMut(&mut State) -> bool, bound: Bound) -> Result<()> {
-        match bound {
-            Bound::Unbounded => {
-                self.wait_for(done);
-                Ok(())
-            }
-            bound => match self.wait_for_until(done, self.deadline(bound)) {
-                true => Ok(()),
-                false => Err(Error::Timeout),
-            },
+        match self.wait_for_bounded(done, &mut LazyDeadline::new(bound)) {
+            true => Ok(()),
+            false => Err(Error::Timeout),
         }
+    }
+
+    /// [`wait_for`](Self::wait_for) until `deadline`: whether `done` said
+    /// so in time. `done` is asked once under the lock before the deadline
+    /// is fixed, so a wait that is over at once reads no clock.
+    pub(crate) fn wait_for_bounded(
+        &self,
+        mut done: impl FnMut(&mut State) -> bool,
+        deadline: &mut LazyDeadline,
+    ) -> bool {
+        if deadline.bound == Bound::Unbounded {
+            self.wait_for(done);
+            return true;
+        }
+        if done(&mut self.lock()) {
+            return true;
+        }
+        let until = deadline.get(self);
+        self.wait_for_until(done, until)
     }
 
     /// The operation timeout in force (`Config::op_timeout`); `None`: waits

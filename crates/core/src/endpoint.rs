@@ -939,12 +939,23 @@ impl Endpoint {
     /// by their numbers. Fails with `PeerUnreachable` if a peer fails
     /// before this rank has heard from everyone. Barriers over a team, by a
     /// choice of methods: [`Team::barrier_with`](crate::Team::barrier_with).
+    ///
+    /// Waits for a rank that is alive but does not come at most
+    /// `Config::op_timeout` at a time, then fails with [`Error::Timeout`];
+    /// the barrier is then still in progress on this rank, and the next
+    /// `barrier` call (also `finalize`'s) continues it where it stopped,
+    /// so the ranks stay in step.
     pub fn barrier(&self) -> Result<()> {
         self.barrier_dissemination()
     }
 
     /// Collective: every rank contributes `blob`, everyone gets all of them in
     /// rank order. For small control data (keys, addresses), not bulk data.
+    ///
+    /// Waits at most `Config::op_timeout` ([`Error::Timeout`]); after one
+    /// that timed out the ranks are out of step, and every later call of
+    /// it (and of what is built on it: `alloc_symmetric`, `team_world`)
+    /// fails with [`Error::TeamBroken`].
     pub fn allgather_bytes(&self, blob: &[u8]) -> Result<Vec<Vec<u8>>> {
         self.internal_allgather(blob)
     }
@@ -1077,6 +1088,9 @@ impl Endpoint {
     pub(crate) fn internal_allgather(&self, blob: &[u8]) -> Result<Vec<Vec<u8>>> {
         let seq = {
             let mut state = self.lock();
+            if state.internal.gather_broken {
+                return Err(Error::TeamBroken);
+            }
             let seq = state.internal.next_seq;
             state.internal.next_seq += 1;
             if state.rank == 0 {
@@ -1089,11 +1103,18 @@ impl Endpoint {
             seq
         };
         let mut outcome = None;
-        self.wait_for(|state| {
-            // The result wins over a failed peer (`Internal::outcome`).
-            outcome = state.internal.outcome(seq);
-            outcome.is_some()
-        });
+        let waited = self.wait_for_bound(
+            |state| {
+                // The result wins over a failed peer (`Internal::outcome`).
+                outcome = state.internal.outcome(seq);
+                outcome.is_some()
+            },
+            crate::deadline::Bound::Op,
+        );
+        if waited.is_err() {
+            self.lock().internal.gather_broken = true;
+            return Err(Error::Timeout);
+        }
         match outcome {
             Some(Ok(all)) => Ok(all),
             Some(Err(rank)) => Err(Error::PeerUnreachable { rank }),
