@@ -2,12 +2,15 @@
 //!
 //! Owns: which bound a wait runs under ([`Bound`]), turning the endpoint's
 //! operation timeout (`Config::op_timeout`, `MW_OP_TIMEOUT_MS`) or a
-//! caller's timeout into an instant, and a wait that passed it into
-//! [`Error::Timeout`]. Waits for what another rank's *library* owes (a
-//! completion, an ack, a reply, room in a send queue) are bounded by the
-//! operation timeout; waits paced by another rank's *application* (a
-//! receive, `wait_until`, a barrier) are not, unless the caller gives a
-//! timeout (see `Config::op_timeout` for the list and why).
+//! caller's timeout into an instant (at once, or only once a call has to
+//! wait: [`LazyDeadline`]), and a wait that passed it into
+//! [`Error::Timeout`]. Waits for what another rank's library owes and
+//! waits paced by another rank's application (receives, FIFO pops,
+//! barriers, collectives) are bounded by the operation timeout; a few
+//! have no deadline unless the caller gives one (`wait_until`, `recv_raw`,
+//! a send's completion; see `Config::op_timeout` for the list and why).
+//! What a wait that timed out must undo (a posted receive, a team's step)
+//! is its caller's: `msg::cancel`, `coll::wait`, `internal`.
 //!
 //! Must not: read the clock except where a bounded wait starts (the wait
 //! loop in `endpoint` compares against the instant with the clock reading
