@@ -210,16 +210,22 @@ impl Endpoint {
         Endpoint::init_with_bootstrap(config, boot)
     }
 
-    /// Joins the job through an already-connected bootstrap (tests run
-    /// several ranks in one process this way; launchers may too).
-    ///
-    /// Hidden from the public surface: `mw_bootstrap::Bootstrap` is an
-    /// internal crate's type, so this entry point is for the workspace's
-    /// own tests, benchmarks and launchers, not a stable API. Everything it
-    /// can do is safe; applications use [`Endpoint::init`] or
-    /// [`Endpoint::init_with`].
-    #[doc(hidden)]
-    pub fn init_with_bootstrap(config: Config, mut boot: mw_bootstrap::Bootstrap) -> Result<Endpoint> {
+    /// Joins the job that the launcher's variables, as `lookup` answers
+    /// them, describe: [`init_with`](Self::init_with) with `lookup` in
+    /// place of the process environment (`MW_RANK`, `MW_SIZE`,
+    /// `MW_BOOTSTRAP`, `MW_JOB_KEY`, `MW_HOST`, or the PMI variables; see
+    /// `docs/configuration.md`). For harnesses that run several ranks as
+    /// threads of one process, each answering its own `MW_RANK`, and for
+    /// launchers that hold a rank's variables themselves. The
+    /// configuration is `config` (read it with `Config::from_lookup` from
+    /// the same variables if they carry `MW_*` settings too).
+    pub fn init_from_lookup(config: Config, lookup: impl Fn(&str) -> Option<String>) -> Result<Endpoint> {
+        let boot = mw_bootstrap::Bootstrap::from_lookup(lookup).map_err(|e| Error::Bootstrap(e.to_string()))?;
+        Endpoint::init_with_bootstrap(config, boot)
+    }
+
+    /// Joins the job through an already-connected bootstrap.
+    pub(crate) fn init_with_bootstrap(config: Config, mut boot: mw_bootstrap::Bootstrap) -> Result<Endpoint> {
         let info = boot.info().clone();
         let bind_ip = choose_bind_ip(&config, &boot)?;
         let udp_cfg = udp_config(&config);

@@ -189,9 +189,9 @@ fn forged_epoch_job(transport: TransportChoice) {
         .map(|rank| {
             let addr = addr.clone();
             std::thread::spawn(move || {
-                let boot = common::rank_bootstrap(rank, 2, &addr, &key, None);
+                let vars = common::rank_vars(rank, 2, &addr, &key, None);
                 let config = Config { transport, port_range: (rank == 0).then_some((port, port)), ..Config::default() };
-                let ep = Endpoint::init_with_bootstrap(config, boot).unwrap();
+                let ep = Endpoint::init_from_lookup(config, vars).unwrap();
                 forged_epoch_rank(&ep, job_id, port);
                 ep.finalize().unwrap();
             })
