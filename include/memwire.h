@@ -185,6 +185,16 @@ typedef enum mw_status {
    * A bug inside memwire was caught (a panic); the call had no defined effect.
    */
   MW_ERR_INTERNAL = 18,
+  /**
+   * The receiver gave the message up (its receive timed out or its handle
+   * was freed) before all of it arrived: the message was not delivered.
+   */
+  MW_ERR_CANCELLED = 19,
+  /**
+   * A collective on this team (or the endpoint's own gather) timed out
+   * earlier on this rank: its members are out of step; free the team.
+   */
+  MW_ERR_TEAM_BROKEN = 20,
 } mw_status;
 
 /**
@@ -1323,7 +1333,10 @@ enum mw_status mw_fence(struct mw_endpoint *ep);
  * Collective: returns when every rank has called it, serving peers'
  * operations while it waits. A dissemination barrier: ceil(log2 N) rounds
  * of one message per rank; `MW_ERR_PEER_UNREACHABLE` if a peer fails
- * first. (`mw_team_barrier` offers the other methods.)
+ * first. (`mw_team_barrier` offers the other methods.) Waits for a rank
+ * that is alive but does not come at most the operation timeout
+ * (`MW_OP_TIMEOUT_MS`), then `MW_ERR_TIMEOUT`: the barrier is still in
+ * progress, and the next `mw_barrier` call continues it.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint.
@@ -2098,8 +2111,9 @@ enum mw_status mw_wait(struct mw_handle **handle);
  * the endpoint's operation timeout (`MW_OP_TIMEOUT_MS`): then returns
  * `MW_ERR_TIMEOUT`, the operation is abandoned (a late completion is
  * discarded; a get's buffer is not written after this returns) and the
- * handle is consumed all the same. For handles of one-sided operations and
- * sends (`*_nb`, `mw_isend`); a receive or active-message handle is
+ * handle is consumed all the same. For handles of one-sided operations,
+ * sends (`*_nb`, `mw_isend`) and receives (`mw_irecv`: cancelled as
+ * `mw_wait_recv_timeout` cancels one); an active-message handle is
  * `MW_ERR_INVALID_ARGUMENT` and is left to the caller, unconsumed.
  *
  * # Safety
@@ -2185,7 +2199,9 @@ enum mw_status mw_send_in(struct mw_endpoint *ep, uint32_t context, uint32_t des
  * `MW_ANY_TAG`) into `buf` of `capacity` bytes, waiting for it; stores its
  * envelope in `*status` unless `status` is NULL. A message longer than
  * `capacity` is consumed and fails with `MW_ERR_TRUNCATED`, leaving `buf`
- * untouched.
+ * untouched. Waits at most the endpoint's operation timeout
+ * (`MW_OP_TIMEOUT_MS`), then fails with `MW_ERR_TIMEOUT` (see
+ * `mw_recv_timeout` for what a timeout leaves).
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `buf` NULL (only if `capacity` is
@@ -2201,6 +2217,21 @@ enum mw_status mw_recv(struct mw_endpoint *ep, uint32_t source, uint64_t tag, vo
  * As for `mw_recv`.
  */
 enum mw_status mw_recv_in(struct mw_endpoint *ep, uint32_t context, uint32_t source, uint64_t tag, void *buf, size_t capacity, struct mw_recv_status *status);
+
+/**
+ * `mw_recv_in`, giving up after `timeout_ms` milliseconds instead of the
+ * endpoint's operation timeout (`MW_OP_TIMEOUT_MS`, which bounds `mw_recv`
+ * and `mw_recv_in`). On `MW_ERR_TIMEOUT` the receive is cancelled: `buf`
+ * is not written after the call returns (it may hold part of a large
+ * message that was being pulled into it), a message that had not matched
+ * is left for a later receive, and the sender of one that was being
+ * pulled gets `MW_ERR_CANCELLED`. A message that arrived whole by then is
+ * received.
+ *
+ * # Safety
+ * As for `mw_recv`.
+ */
+enum mw_status mw_recv_timeout(struct mw_endpoint *ep, uint32_t context, uint32_t source, uint64_t tag, void *buf, size_t capacity, struct mw_recv_status *status, uint64_t timeout_ms);
 
 /**
  * Starts a send of `len` bytes of `data` to `dest` with `tag` and stores
@@ -2250,7 +2281,8 @@ enum mw_status mw_irecv(struct mw_endpoint *ep, uint32_t source, uint64_t tag, v
 enum mw_status mw_irecv_in(struct mw_endpoint *ep, uint32_t context, uint32_t source, uint64_t tag, void *buf, size_t capacity, struct mw_handle **handle);
 
 /**
- * Waits for a receive from `mw_irecv`, stores the message's envelope in
+ * Waits (at most the endpoint's operation timeout, then `MW_ERR_TIMEOUT`
+ * and the receive is cancelled) for a receive from `mw_irecv`, stores the message's envelope in
  * `*status` unless `status` is NULL, frees the handle and sets `*handle`
  * to NULL. A handle of another kind is waited for, consumed, and answered
  * with `MW_ERR_INVALID_ARGUMENT`.
@@ -2263,9 +2295,20 @@ enum mw_status mw_irecv_in(struct mw_endpoint *ep, uint32_t context, uint32_t so
 enum mw_status mw_wait_recv(struct mw_handle **handle, struct mw_recv_status *status);
 
 /**
+ * `mw_wait_recv`, giving up after `timeout_ms` milliseconds instead of
+ * the endpoint's operation timeout: then `MW_ERR_TIMEOUT`, the receive is
+ * cancelled as `mw_recv_timeout` cancels one, and the handle is consumed.
+ *
+ * # Safety
+ * As for `mw_wait_recv`.
+ */
+enum mw_status mw_wait_recv_timeout(struct mw_handle **handle, struct mw_recv_status *status, uint64_t timeout_ms);
+
+/**
  * Waits until a message from `source` (or `MW_ANY_SOURCE`) with `tag` (or
  * `MW_ANY_TAG`) has arrived and stores its envelope in `*status`; the
  * message stays queued for a receive (size a buffer by `status->len`).
+ * Waits at most the endpoint's operation timeout (`MW_ERR_TIMEOUT`).
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `status` NULL or valid for writes.
@@ -2280,6 +2323,16 @@ enum mw_status mw_probe(struct mw_endpoint *ep, uint32_t source, uint64_t tag, s
  * As for `mw_probe`.
  */
 enum mw_status mw_probe_in(struct mw_endpoint *ep, uint32_t context, uint32_t source, uint64_t tag, struct mw_recv_status *status);
+
+/**
+ * `mw_probe_in`, giving up after `timeout_ms` milliseconds (instead of
+ * the endpoint's operation timeout, which bounds `mw_probe`) with
+ * `MW_ERR_TIMEOUT`.
+ *
+ * # Safety
+ * As for `mw_probe`.
+ */
+enum mw_status mw_probe_timeout(struct mw_endpoint *ep, uint32_t context, uint32_t source, uint64_t tag, struct mw_recv_status *status, uint64_t timeout_ms);
 
 /**
  * Makes progress once and sets `*found` to whether a message from `source`
@@ -2493,8 +2546,9 @@ enum mw_status mw_fifo_len(const struct mw_fifo *fifo, size_t *entries);
 
 /**
  * Appends `len` bytes of `data` to FIFO `key` of `rank`, waiting while it
- * is full. An entry longer than its slots is `MW_ERR_TRUNCATED` (nothing
- * appended), an unknown key `MW_ERR_BAD_KEY`.
+ * is full (at most the operation timeout, `MW_OP_TIMEOUT_MS`: then
+ * `MW_ERR_TIMEOUT`, nothing appended). An entry longer than its slots is
+ * `MW_ERR_TRUNCATED` (nothing appended), an unknown key `MW_ERR_BAD_KEY`.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
@@ -2514,13 +2568,24 @@ enum mw_status mw_fifo_try_push(struct mw_endpoint *ep, uint32_t rank, uint64_t 
 /**
  * Waits for an entry, takes it into `buf` (`capacity` bytes) and stores
  * its length in `*len`. An entry longer than `capacity` stays queued:
- * `MW_ERR_TRUNCATED`.
+ * `MW_ERR_TRUNCATED`. Waits at most the endpoint's operation timeout
+ * (`MW_OP_TIMEOUT_MS`), then `MW_ERR_TIMEOUT`.
  *
  * # Safety
  * `fifo` must be NULL or a live FIFO; `buf` NULL (only if `capacity` is 0)
  * or writable for `capacity` bytes; `len` NULL or valid for writes.
  */
 enum mw_status mw_fifo_pop(const struct mw_fifo *fifo, void *buf, size_t capacity, size_t *len);
+
+/**
+ * `mw_fifo_pop`, giving up after `timeout_ms` milliseconds instead of the
+ * endpoint's operation timeout (`MW_OP_TIMEOUT_MS`, which bounds
+ * `mw_fifo_pop`) with `MW_ERR_TIMEOUT`; nothing is taken then.
+ *
+ * # Safety
+ * As for `mw_fifo_pop`.
+ */
+enum mw_status mw_fifo_pop_timeout(const struct mw_fifo *fifo, void *buf, size_t capacity, size_t *len, uint64_t timeout_ms);
 
 /**
  * Takes the oldest entry into `buf` if there is one: sets `*found`, and
@@ -2633,6 +2698,14 @@ enum mw_status mw_team_algorithm(struct mw_endpoint *ep, struct mw_team *team, m
 /**
  * Collective over `team` (NULL: the whole job): returns once every member
  * has called it.
+ *
+ * Every collective on a team (this one, `mw_bcast`, `mw_allreduce`, …)
+ * waits for a member that is alive but does not come at most the
+ * endpoint's operation timeout (`MW_OP_TIMEOUT_MS`), then fails with
+ * `MW_ERR_TIMEOUT`; the team is then out of step with its other members
+ * and every later collective on it fails with `MW_ERR_TEAM_BROKEN` (for
+ * the job's team, NULL: for the rest of the job; free a broken team of
+ * your own).
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `team` NULL or a live team of it.

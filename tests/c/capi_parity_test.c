@@ -310,10 +310,12 @@ static void test_peer_liveness(void) {
     ASSERT(MW_PEER_DOWN != MW_PEER_RESTARTED);
 }
 
-/* mw_wait_timeout: completes like mw_wait when the peer answers, refuses
- * (and leaves alone) handles of other kinds. A wait that really times out is
- * tested in Rust (crates/core/tests/deadline.rs), where a peer can be made
- * to stop answering. */
+/* mw_wait_timeout: completes like mw_wait when the peer answers. The
+ * receive forms with a timeout end a wait for a message nobody sends with
+ * MW_ERR_TIMEOUT (the receive cancelled, the buffer untouched), and still
+ * receive one that comes; a pop from an empty FIFO ends the same way. A
+ * wait on a peer that stops answering mid-transfer is tested in Rust
+ * (crates/core/tests/deadline.rs), where a peer can be made to nap. */
 static void test_wait_timeout(void) {
     mw_region *region;
     mw_key key;
@@ -330,11 +332,42 @@ static void test_wait_timeout(void) {
     ASSERT_U64(back, word);
     EXPECT(MW_ERR_NULL_POINTER, mw_wait_timeout(&h, 1));
     EXPECT(MW_ERR_NULL_POINTER, mw_wait_timeout(NULL, 1));
+
     uint8_t in[8];
+    mw_recv_status st;
+    memset(in, 0xEE, sizeof in);
     OK(mw_irecv(ep, left, 4242, in, sizeof in, &h));
-    EXPECT(MW_ERR_INVALID_ARGUMENT, mw_wait_timeout(&h, 1));
-    ASSERT(h != NULL); /* refused, not consumed */
-    OK(mw_handle_free(&h)); /* cancels the unmatched receive */
+    EXPECT(MW_ERR_TIMEOUT, mw_wait_timeout(&h, 1));
+    ASSERT(h == NULL); /* consumed, the receive cancelled */
+    OK(mw_irecv(ep, left, 4242, in, sizeof in, &h));
+    EXPECT(MW_ERR_TIMEOUT, mw_wait_recv_timeout(&h, &st, 1));
+    ASSERT(h == NULL);
+    EXPECT(MW_ERR_TIMEOUT, mw_recv_timeout(ep, MW_CONTEXT_DEFAULT, left, 4242, in, sizeof in, &st, 1));
+    EXPECT(MW_ERR_TIMEOUT, mw_probe_timeout(ep, MW_CONTEXT_DEFAULT, left, 4242, &st, 1));
+    for (size_t i = 0; i < sizeof in; i++) ASSERT(in[i] == 0xEE);
+    OK(mw_barrier(ep));
+    /* Nothing is left posted: what comes now goes to the next receive. */
+    uint64_t mine = 0xfeed0000ULL + me, got = 0;
+    OK(mw_send(ep, right, 4242, &mine, sizeof mine));
+    OK(mw_probe_timeout(ep, MW_CONTEXT_DEFAULT, left, 4242, &st, 30000));
+    ASSERT_U64(st.len, sizeof got);
+    OK(mw_recv_timeout(ep, MW_CONTEXT_DEFAULT, left, 4242, &got, sizeof got, &st, 30000));
+    ASSERT_U64(got, 0xfeed0000ULL + (uint64_t)left);
+    OK(mw_send(ep, right, 4243, &mine, sizeof mine));
+    OK(mw_irecv(ep, left, 4243, &got, sizeof got, &h));
+    OK(mw_wait_recv_timeout(&h, &st, 30000));
+    ASSERT_U64(st.source, left);
+
+    mw_fifo *fifo = NULL;
+    size_t len = 0;
+    OK(mw_fifo_create(ep, 8, 2, &fifo));
+    EXPECT(MW_ERR_TIMEOUT, mw_fifo_pop_timeout(fifo, in, sizeof in, &len, 1));
+    uint64_t fifo_key;
+    OK(mw_fifo_key(fifo, &fifo_key));
+    OK(mw_fifo_push(ep, me, fifo_key, "entry", 5));
+    OK(mw_fifo_pop_timeout(fifo, in, sizeof in, &len, 30000));
+    ASSERT_U64(len, 5);
+    OK(mw_fifo_free(&fifo));
     OK(mw_barrier(ep));
     OK(mw_region_free(&region));
 }

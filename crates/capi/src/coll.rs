@@ -152,6 +152,14 @@ unsafe fn with_buffers<R>(
 /// Collective over `team` (NULL: the whole job): returns once every member
 /// has called it.
 ///
+/// Every collective on a team (this one, `mw_bcast`, `mw_allreduce`, …)
+/// waits for a member that is alive but does not come at most the
+/// endpoint's operation timeout (`MW_OP_TIMEOUT_MS`), then fails with
+/// `MW_ERR_TIMEOUT`; the team is then out of step with its other members
+/// and every later collective on it fails with `MW_ERR_TEAM_BROKEN` (for
+/// the job's team, NULL: for the rest of the job; free a broken team of
+/// your own).
+///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `team` NULL or a live team of it.
 #[no_mangle]

@@ -146,8 +146,9 @@ unsafe fn push_by(
 }
 
 /// Appends `len` bytes of `data` to FIFO `key` of `rank`, waiting while it
-/// is full. An entry longer than its slots is `MW_ERR_TRUNCATED` (nothing
-/// appended), an unknown key `MW_ERR_BAD_KEY`.
+/// is full (at most the operation timeout, `MW_OP_TIMEOUT_MS`: then
+/// `MW_ERR_TIMEOUT`, nothing appended). An entry longer than its slots is
+/// `MW_ERR_TRUNCATED` (nothing appended), an unknown key `MW_ERR_BAD_KEY`.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
@@ -183,7 +184,8 @@ pub unsafe extern "C" fn mw_fifo_try_push(
 
 /// Waits for an entry, takes it into `buf` (`capacity` bytes) and stores
 /// its length in `*len`. An entry longer than `capacity` stays queued:
-/// `MW_ERR_TRUNCATED`.
+/// `MW_ERR_TRUNCATED`. Waits at most the endpoint's operation timeout
+/// (`MW_OP_TIMEOUT_MS`), then `MW_ERR_TIMEOUT`.
 ///
 /// # Safety
 /// `fifo` must be NULL or a live FIFO; `buf` NULL (only if `capacity` is 0)
@@ -200,6 +202,29 @@ pub unsafe extern "C" fn mw_fifo_pop(
         let (fifo, buf, out) =
             unsafe { (ffi::obj(fifo, "fifo")?, ffi::bytes_mut(buf, capacity, "buf")?, ffi::out(len, "len")?) };
         out.set(fifo.get().pop(buf)?);
+        Ok(())
+    })
+}
+
+/// `mw_fifo_pop`, giving up after `timeout_ms` milliseconds instead of the
+/// endpoint's operation timeout (`MW_OP_TIMEOUT_MS`, which bounds
+/// `mw_fifo_pop`) with `MW_ERR_TIMEOUT`; nothing is taken then.
+///
+/// # Safety
+/// As for `mw_fifo_pop`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_fifo_pop_timeout(
+    fifo: *const mw_fifo,
+    buf: *mut c_void,
+    capacity: usize,
+    len: *mut usize,
+    timeout_ms: u64,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (fifo, buf, out) =
+            unsafe { (ffi::obj(fifo, "fifo")?, ffi::bytes_mut(buf, capacity, "buf")?, ffi::out(len, "len")?) };
+        out.set(fifo.get().pop_timeout(buf, std::time::Duration::from_millis(timeout_ms))?);
         Ok(())
     })
 }

@@ -113,9 +113,14 @@ pub(crate) fn wait_reply(h: &mut mw_handle) -> Result<AmReplyData, Failure> {
 /// Waits for a receive handle (`mw_wait_recv`): the message's envelope, or
 /// `MW_ERR_INVALID_ARGUMENT` for a handle of another kind (waited all the
 /// same: the handle is consumed whatever the result).
-pub(crate) fn wait_recv(h: &mut mw_handle) -> Result<RecvStatus, Failure> {
+/// Waits for a receive handle (at most `timeout`, else the operation
+/// timeout) and consumes it.
+pub(crate) fn wait_recv(h: &mut mw_handle, timeout: Option<std::time::Duration>) -> Result<RecvStatus, Failure> {
     h.consume(|op| match op {
-        InFlight::Recv(recv) => Ok(recv.wait()?),
+        InFlight::Recv(recv) => Ok(match timeout {
+            Some(timeout) => recv.wait_timeout(timeout)?,
+            None => recv.wait()?,
+        }),
         other => {
             other.wait()?;
             Err(Failure::invalid("not a receive handle (use mw_wait)"))
@@ -161,8 +166,9 @@ pub unsafe extern "C" fn mw_wait(handle: *mut *mut mw_handle) -> mw_status {
 /// the endpoint's operation timeout (`MW_OP_TIMEOUT_MS`): then returns
 /// `MW_ERR_TIMEOUT`, the operation is abandoned (a late completion is
 /// discarded; a get's buffer is not written after this returns) and the
-/// handle is consumed all the same. For handles of one-sided operations and
-/// sends (`*_nb`, `mw_isend`); a receive or active-message handle is
+/// handle is consumed all the same. For handles of one-sided operations,
+/// sends (`*_nb`, `mw_isend`) and receives (`mw_irecv`: cancelled as
+/// `mw_wait_recv_timeout` cancels one); an active-message handle is
 /// `MW_ERR_INVALID_ARGUMENT` and is left to the caller, unconsumed.
 ///
 /// # Safety
@@ -173,13 +179,16 @@ pub unsafe extern "C" fn mw_wait_timeout(handle: *mut *mut mw_handle, timeout_ms
         // SAFETY: forwarded contract.
         let mut h = unsafe {
             ffi::take_if(handle, "*handle", |h: &mw_handle| match h.op {
-                Some(InFlight::Op(_)) => Ok(()),
-                _ => Err(Failure::invalid("mw_wait_timeout takes a one-sided operation's or a send's handle")),
+                Some(InFlight::Op(_) | InFlight::Recv(_)) => Ok(()),
+                _ => Err(Failure::invalid(
+                    "mw_wait_timeout takes a one-sided operation's, a send's or a receive's handle",
+                )),
             })
         }?;
         let timeout = std::time::Duration::from_millis(timeout_ms);
         Ok(h.consume(|op| match op {
             InFlight::Op(op) => op.wait_timeout(timeout),
+            InFlight::Recv(recv) => recv.wait_timeout(timeout).map(drop),
             other => other.wait(),
         })?)
     })

@@ -97,7 +97,9 @@ pub unsafe extern "C" fn mw_send_in(
 /// `MW_ANY_TAG`) into `buf` of `capacity` bytes, waiting for it; stores its
 /// envelope in `*status` unless `status` is NULL. A message longer than
 /// `capacity` is consumed and fails with `MW_ERR_TRUNCATED`, leaving `buf`
-/// untouched.
+/// untouched. Waits at most the endpoint's operation timeout
+/// (`MW_OP_TIMEOUT_MS`), then fails with `MW_ERR_TIMEOUT` (see
+/// `mw_recv_timeout` for what a timeout leaves).
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `buf` NULL (only if `capacity` is
@@ -135,6 +137,42 @@ pub unsafe extern "C" fn mw_recv_in(
         let (owner, buf, status) =
             unsafe { (endpoint(ep)?, ffi::bytes_mut(buf, capacity, "buf")?, ffi::out_opt(status, "status")?) };
         let got = owner.ep.recv_in(context, source, tag, buf)?;
+        if let Some(out) = status {
+            out.set(got.into());
+        }
+        Ok(())
+    })
+}
+
+/// `mw_recv_in`, giving up after `timeout_ms` milliseconds instead of the
+/// endpoint's operation timeout (`MW_OP_TIMEOUT_MS`, which bounds `mw_recv`
+/// and `mw_recv_in`). On `MW_ERR_TIMEOUT` the receive is cancelled: `buf`
+/// is not written after the call returns (it may hold part of a large
+/// message that was being pulled into it), a message that had not matched
+/// is left for a later receive, and the sender of one that was being
+/// pulled gets `MW_ERR_CANCELLED`. A message that arrived whole by then is
+/// received.
+///
+/// # Safety
+/// As for `mw_recv`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn mw_recv_timeout(
+    ep: *mut mw_endpoint,
+    context: u32,
+    source: u32,
+    tag: u64,
+    buf: *mut c_void,
+    capacity: usize,
+    status: *mut mw_recv_status,
+    timeout_ms: u64,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, buf, status) =
+            unsafe { (endpoint(ep)?, ffi::bytes_mut(buf, capacity, "buf")?, ffi::out_opt(status, "status")?) };
+        let timeout = std::time::Duration::from_millis(timeout_ms);
+        let got = owner.ep.recv_in_timeout(context, source, tag, buf, timeout)?;
         if let Some(out) = status {
             out.set(got.into());
         }
@@ -241,7 +279,8 @@ pub unsafe extern "C" fn mw_irecv_in(
     })
 }
 
-/// Waits for a receive from `mw_irecv`, stores the message's envelope in
+/// Waits (at most the endpoint's operation timeout, then `MW_ERR_TIMEOUT`
+/// and the receive is cancelled) for a receive from `mw_irecv`, stores the message's envelope in
 /// `*status` unless `status` is NULL, frees the handle and sets `*handle`
 /// to NULL. A handle of another kind is waited for, consumed, and answered
 /// with `MW_ERR_INVALID_ARGUMENT`.
@@ -257,7 +296,32 @@ pub unsafe extern "C" fn mw_wait_recv(handle: *mut *mut mw_handle, status: *mut 
         let status = unsafe { ffi::out_opt(status, "status") }?;
         // SAFETY: forwarded contract.
         let mut h = unsafe { ffi::take(handle, "handle") }?.ok_or_else(|| Failure::null("*handle"))?;
-        let got = handle::wait_recv(&mut h)?;
+        let got = handle::wait_recv(&mut h, None)?;
+        if let Some(out) = status {
+            out.set(got.into());
+        }
+        Ok(())
+    })
+}
+
+/// `mw_wait_recv`, giving up after `timeout_ms` milliseconds instead of
+/// the endpoint's operation timeout: then `MW_ERR_TIMEOUT`, the receive is
+/// cancelled as `mw_recv_timeout` cancels one, and the handle is consumed.
+///
+/// # Safety
+/// As for `mw_wait_recv`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_wait_recv_timeout(
+    handle: *mut *mut mw_handle,
+    status: *mut mw_recv_status,
+    timeout_ms: u64,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract; `status` is checked before the handle is taken.
+        let status = unsafe { ffi::out_opt(status, "status") }?;
+        // SAFETY: forwarded contract.
+        let mut h = unsafe { ffi::take(handle, "handle") }?.ok_or_else(|| Failure::null("*handle"))?;
+        let got = handle::wait_recv(&mut h, Some(std::time::Duration::from_millis(timeout_ms)))?;
         if let Some(out) = status {
             out.set(got.into());
         }
@@ -268,6 +332,7 @@ pub unsafe extern "C" fn mw_wait_recv(handle: *mut *mut mw_handle, status: *mut 
 /// Waits until a message from `source` (or `MW_ANY_SOURCE`) with `tag` (or
 /// `MW_ANY_TAG`) has arrived and stores its envelope in `*status`; the
 /// message stays queued for a receive (size a buffer by `status->len`).
+/// Waits at most the endpoint's operation timeout (`MW_ERR_TIMEOUT`).
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `status` NULL or valid for writes.
@@ -299,6 +364,30 @@ pub unsafe extern "C" fn mw_probe_in(
         // SAFETY: forwarded contract.
         let (owner, out) = unsafe { (endpoint(ep)?, ffi::out(status, "status")?) };
         out.set(owner.ep.probe_in(context, source, tag)?.into());
+        Ok(())
+    })
+}
+
+/// `mw_probe_in`, giving up after `timeout_ms` milliseconds (instead of
+/// the endpoint's operation timeout, which bounds `mw_probe`) with
+/// `MW_ERR_TIMEOUT`.
+///
+/// # Safety
+/// As for `mw_probe`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_probe_timeout(
+    ep: *mut mw_endpoint,
+    context: u32,
+    source: u32,
+    tag: u64,
+    status: *mut mw_recv_status,
+    timeout_ms: u64,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, out) = unsafe { (endpoint(ep)?, ffi::out(status, "status")?) };
+        let timeout = std::time::Duration::from_millis(timeout_ms);
+        out.set(owner.ep.probe_in_timeout(context, source, tag, timeout)?.into());
         Ok(())
     })
 }

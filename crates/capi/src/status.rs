@@ -58,6 +58,12 @@ pub enum mw_status {
     MW_ERR_IN_USE = 17,
     /// A bug inside memwire was caught (a panic); the call had no defined effect.
     MW_ERR_INTERNAL = 18,
+    /// The receiver gave the message up (its receive timed out or its handle
+    /// was freed) before all of it arrived: the message was not delivered.
+    MW_ERR_CANCELLED = 19,
+    /// A collective on this team (or the endpoint's own gather) timed out
+    /// earlier on this rank: its members are out of step; free the team.
+    MW_ERR_TEAM_BROKEN = 20,
 }
 
 use mw_status::*;
@@ -80,6 +86,8 @@ fn status_of(error: &Error) -> mw_status {
         Error::Bootstrap(_) => MW_ERR_BOOTSTRAP,
         Error::Io(_) => MW_ERR_IO,
         Error::Remote(_) => MW_ERR_REMOTE,
+        Error::Cancelled => MW_ERR_CANCELLED,
+        Error::TeamBroken => MW_ERR_TEAM_BROKEN,
         // A variant added to core after this table: still an error, never OK.
         _ => MW_ERR_INTERNAL,
     }
@@ -87,7 +95,7 @@ fn status_of(error: &Error) -> mw_status {
 
 /// Static text for a status (also for values that are not statuses).
 fn message_of(status: c_int) -> &'static CStr {
-    const TABLE: [&CStr; 19] = [
+    const TABLE: [&CStr; 21] = [
         c"success",
         c"invalid argument",
         c"null pointer",
@@ -107,6 +115,8 @@ fn message_of(status: c_int) -> &'static CStr {
         c"remote error",
         c"object still in use",
         c"internal error (a bug in memwire; please report it)",
+        c"cancelled by the receiver: the message was not delivered",
+        c"a collective timed out on this team earlier: free it",
     ];
     usize::try_from(status).ok().and_then(|i| TABLE.get(i)).copied().unwrap_or(c"unknown status code")
 }
@@ -267,6 +277,8 @@ mod tests {
             Error::Bootstrap("x".into()),
             Error::Io("x".into()),
             Error::Remote(200),
+            Error::Cancelled,
+            Error::TeamBroken,
         ];
         let mut seen = std::collections::HashSet::new();
         for error in &errors {
@@ -279,7 +291,7 @@ mod tests {
 
     #[test]
     fn strerror_covers_every_status_and_unknown_values() {
-        for code in 0..=MW_ERR_INTERNAL as c_int {
+        for code in 0..=MW_ERR_TEAM_BROKEN as c_int {
             assert_ne!(message_of(code), c"unknown status code", "status {code} has no message");
         }
         assert_eq!(message_of(-1), c"unknown status code");

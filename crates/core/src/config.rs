@@ -99,13 +99,24 @@ pub struct Config {
     /// for a computing peer within milliseconds, so only a wait that can
     /// no longer end reaches it. `None` (`MW_OP_TIMEOUT_MS=0`): no deadline.
     ///
-    /// Waits paced by another rank's *application* are not bounded by it
-    /// (a peer may legitimately compute for longer before it sends):
-    /// receives, `wait_until`, `recv_raw`, FIFO pops and pushes into
-    /// another rank's full FIFO, a rendezvous send waiting for its receiver,
-    /// barriers and collectives. Those end with `PeerUnreachable` when the
-    /// peer dies; `wait_until_timeout`, `recv_raw_timeout` and
-    /// `Handle::wait_timeout` take a deadline of the caller's.
+    /// Waits paced by another rank's *application* are bounded by it too,
+    /// so that no wait lasts forever: receives and probes, FIFO pops and
+    /// pushes into another rank's full FIFO, barriers and collectives. A
+    /// rank whose peers legitimately compute for longer between matching
+    /// calls raises it (or sets `None`). What a timeout leaves: a receive
+    /// is cancelled (nothing lands in its buffer afterwards; the sender of
+    /// a large message being pulled gets `Cancelled`), a team collective
+    /// leaves its team broken (`TeamBroken`), `Endpoint::barrier` stays in
+    /// progress and the next call continues it. Still without it (each
+    /// has a `*_timeout` form, or an end of its own): `wait_until`,
+    /// `recv_raw` (raw datagrams may be lost by definition), the handle of
+    /// a send, which completes when the receiver takes the message, and a
+    /// blocking rendezvous send (both end with `Cancelled` when the
+    /// receive gives up, and with `PeerUnreachable` when the peer dies).
+    /// `*_timeout` forms (`recv_timeout`, `probe_timeout`,
+    /// `Fifo::pop_timeout`, `fifo_push_timeout`, `wait_until_timeout`,
+    /// `recv_raw_timeout`, `Handle::wait_timeout`,
+    /// `RecvHandle::wait_timeout`) take a deadline of the caller's.
     pub op_timeout: Option<Duration>,
     /// Probe idle peers every quarter of `peer_dead_after`, so a peer that
     /// dies is noticed even when nothing is outstanding toward it (e.g. while

@@ -2,12 +2,15 @@
 //!
 //! Owns: which bound a wait runs under ([`Bound`]), turning the endpoint's
 //! operation timeout (`Config::op_timeout`, `MW_OP_TIMEOUT_MS`) or a
-//! caller's timeout into an instant, and a wait that passed it into
-//! [`Error::Timeout`]. Waits for what another rank's *library* owes (a
-//! completion, an ack, a reply, room in a send queue) are bounded by the
-//! operation timeout; waits paced by another rank's *application* (a
-//! receive, `wait_until`, a barrier) are not, unless the caller gives a
-//! timeout (see `Config::op_timeout` for the list and why).
+//! caller's timeout into an instant (at once, or only once a call has to
+//! wait: [`LazyDeadline`]), and a wait that passed it into
+//! [`Error::Timeout`]. Waits for what another rank's library owes and
+//! waits paced by another rank's application (receives, FIFO pops,
+//! barriers, collectives) are bounded by the operation timeout; a few
+//! have no deadline unless the caller gives one (`wait_until`, `recv_raw`,
+//! a send's completion; see `Config::op_timeout` for the list and why).
+//! What a wait that timed out must undo (a posted receive, a team's step)
+//! is its caller's: `msg::cancel`, `coll::wait`, `internal`.
 //!
 //! Must not: read the clock except where a bounded wait starts (the wait
 //! loop in `endpoint` compares against the instant with the clock reading
@@ -31,6 +34,26 @@ pub(crate) enum Bound {
     After(Duration),
 }
 
+/// A [`Bound`] whose deadline is fixed when a call first has to wait,
+/// so a call that finds what it wants at once reads no clock, and the
+/// phases of one call (a receive tried in place, then posted) share it.
+#[derive(Debug)]
+pub(crate) struct LazyDeadline {
+    bound: Bound,
+    at: Option<Option<Instant>>,
+}
+
+impl LazyDeadline {
+    pub(crate) fn new(bound: Bound) -> LazyDeadline {
+        LazyDeadline { bound, at: None }
+    }
+
+    /// The deadline, fixed now if not yet; `None`: no deadline.
+    pub(crate) fn get(&mut self, ep: &Endpoint) -> Option<Instant> {
+        *self.at.get_or_insert_with(|| ep.deadline(self.bound))
+    }
+}
+
 impl Endpoint {
     /// The instant a wait under `bound` that starts now gives up at.
     pub(crate) fn deadline(&self, bound: Bound) -> Option<Instant> {
@@ -51,16 +74,29 @@ impl Endpoint {
     /// [`wait_for`](Self::wait_for) under `bound`: [`Error::Timeout`] when
     /// `done` did not say so by its deadline.
     pub(crate) fn wait_for_bound(&self, done: impl FnMut(&mut State) -> bool, bound: Bound) -> Result<()> {
-        match bound {
-            Bound::Unbounded => {
-                self.wait_for(done);
-                Ok(())
-            }
-            bound => match self.wait_for_until(done, self.deadline(bound)) {
-                true => Ok(()),
-                false => Err(Error::Timeout),
-            },
+        match self.wait_for_bounded(done, &mut LazyDeadline::new(bound)) {
+            true => Ok(()),
+            false => Err(Error::Timeout),
         }
+    }
+
+    /// [`wait_for`](Self::wait_for) until `deadline`: whether `done` said
+    /// so in time. `done` is asked once under the lock before the deadline
+    /// is fixed, so a wait that is over at once reads no clock.
+    pub(crate) fn wait_for_bounded(
+        &self,
+        mut done: impl FnMut(&mut State) -> bool,
+        deadline: &mut LazyDeadline,
+    ) -> bool {
+        if deadline.bound == Bound::Unbounded {
+            self.wait_for(done);
+            return true;
+        }
+        if done(&mut self.lock()) {
+            return true;
+        }
+        let until = deadline.get(self);
+        self.wait_for_until(done, until)
     }
 
     /// The operation timeout in force (`Config::op_timeout`); `None`: waits

@@ -210,16 +210,22 @@ impl Endpoint {
         Endpoint::init_with_bootstrap(config, boot)
     }
 
-    /// Joins the job through an already-connected bootstrap (tests run
-    /// several ranks in one process this way; launchers may too).
-    ///
-    /// Hidden from the public surface: `mw_bootstrap::Bootstrap` is an
-    /// internal crate's type, so this entry point is for the workspace's
-    /// own tests, benchmarks and launchers, not a stable API. Everything it
-    /// can do is safe; applications use [`Endpoint::init`] or
-    /// [`Endpoint::init_with`].
-    #[doc(hidden)]
-    pub fn init_with_bootstrap(config: Config, mut boot: mw_bootstrap::Bootstrap) -> Result<Endpoint> {
+    /// Joins the job that the launcher's variables, as `lookup` answers
+    /// them, describe: [`init_with`](Self::init_with) with `lookup` in
+    /// place of the process environment (`MW_RANK`, `MW_SIZE`,
+    /// `MW_BOOTSTRAP`, `MW_JOB_KEY`, `MW_HOST`, or the PMI variables; see
+    /// `docs/configuration.md`). For harnesses that run several ranks as
+    /// threads of one process, each answering its own `MW_RANK`, and for
+    /// launchers that hold a rank's variables themselves. The
+    /// configuration is `config` (read it with `Config::from_lookup` from
+    /// the same variables if they carry `MW_*` settings too).
+    pub fn init_from_lookup(config: Config, lookup: impl Fn(&str) -> Option<String>) -> Result<Endpoint> {
+        let boot = mw_bootstrap::Bootstrap::from_lookup(lookup).map_err(|e| Error::Bootstrap(e.to_string()))?;
+        Endpoint::init_with_bootstrap(config, boot)
+    }
+
+    /// Joins the job through an already-connected bootstrap.
+    pub(crate) fn init_with_bootstrap(config: Config, mut boot: mw_bootstrap::Bootstrap) -> Result<Endpoint> {
         let info = boot.info().clone();
         let bind_ip = choose_bind_ip(&config, &boot)?;
         let udp_cfg = udp_config(&config);
@@ -939,12 +945,23 @@ impl Endpoint {
     /// by their numbers. Fails with `PeerUnreachable` if a peer fails
     /// before this rank has heard from everyone. Barriers over a team, by a
     /// choice of methods: [`Team::barrier_with`](crate::Team::barrier_with).
+    ///
+    /// Waits for a rank that is alive but does not come at most
+    /// `Config::op_timeout` at a time, then fails with [`Error::Timeout`];
+    /// the barrier is then still in progress on this rank, and the next
+    /// `barrier` call (also `finalize`'s) continues it where it stopped,
+    /// so the ranks stay in step.
     pub fn barrier(&self) -> Result<()> {
         self.barrier_dissemination()
     }
 
     /// Collective: every rank contributes `blob`, everyone gets all of them in
     /// rank order. For small control data (keys, addresses), not bulk data.
+    ///
+    /// Waits at most `Config::op_timeout` ([`Error::Timeout`]); after one
+    /// that timed out the ranks are out of step, and every later call of
+    /// it (and of what is built on it: `alloc_symmetric`, `team_world`)
+    /// fails with [`Error::TeamBroken`].
     pub fn allgather_bytes(&self, blob: &[u8]) -> Result<Vec<Vec<u8>>> {
         self.internal_allgather(blob)
     }
@@ -1077,6 +1094,9 @@ impl Endpoint {
     pub(crate) fn internal_allgather(&self, blob: &[u8]) -> Result<Vec<Vec<u8>>> {
         let seq = {
             let mut state = self.lock();
+            if state.internal.gather_broken {
+                return Err(Error::TeamBroken);
+            }
             let seq = state.internal.next_seq;
             state.internal.next_seq += 1;
             if state.rank == 0 {
@@ -1089,11 +1109,18 @@ impl Endpoint {
             seq
         };
         let mut outcome = None;
-        self.wait_for(|state| {
-            // The result wins over a failed peer (`Internal::outcome`).
-            outcome = state.internal.outcome(seq);
-            outcome.is_some()
-        });
+        let waited = self.wait_for_bound(
+            |state| {
+                // The result wins over a failed peer (`Internal::outcome`).
+                outcome = state.internal.outcome(seq);
+                outcome.is_some()
+            },
+            crate::deadline::Bound::Op,
+        );
+        if waited.is_err() {
+            self.lock().internal.gather_broken = true;
+            return Err(Error::Timeout);
+        }
         match outcome {
             Some(Ok(all)) => Ok(all),
             Some(Err(rank)) => Err(Error::PeerUnreachable { rank }),

@@ -57,9 +57,20 @@ pub enum Error {
     /// A caller-supplied argument is invalid (the message says which).
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
-    /// Waiting ran past the caller's deadline.
+    /// Waiting ran past its deadline (the caller's timeout, or
+    /// `Config::op_timeout`).
     #[error("timed out")]
     Timeout,
+    /// The receiver gave the message up before all of it arrived (its
+    /// receive timed out or was dropped): the message was not delivered.
+    #[error("the receiver cancelled the receive before the message was delivered")]
+    Cancelled,
+    /// The team (or the endpoint's own gather) is out of step with its
+    /// other members: an earlier collective on it timed out on this rank.
+    /// Every later collective on it fails so; free it (`Team::split` of a
+    /// sound team makes a new one).
+    #[error("a collective timed out on this team earlier: its members are out of step")]
+    TeamBroken,
     /// Starting the job failed (bootstrap, address exchange).
     #[error("bootstrap failed: {0}")]
     Bootstrap(String),
@@ -85,6 +96,7 @@ impl Error {
             Status::Truncated => Error::Truncated,
             Status::WouldBlock => Error::WouldBlock,
             Status::BadArgument => Error::InvalidArgument("rejected by target"),
+            Status::Cancelled => Error::Cancelled,
         })
     }
 }

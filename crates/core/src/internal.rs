@@ -32,6 +32,7 @@
 //! takes everyone's entry into it), so signals arrive only for the barrier
 //! a rank is in or the next one.
 
+use crate::deadline::{Bound, LazyDeadline};
 use crate::endpoint::{internal_am, Endpoint};
 use crate::region::KeyMap;
 use crate::Error;
@@ -73,6 +74,13 @@ pub(crate) struct Internal {
     /// entry may start before this rank enters that barrier (a faster
     /// peer's first rounds of the next one) and ends when it leaves it.
     barrier_signals: KeyMap<u64, u64>,
+    /// A barrier whose wait timed out (its number, and the round whose
+    /// signal this rank has sent and waits for): the next `barrier` call
+    /// continues it there.
+    pub barrier_paused: Option<(u64, u32)>,
+    /// A gather whose wait timed out: the others may still be in it, so
+    /// later gathers fail (`Error::TeamBroken`) rather than mix with it.
+    pub gather_broken: bool,
 }
 
 impl Internal {
@@ -88,6 +96,8 @@ impl Internal {
             barriers_entered: 0,
             barriers_left: 0,
             barrier_signals: KeyMap::default(),
+            barrier_paused: None,
+            gather_broken: false,
         }
     }
 
@@ -224,28 +234,58 @@ fn barrier_rounds(size: u32) -> u32 {
 
 impl Endpoint {
     /// [`Endpoint::barrier`]: the dissemination barrier described in the
-    /// module docs.
+    /// module docs. Each round's wait is bounded by the operation timeout;
+    /// a barrier that times out stays entered, and the next call continues
+    /// it from the round it waited in (its signal is not sent again), so
+    /// barrier numbers stay in step with the other ranks.
     pub(crate) fn barrier_dissemination(&self) -> crate::Result<()> {
         let (rank, size) = (self.rank(), self.size());
-        let seq = self.lock().internal.barrier_enter();
-        let result = self.barrier_signal_rounds(seq, rank, size);
-        self.lock().internal.barrier_leave(seq);
+        let (seq, first_round, resumed) = {
+            let mut state = self.lock();
+            match state.internal.barrier_paused.take() {
+                Some((seq, round)) => (seq, round, true),
+                None => (state.internal.barrier_enter(), 0, false),
+            }
+        };
+        let result = self.barrier_signal_rounds(seq, first_round, resumed, rank, size);
+        let mut state = self.lock();
+        match result {
+            Err(crate::Error::Timeout) if state.internal.barrier_paused.is_some() => {}
+            _ => state.internal.barrier_leave(seq),
+        }
         result
     }
 
-    fn barrier_signal_rounds(&self, seq: u64, rank: u32, size: u32) -> crate::Result<()> {
-        for round in 0..barrier_rounds(size) {
+    /// Rounds `first_round..` of barrier `seq`; `resumed`: the first
+    /// round's signal went out before the barrier paused.
+    fn barrier_signal_rounds(
+        &self,
+        seq: u64,
+        first_round: u32,
+        resumed: bool,
+        rank: u32,
+        size: u32,
+    ) -> crate::Result<()> {
+        let mut signalled = resumed;
+        for round in first_round..barrier_rounds(size) {
             let to = ((u64::from(rank) + (1u64 << round)) % u64::from(size)) as u32;
-            {
+            if !std::mem::take(&mut signalled) {
                 let mut state = self.lock();
                 let now = self.shared.now();
                 state.send_op(now, to, &internal_am(HANDLER_BARRIER, seq), &[], None)?;
             }
             let mut outcome = None;
-            self.wait_for(|state| {
-                outcome = state.internal.barrier_round(seq, round);
-                outcome.is_some()
-            });
+            let in_time = self.wait_for_bounded(
+                |state| {
+                    outcome = state.internal.barrier_round(seq, round);
+                    outcome.is_some()
+                },
+                &mut LazyDeadline::new(Bound::Op),
+            );
+            if !in_time {
+                self.lock().internal.barrier_paused = Some((seq, round));
+                return Err(Error::Timeout);
+            }
             match outcome {
                 Some(Ok(())) => {}
                 Some(Err(rank)) => return Err(Error::PeerUnreachable { rank }),

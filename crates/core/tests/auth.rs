@@ -87,14 +87,14 @@ fn ranks_that_disagree_on_authentication_cannot_talk() {
         .map(|rank| {
             let addr = addr.clone();
             std::thread::spawn(move || {
-                let boot = common::rank_bootstrap(rank, 2, &addr, &key, None);
+                let vars = common::rank_vars(rank, 2, &addr, &key, None);
                 let config = Config {
                     auth: Some(rank == 0),
                     peer_dead_after: Duration::from_millis(400),
                     transport: mw_core::TransportChoice::Udp, // MACs are a UDP matter
                     ..Config::default()
                 };
-                let ep = Endpoint::init_with_bootstrap(config, boot).unwrap();
+                let ep = Endpoint::init_from_lookup(config, vars).unwrap();
                 let mine = ep.alloc(64, Access::ALL).unwrap();
                 // Keys cannot be exchanged (that needs memwire itself); any
                 // key will do, the packets never get as far as the key check.

@@ -189,9 +189,9 @@ fn forged_epoch_job(transport: TransportChoice) {
         .map(|rank| {
             let addr = addr.clone();
             std::thread::spawn(move || {
-                let boot = common::rank_bootstrap(rank, 2, &addr, &key, None);
+                let vars = common::rank_vars(rank, 2, &addr, &key, None);
                 let config = Config { transport, port_range: (rank == 0).then_some((port, port)), ..Config::default() };
-                let ep = Endpoint::init_with_bootstrap(config, boot).unwrap();
+                let ep = Endpoint::init_from_lookup(config, vars).unwrap();
                 forged_epoch_rank(&ep, job_id, port);
                 ep.finalize().unwrap();
             })
@@ -244,4 +244,203 @@ fn forged_epoch_rank(ep: &Endpoint, job_id: u64, port: u16) {
     assert_eq!(ep.fetch_add_u64(peer, key, 8, 1).unwrap(), 0);
     assert_eq!(ep.get_value(peer, key, 0).unwrap(), 1);
     ep.barrier().unwrap();
+}
+
+/// A tagged receive that nothing matches ends with `Timeout` (plain
+/// `recv` after the operation timeout, `recv_timeout`, `probe_timeout`,
+/// `RecvHandle::wait_timeout`, `OwnedRecv::wait_timeout`); the receive is
+/// gone, so a message sent afterwards goes to the next receive, whole.
+#[test]
+fn a_receive_nothing_matches_ends_and_leaves_nothing_posted() {
+    for (name, config) in common::transports() {
+        eprintln!("transport {name}");
+        let config = Config { op_timeout: Some(Duration::from_millis(150)), ..config };
+        run_job(2, config, |ep| {
+            if ep.rank() == 0 {
+                let mut buf = [0xEEu8; 64];
+                let (short, long) = (Duration::from_millis(60), Duration::from_secs(10));
+                assert_times_out("recv", Duration::from_millis(150), long, || ep.recv(1, 5, &mut buf));
+                assert_times_out("recv_timeout", short, long, || ep.recv_timeout(1, 5, &mut buf, short));
+                assert_times_out("probe_timeout", short, long, || ep.probe_timeout(1, 5, short));
+                assert_times_out("probe", Duration::from_millis(150), long, || ep.probe(1, 5));
+                let handle = ep.irecv(1, 5, &mut buf).unwrap();
+                assert_times_out("RecvHandle::wait_timeout", short, long, || handle.wait_timeout(short));
+                let owned = ep.irecv_owned(1, 5, vec![0xEE; 64]).unwrap();
+                let (back, result) = owned.wait_timeout(short);
+                assert_eq!((back.len(), result), (64, Err(Error::Timeout)), "the buffer comes back");
+                assert_eq!(buf, [0xEE; 64], "nothing landed");
+            }
+            barrier_patiently(ep, Duration::from_secs(20));
+            if ep.rank() == 1 {
+                ep.send(0, 5, b"after the timeouts").unwrap();
+            } else {
+                let mut buf = [0u8; 64];
+                let got = ep.recv_timeout(1, 5, &mut buf, Duration::from_secs(10)).unwrap();
+                assert_eq!(&buf[..got.len], b"after the timeouts");
+            }
+            barrier_patiently(ep, Duration::from_secs(20));
+        });
+    }
+}
+
+/// Bytes the sender of a large message has sent over UDP so far.
+fn udp_bytes_sent(ep: &Endpoint) -> u64 {
+    ep.stats().1.bytes_sent
+}
+
+/// A receive that times out while a large message is being pulled into it:
+/// the receive has matched the message and asked for its chunks, and the
+/// sender naps (inline progress: alive, not serving), over UDP with loss
+/// after it has answered the first MiB of the pull (so part of the message
+/// has landed when the deadline passes). The receive is cancelled: what
+/// arrives afterwards (the sender, back, answers the requests already on
+/// their way) lands nowhere (the buffer, kept and watched, stays as it was
+/// at the timeout), and the sender's send fails with `Cancelled` instead of
+/// reporting a delivery. The next message between the pair goes through
+/// whole. Over shared memory the pull is made of chunks through the rings
+/// (forced here): the single-copy pull copies the whole message inside
+/// one progress step, under the lock a cancel takes, so it cannot be
+/// caught half way; and a sender that serves at all drains the rings of
+/// the whole pull in one step, so there it naps at once.
+#[test]
+fn a_receive_that_times_out_mid_transfer_takes_nothing_more_and_fails_the_send() {
+    const LEN: usize = 16 << 20;
+    let quiet =
+        |config: Config| Config { progress: ProgressMode::Inline, peer_dead_after: Duration::from_secs(30), ..config };
+    let lossy = quiet(common::lossy(0.1, 0.0, 0.05, 39));
+    let rings = quiet(Config { shm_copy: mw_core::ShmCopy::Rings, ..common::shm(Config::default()) });
+    for (name, config, serve_first) in [("udp, lossy", lossy, 1u64 << 20), ("shm rings", rings, 0)] {
+        eprintln!("transport {name}");
+        run_job(2, config, move |ep| {
+            let message = common::pattern(7, LEN);
+            ep.barrier().unwrap();
+            if ep.rank() == 1 {
+                let handle = ep.isend(0, 9, &message).unwrap();
+                let start = udp_bytes_sent(ep);
+                let serving = Instant::now();
+                while udp_bytes_sent(ep) - start < serve_first {
+                    ep.progress();
+                    assert!(serving.elapsed() < Duration::from_secs(20), "the receiver never pulled");
+                }
+                std::thread::sleep(Duration::from_millis(1500));
+                assert_eq!(handle.wait(), Err(Error::Cancelled), "the send of an undelivered message");
+            } else {
+                let mut buf = vec![0xEEu8; LEN];
+                let result = ep.recv_timeout(1, 9, &mut buf, Duration::from_millis(500));
+                assert_eq!(result, Err(Error::Timeout));
+                let at_timeout = buf.clone();
+                if serve_first > 0 {
+                    assert!(at_timeout.iter().any(|&b| b != 0xEE), "part of the message had landed");
+                }
+                assert!(at_timeout != message, "not all of it");
+                // Rank 1 wakes within this watch and answers what it was asked.
+                let watch = Instant::now();
+                while watch.elapsed() < Duration::from_millis(2500) {
+                    ep.progress();
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                assert!(buf == at_timeout, "the buffer changed after the receive timed out");
+            }
+            ep.barrier().unwrap();
+            if ep.rank() == 1 {
+                ep.send(0, 9, &message[..LEN / 2]).unwrap();
+            } else {
+                let mut buf = vec![0u8; LEN];
+                let got = ep.recv_timeout(1, 9, &mut buf, Duration::from_secs(20)).unwrap();
+                assert_eq!(got.len, LEN / 2);
+                assert!(buf[..LEN / 2] == message[..LEN / 2], "the next message, whole");
+            }
+            ep.barrier().unwrap();
+        });
+    }
+}
+
+/// A receive that the message completes before its deadline is received,
+/// whatever the path (the cancel finds it whole).
+#[test]
+fn a_large_message_that_arrives_in_time_is_received() {
+    for (name, config) in common::transports() {
+        eprintln!("transport {name}");
+        run_job(2, config, |ep| {
+            let message = common::pattern(3, 4 << 20);
+            if ep.rank() == 1 {
+                ep.send(0, 1, &message).unwrap();
+            } else {
+                let mut buf = vec![0u8; message.len()];
+                let got = ep.recv_timeout(1, 1, &mut buf, Duration::from_secs(20)).unwrap();
+                assert_eq!(got.len, message.len());
+                assert!(buf == message);
+            }
+            ep.barrier().unwrap();
+        });
+    }
+}
+
+/// A pop from a FIFO nobody pushes to ends with `Timeout` (the plain pop
+/// after the operation timeout); an entry pushed later is still there.
+#[test]
+fn a_pop_from_an_empty_fifo_ends() {
+    run_job(1, Config { op_timeout: Some(Duration::from_millis(150)), ..Config::default() }, |ep| {
+        let fifo = ep.create_fifo(8, 2).unwrap();
+        let mut out = [0u8; 8];
+        let long = Duration::from_secs(10);
+        assert_times_out("pop", Duration::from_millis(150), long, || fifo.pop(&mut out));
+        let short = Duration::from_millis(50);
+        assert_times_out("pop_timeout", short, long, || fifo.pop_timeout(&mut out, short));
+        ep.fifo_push(0, fifo.key(), b"later").unwrap();
+        assert_eq!(fifo.pop_timeout(&mut out, long), Ok(5));
+        assert_eq!(&out[..5], b"later");
+    });
+}
+
+/// Rank 1 naps (alive, inline progress) instead of joining: rank 0's
+/// `barrier` ends with `Timeout`, and its next call continues the same
+/// barrier, which completes once rank 1 comes; a team collective that
+/// times out leaves the team broken: every later collective on it fails
+/// with `TeamBroken`, while the endpoint's own barrier goes on.
+#[test]
+fn barriers_and_collectives_with_a_member_that_never_comes_end() {
+    const TIMEOUT_MS: u64 = 300;
+    let nap = Duration::from_millis(1500);
+    run_job(2, short_op_timeout(TIMEOUT_MS), move |ep| {
+        let mut team = ep.team_world().unwrap();
+        ep.barrier().unwrap();
+        let (short, long) = (Duration::from_millis(TIMEOUT_MS), Duration::from_secs(20));
+        if ep.rank() == 1 {
+            std::thread::sleep(nap);
+        } else {
+            assert_times_out("barrier", short, nap, || ep.barrier());
+            assert_times_out("team barrier", short, nap, || team.barrier());
+            let mut sum = [0u64];
+            assert_eq!(team.allreduce_typed(mw_core::ReduceOp::Sum, &[1u64], &mut sum), Err(Error::TeamBroken));
+            assert_eq!(team.barrier(), Err(Error::TeamBroken));
+            assert!(team.is_broken());
+        }
+        // Rank 1 enters the barrier rank 0 is still in: rank 0's retry
+        // (more than one, if rank 1 is slow to come) completes it.
+        barrier_patiently(ep, long);
+        if ep.rank() == 1 {
+            // Rank 0 left the team: rank 1's collective on it ends too.
+            let outcome = team.barrier();
+            assert!(matches!(outcome, Ok(()) | Err(Error::Timeout)), "{outcome:?}");
+        }
+        drop(team);
+        barrier_patiently(ep, long);
+        let fresh = ep.team_world().unwrap();
+        drop(fresh);
+        barrier_patiently(ep, long);
+    });
+}
+
+/// `barrier`, called again while it times out (each call continues the
+/// same barrier), for up to `patience`.
+fn barrier_patiently(ep: &Endpoint, patience: Duration) {
+    let start = Instant::now();
+    loop {
+        match ep.barrier() {
+            Ok(()) => return,
+            Err(Error::Timeout) if start.elapsed() < patience => {}
+            other => panic!("rank {}: barrier: {other:?}", ep.rank()),
+        }
+    }
 }

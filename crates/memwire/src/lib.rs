@@ -36,6 +36,20 @@
 //! }
 //! ```
 //!
+//! # Deadlines
+//!
+//! No blocking call waits forever: each ends with [`Error::Timeout`] after
+//! `Config::op_timeout` (`MW_OP_TIMEOUT_MS`, 60 s by default), and most
+//! have a `*_timeout` form with a deadline of the caller's
+//! ([`Endpoint::recv_timeout`], [`RecvHandle::wait_timeout`],
+//! [`Handle::wait_timeout`], [`Fifo::pop_timeout`], …). A receive that
+//! times out is cancelled: nothing is written into its buffer after the
+//! call returns, and the sender of a large message that was being pulled
+//! into it gets [`Error::Cancelled`]. A team collective that times out
+//! leaves the team broken ([`Error::TeamBroken`]); [`Endpoint::barrier`]
+//! continues where it stopped on the next call. `docs/guarantees.md`
+//! ("Deadlines") has the table of every wait.
+//!
 //! # Safety by construction
 //!
 //! Remote operations read and write memory while your program runs, so

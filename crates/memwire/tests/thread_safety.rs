@@ -82,16 +82,15 @@ fn two_ranks(body: fn(&Endpoint)) {
             let addr = addr.clone();
             std::thread::spawn(move || {
                 let hex = mw_bootstrap::job_key_to_hex(&key);
-                let boot = mw_bootstrap::Bootstrap::from_lookup(|name| match name {
+                let vars = |name: &str| match name {
                     "MW_RANK" => Some(rank.to_string()),
                     "MW_SIZE" => Some("2".to_owned()),
                     "MW_BOOTSTRAP" => Some(addr.clone()),
                     "MW_JOB_KEY" => Some(hex.clone()),
                     "MW_HOST" => Some("testhost".to_owned()),
                     _ => None,
-                })
-                .unwrap();
-                let ep = Endpoint::init_with_bootstrap(Config::default(), boot).unwrap();
+                };
+                let ep = Endpoint::init_from_lookup(Config::default(), vars).unwrap();
                 body(&ep);
                 ep.finalize().unwrap();
             })

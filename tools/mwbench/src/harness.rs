@@ -312,20 +312,19 @@ fn threads<R: Send + 'static>(
             let adjust = adjust.clone();
             std::thread::spawn(move || {
                 let hex = mw_bootstrap::job_key_to_hex(&key);
-                let boot = mw_bootstrap::Bootstrap::from_lookup(|name| match name {
+                let vars = move |name: &str| match name {
                     "MW_RANK" => Some(rank.to_string()),
                     "MW_SIZE" => Some(n.to_string()),
                     "MW_BOOTSTRAP" => Some(addr.clone()),
                     "MW_JOB_KEY" => Some(hex.clone()),
                     _ => None,
-                })
-                .expect("bootstrap");
+                };
                 let mut config = Config::from_env().expect("MW_* settings");
                 config.transport = choice(transport);
                 if let Some(adjust) = &adjust {
                     adjust(&mut config);
                 }
-                let ep = Endpoint::init_with_bootstrap(config, boot).expect("endpoint");
+                let ep = Endpoint::init_from_lookup(config, vars).expect("endpoint");
                 for peer in (0..n).filter(|&r| r != rank) {
                     assert_eq!(ep.shares_memory_with(peer), transport == "shm", "transport not as asked");
                 }

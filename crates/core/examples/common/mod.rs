@@ -36,7 +36,6 @@ impl LocalJob {
             "MW_RANK" => Some(rank.to_string()),
             other => self.vars.get(other).cloned(),
         };
-        let boot = mw_bootstrap::Bootstrap::from_lookup(lookup).expect("bootstrap");
-        Endpoint::init_with_bootstrap(config, boot).expect("endpoint")
+        Endpoint::init_from_lookup(config, lookup).expect("endpoint")
     }
 }

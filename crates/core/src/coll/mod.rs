@@ -184,6 +184,16 @@ pub(crate) struct Area {
 /// same order with matching arguments. A team is used by one thread at a
 /// time (`&mut self`); different teams may be used from different threads
 /// at once.
+///
+/// # Deadlines
+///
+/// A collective waits for the other members at most `Config::op_timeout`
+/// at a time (a member that is alive but never joins), then fails with
+/// [`Error::Timeout`] (`PeerUnreachable` sooner if a member dies). The
+/// team is then out of step with its other members, who may still be in
+/// that collective: every later collective on it, on this rank, fails at
+/// once with [`Error::TeamBroken`] rather than mixing with theirs. Drop it
+/// (the others should too; their collectives on it time out in turn).
 #[derive(Debug)]
 pub struct Team<'ep> {
     ep: &'ep Endpoint,
@@ -235,6 +245,9 @@ pub struct Team<'ep> {
     vector_words: Vec<usize>,
     /// The automatic choices this team tries out before it keeps one (`trial.rs`).
     trials: trial::Trials,
+    /// A wait of a collective on this team timed out: the members are out
+    /// of step, and every later collective fails with `TeamBroken`.
+    broken: std::sync::atomic::AtomicBool,
 }
 
 impl Endpoint {
@@ -356,6 +369,7 @@ impl<'ep> Team<'ep> {
             work: Default::default(),
             vector_words: Vec::new(),
             trials: trial::Trials::default(),
+            broken: std::sync::atomic::AtomicBool::new(false),
             ranks,
         };
         if shm {
@@ -459,6 +473,9 @@ impl<'ep> Team<'ep> {
 
     /// Starts a collective: pays the credits owed, takes the next sequence number.
     fn begin(&mut self) -> Result<()> {
+        if self.is_broken() {
+            return Err(Error::TeamBroken);
+        }
         // Taken and put back, so the vector keeps its capacity (no
         // allocation per call).
         let mut owed = std::mem::take(&mut self.owed_credits);

@@ -445,13 +445,13 @@ impl<'ep> Team<'ep> {
         // Same-host members by direct put while the segments fly.
         self.direct_puts(group, &direct, offset, len)?;
         let mut dead = None;
-        self.ep.wait_for(|state| {
+        self.wait_bounded(|state| {
             if state.mcast.tx_complete(id, transfer).unwrap_or(true) {
                 return true;
             }
             dead = members.iter().copied().find(|&r| state.dead[r as usize]);
             dead.is_some()
-        });
+        })?;
         let finished = tx.finish();
         if let Some(rank) = dead {
             return Err(Error::PeerUnreachable { rank });
@@ -516,7 +516,7 @@ impl<'ep> Team<'ep> {
         let (direct_want, tree_want) = (self.sig(DIRECT_STEP), self.sig(1));
         let mut arrived = None;
         let mut dead = false;
-        self.ep.wait_for(|state| {
+        let waited = self.wait_bounded(|state| {
             let word = mem.load_u64(root_at);
             if word >= direct_want {
                 arrived = Some(Arrived::Direct);
@@ -530,6 +530,7 @@ impl<'ep> Team<'ep> {
             arrived.is_some() || dead
         });
         drop(armed);
+        waited?;
         match arrived {
             None => Err(Error::PeerUnreachable { rank: root_world }),
             Some(Arrived::Direct) => Ok(()),

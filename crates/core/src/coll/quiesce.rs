@@ -27,13 +27,13 @@ impl Endpoint {
     pub fn quiesce(&self) -> Result<()> {
         self.quiet()?;
         self.barrier()?;
-        self.wait_quiescent();
+        self.wait_quiescent()?;
         self.barrier()?;
-        self.wait_quiescent();
-        Ok(())
+        self.wait_quiescent()
     }
 
-    fn wait_quiescent(&self) {
+    /// Waits (at most `Config::op_timeout`) until everything this rank sent is acknowledged.
+    fn wait_quiescent(&self) -> crate::Result<()> {
         {
             let mut state = self.lock();
             let now = self.shared.now();
@@ -43,6 +43,6 @@ impl Endpoint {
                 }
             }
         }
-        self.wait_for(|state| state.loopback.is_empty() && state.proto.is_quiescent());
+        self.wait_for_op(|state| state.loopback.is_empty() && state.proto.is_quiescent())
     }
 }

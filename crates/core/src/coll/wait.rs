@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use mw_wire::op::SignalOp;
 
 use super::Team;
-use crate::endpoint::Endpoint;
+use crate::deadline::{Bound, LazyDeadline};
+use crate::endpoint::{Endpoint, State};
 use crate::rma::Signal;
 use crate::{Error, Result};
 
@@ -204,13 +205,13 @@ impl Team<'_> {
             }
         }
         let mut dead = false;
-        self.ep.wait_for(|state| {
+        self.wait_bounded(|state| {
             if mem.load_u64(at) >= want {
                 return true;
             }
             dead = state.dead[world];
             dead
-        });
+        })?;
         if dead && mem.load_u64(at) < want {
             return Err(Error::PeerUnreachable { rank: world as u32 });
         }
@@ -238,18 +239,34 @@ impl Team<'_> {
             }
         }
         if dead.is_none() {
-            self.ep.wait_for(|state| {
+            self.wait_bounded(|state| {
                 if done(self) {
                     return true;
                 }
                 dead = ranks.iter().copied().find(|&r| state.dead[r as usize]);
                 dead.is_some()
-            });
+            })?;
         }
         match dead {
             Some(rank) if !done(self) => Err(Error::PeerUnreachable { rank }),
             _ => Ok(()),
         }
+    }
+
+    /// The endpoint's wait for `done`, bounded by the operation timeout
+    /// (from when it starts: after the spin, which is microseconds). One
+    /// that times out leaves the team broken (see [`Team`]'s docs).
+    pub(super) fn wait_bounded(&self, done: impl FnMut(&mut State) -> bool) -> Result<()> {
+        if self.ep.wait_for_bounded(done, &mut LazyDeadline::new(Bound::Op)) {
+            return Ok(());
+        }
+        self.broken.store(true, std::sync::atomic::Ordering::Relaxed);
+        Err(Error::Timeout)
+    }
+
+    /// Whether an earlier collective on this team timed out on this rank.
+    pub fn is_broken(&self) -> bool {
+        self.broken.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether spinning for team rank `peer` is pointless now: it last ran

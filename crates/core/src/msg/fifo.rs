@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use mw_wire::op::{self, OpRepr, Status};
 
-use crate::deadline::Bound;
+use crate::deadline::{Bound, LazyDeadline};
 use crate::endpoint::{Endpoint, State};
 use crate::target::{Reply, Target};
 use crate::{Error, Result};
@@ -190,13 +190,31 @@ impl Fifo<'_> {
     }
 
     /// Waits for an entry and takes it into `out`; returns its length.
+    /// Waits at most `Config::op_timeout` ([`Error::Timeout`], nothing
+    /// taken; see [`pop_timeout`](Self::pop_timeout)).
     pub fn pop(&self, out: &mut [u8]) -> Result<usize> {
+        self.pop_bounded(out, Bound::Op)
+    }
+
+    /// [`pop`](Self::pop), giving up after `timeout` with
+    /// [`Error::Timeout`] (nothing is taken then).
+    pub fn pop_timeout(&self, out: &mut [u8], timeout: std::time::Duration) -> Result<usize> {
+        self.pop_bounded(out, Bound::After(timeout))
+    }
+
+    fn pop_bounded(&self, out: &mut [u8], bound: Bound) -> Result<usize> {
+        let mut deadline = LazyDeadline::new(bound);
         loop {
             if let Some(len) = self.try_pop(out)? {
                 return Ok(len);
             }
             let key = self.key.0;
-            self.ep.wait_for(|state| state.msg.fifo.rings.get(&key).is_none_or(|r| r.len > 0));
+            let woken = self
+                .ep
+                .wait_for_bounded(|state| state.msg.fifo.rings.get(&key).is_none_or(|r| r.len > 0), &mut deadline);
+            if !woken {
+                return Err(Error::Timeout);
+            }
         }
     }
 
@@ -278,14 +296,22 @@ impl Endpoint {
     }
 
     /// Appends `entry` to FIFO `key` of `rank`, waiting while it is full
-    /// (the owner's pops wake us; the entry is never dropped). Waiting for
-    /// another rank's pops has no deadline (its application decides when
-    /// to pop; [`Error::PeerUnreachable`] if it dies). A push into this
-    /// rank's own full FIFO can only be ended by another thread of this
-    /// process popping: with none, it would wait forever, so it gives up
-    /// with [`Error::Timeout`] after `Config::op_timeout`.
+    /// (the owner's pops wake us; the entry is never dropped). Waits at most
+    /// `Config::op_timeout` ([`Error::Timeout`], and the entry is not
+    /// queued anywhere): also a push into this rank's own full FIFO, which
+    /// only another thread of this process popping could end.
+    /// [`Error::PeerUnreachable`] if the owner dies.
     pub fn fifo_push(&self, rank: u32, key: FifoKey, entry: &[u8]) -> Result<()> {
-        let bound = if rank == self.rank() { Bound::Op } else { Bound::Unbounded };
+        self.fifo_push_bounded(rank, key, entry, Bound::Op)
+    }
+
+    /// [`fifo_push`](Self::fifo_push), giving up after `timeout` instead of
+    /// `Config::op_timeout`.
+    pub fn fifo_push_timeout(&self, rank: u32, key: FifoKey, entry: &[u8], timeout: std::time::Duration) -> Result<()> {
+        self.fifo_push_bounded(rank, key, entry, Bound::After(timeout))
+    }
+
+    fn fifo_push_bounded(&self, rank: u32, key: FifoKey, entry: &[u8], bound: Bound) -> Result<()> {
         let until = self.deadline(bound);
         loop {
             let seen = self.lock().msg.fifo.credits_seen.get(rank as usize).copied().unwrap_or(0);

@@ -24,6 +24,7 @@
 //! the [`Endpoint`](crate::Endpoint) (that would deadlock); use the context.
 
 mod am;
+mod cancel;
 mod fifo;
 mod owned;
 mod raw;

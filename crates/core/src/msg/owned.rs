@@ -45,23 +45,34 @@ impl OwnedRecv<'_> {
 
     /// Waits for the message. Gives the buffer back with the envelope (the
     /// message is in its first `status.len` bytes), or with the error (a
-    /// too-short buffer is [`Error::Truncated`] and left untouched).
-    pub fn wait(mut self) -> (Vec<u8>, Result<RecvStatus>) {
+    /// too-short buffer is [`Error::Truncated`] and left untouched). Waits
+    /// at most `Config::op_timeout`; see [`wait_timeout`](Self::wait_timeout).
+    pub fn wait(self) -> (Vec<u8>, Result<RecvStatus>) {
+        self.finish(Bound::Op)
+    }
+
+    /// [`wait`](Self::wait), giving up after `timeout`: the receive is then
+    /// cancelled as [`RecvHandle::wait_timeout`](crate::RecvHandle::wait_timeout)
+    /// cancels one, and the buffer comes back with [`Error::Timeout`].
+    pub fn wait_timeout(self, timeout: std::time::Duration) -> (Vec<u8>, Result<RecvStatus>) {
+        self.finish(Bound::After(timeout))
+    }
+
+    fn finish(mut self, bound: Bound) -> (Vec<u8>, Result<RecvStatus>) {
         let (id, source) = (self.id, self.source);
         let from_ring = source != ANY_SOURCE && self.ep.shares_memory_with(source);
         // The oldest posted receive takes its message from the ring itself,
         // without the generic dispatch (`recv_from_ring`).
-        let taken = self.ep.wait_and_take_with(id, false, Bound::Unbounded, |state| {
+        let mut taken = self.ep.wait_and_take_with(id, false, bound, |state| {
             from_ring && state.recv_from_ring(id, source, None) != FromRing::Nothing
         });
         self.finished = true;
-        let Some((result, output)) = taken else {
-            return (Vec::new(), Err(Error::InvalidArgument("operation already collected")));
-        };
-        let Output::Msg(MsgOutput::Recv { status, mut sink }) = output else {
-            return (Vec::new(), Err(Error::InvalidArgument("not a receive")));
-        };
-        (sink.take_owned(), result.map(|()| status))
+        let timed_out = matches!(taken, Some((Err(Error::Timeout), Output::None)));
+        if timed_out {
+            // Still pending: cancelled, and its buffer taken back.
+            taken = self.ep.cancel_recv(id, Error::Timeout);
+        }
+        super::cancel::owned_outcome(taken, timed_out)
     }
 }
 

@@ -197,6 +197,17 @@ impl Rndv {
     }
 }
 
+impl Rndv {
+    /// Stops pull `req` of a receive that gave up before all of it landed;
+    /// returns the sender and its token, to answer with `Cancelled`.
+    /// Chunks still on their way find no request and land nowhere.
+    pub(crate) fn cancel_pull(&mut self, req: RequestId) -> Option<(u32, u32)> {
+        let at = self.pulls.iter().position(|pull| pull.req == req && pull.then == Then::Collect)?;
+        let pull = self.pulls.swap_remove(at);
+        Some((pull.peer, pull.token))
+    }
+}
+
 /// The receiver pulled (or refused) an exposed payload: release it.
 pub(crate) fn on_done(t: &mut Target<'_>, peer: u32, done: &RndvDone) {
     let Some(exposure) = t.msg.rndv.exposed.remove(&done.sender_req) else {

@@ -27,7 +27,7 @@ use mw_wire::op::{self, OpRepr, RndvRts, Status};
 
 use super::rndv::Then;
 use super::{MsgOutput, Outgoing, Sink};
-use crate::deadline::Bound;
+use crate::deadline::{Bound, LazyDeadline};
 use crate::endpoint::{Endpoint, State};
 use crate::handle::{Handle, Landing};
 use crate::request::{Output, RequestId, Requests};
@@ -850,31 +850,55 @@ impl Endpoint {
     /// directly (for a rendezvous message, the GETs write into it). A
     /// message longer than `buf` fails with [`Error::Truncated`], leaves
     /// `buf` untouched and is consumed.
+    ///
+    /// Waits at most `Config::op_timeout` (see
+    /// [`recv_timeout`](Self::recv_timeout) for what a timeout leaves).
     pub fn recv(&self, source: u32, tag: u64, buf: &mut [u8]) -> Result<RecvStatus> {
         self.recv_in(0, source, tag, buf)
     }
 
     /// [`recv`](Self::recv) in matching context `context`.
     pub fn recv_in(&self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Result<RecvStatus> {
+        self.recv_in_bounded(context, source, tag, buf, Bound::Op)
+    }
+
+    /// [`recv_in`](Self::recv_in) under `bound`.
+    pub(super) fn recv_in_bounded(
+        &self,
+        context: u32,
+        source: u32,
+        tag: u64,
+        buf: &mut [u8],
+        bound: Bound,
+    ) -> Result<RecvStatus> {
         self.check_source(source)?;
+        let mut deadline = LazyDeadline::new(bound);
         if source != ANY_SOURCE && self.shares_memory_with(source) {
-            if let Some(result) = self.recv_unposted_wait(context, source, tag, buf) {
+            if let Some(result) = self.recv_unposted_wait(context, source, tag, buf, &mut deadline) {
                 return result;
             }
         }
-        self.recv_posted(context, source, tag, buf)
+        self.recv_posted(context, source, tag, buf, deadline)
     }
 
     /// [`recv_in`](Self::recv_in) through a posted receive (out of line: a
     /// smaller stack frame on the same-host shortcut's path).
     #[cold]
     #[inline(never)]
-    fn recv_posted(&self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Result<RecvStatus> {
+    fn recv_posted(
+        &self,
+        context: u32,
+        source: u32,
+        tag: u64,
+        buf: &mut [u8],
+        deadline: LazyDeadline,
+    ) -> Result<RecvStatus> {
         let capacity = buf.len();
         let mem = crate::memory::scoped_mem(buf);
         let id = self.lock().post_recv(context, source, tag, capacity, Sink::Direct { mem, filled: 0 })?;
-        // The handle cancels the receive if we unwind, before `buf`'s borrow ends.
-        RecvHandle { ep: self, id, source, out: None, finished: false }.wait()
+        // The handle cancels the receive if we unwind or time out, before
+        // `buf`'s borrow ends.
+        RecvHandle { ep: self, id, source, out: None, finished: false }.finish(deadline)
     }
 
     /// [`recv_in`](Self::recv_in)'s shortcut from a same-host peer (see
@@ -884,7 +908,14 @@ impl Endpoint {
     /// progress thread on: it would move the message into the unexpected
     /// queue (a copy) before this wait saw it, where a posted receive gets
     /// it delivered in place.
-    fn recv_unposted_wait(&self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Option<Result<RecvStatus>> {
+    fn recv_unposted_wait(
+        &self,
+        context: u32,
+        source: u32,
+        tag: u64,
+        buf: &mut [u8],
+        deadline: &mut LazyDeadline,
+    ) -> Option<Result<RecvStatus>> {
         if self.progress_thread_runs() {
             return None;
         }
@@ -912,10 +943,18 @@ impl Endpoint {
             Err(outcome) => outcome,
         };
         if outcome == Unposted::Wait {
-            self.wait_for(|state| {
-                outcome = state.recv_unposted(context, source, tag, buf);
-                outcome != Unposted::Wait
-            });
+            // Nothing is posted: a receive that times out here leaves nothing behind.
+            let until = deadline.get(self);
+            let in_time = self.wait_for_until(
+                |state| {
+                    outcome = state.recv_unposted(context, source, tag, buf);
+                    outcome != Unposted::Wait
+                },
+                until,
+            );
+            if !in_time {
+                return Some(Err(Error::Timeout));
+            }
         }
         match outcome {
             Unposted::Received(status) => Some(Ok(status)),
@@ -953,25 +992,37 @@ impl Endpoint {
     }
 
     /// Waits until a message from `source` with `tag` has arrived; returns
-    /// its envelope (the message stays queued for a receive).
+    /// its envelope (the message stays queued for a receive). Waits at most
+    /// `Config::op_timeout` ([`Error::Timeout`]; see
+    /// [`probe_timeout`](Self::probe_timeout)).
     pub fn probe(&self, source: u32, tag: u64) -> Result<RecvStatus> {
         self.probe_in(0, source, tag)
     }
 
     /// [`probe`](Self::probe) in matching context `context`.
     pub fn probe_in(&self, context: u32, source: u32, tag: u64) -> Result<RecvStatus> {
+        self.probe_in_bounded(context, source, tag, Bound::Op)
+    }
+
+    /// [`probe_in`](Self::probe_in) under `bound`.
+    pub(super) fn probe_in_bounded(&self, context: u32, source: u32, tag: u64, bound: Bound) -> Result<RecvStatus> {
         self.check_source(source)?;
         let mut found = None;
-        self.wait_for(|state| {
-            found = state.msg.tagged.peek_unexpected(context, source, tag);
-            found.is_some()
-        });
+        self.wait_for_bound(
+            |state| {
+                found = state.msg.tagged.peek_unexpected(context, source, tag);
+                found.is_some()
+            },
+            bound,
+        )?;
         found.ok_or(Error::InvalidArgument("probe ended without a message"))
     }
 }
 
-/// A nonblocking receive in flight. Wait on it, test it, or drop it (before
-/// it matched, dropping cancels the receive; after, the message is discarded).
+/// A nonblocking receive in flight. Wait on it, test it, or drop it:
+/// dropping cancels the receive as a timeout does (see
+/// [`wait_timeout`](RecvHandle::wait_timeout); a message that arrived whole
+/// is discarded).
 #[must_use = "a receive handle does nothing unless tested or waited on"]
 #[derive(Debug)]
 pub struct RecvHandle<'a> {
@@ -998,8 +1049,24 @@ impl RecvHandle<'_> {
         self.ep.lock().requests.is_done(self.id).unwrap_or(true)
     }
 
-    /// Waits for the message; returns its envelope.
-    pub fn wait(mut self) -> Result<RecvStatus> {
+    /// Waits for the message; returns its envelope. Waits at most
+    /// `Config::op_timeout`; see [`wait_timeout`](Self::wait_timeout).
+    pub fn wait(self) -> Result<RecvStatus> {
+        self.finish(LazyDeadline::new(Bound::Op))
+    }
+
+    /// [`wait`](Self::wait), giving up after `timeout` with
+    /// [`Error::Timeout`]. The receive is then cancelled: if no message
+    /// matched it, none will; if a large message was being pulled into it,
+    /// the rest is dropped and its sender's send fails with
+    /// [`Error::Cancelled`]; nothing is written to the buffer after this
+    /// returns. A message that arrived whole by then is received instead.
+    pub fn wait_timeout(self, timeout: std::time::Duration) -> Result<RecvStatus> {
+        self.finish(LazyDeadline::new(Bound::After(timeout)))
+    }
+
+    /// Waits for the message until `deadline`, then cancels the receive.
+    pub(super) fn finish(mut self, mut deadline: LazyDeadline) -> Result<RecvStatus> {
         let id = self.id;
         // Collected under the lock that saw it complete (not a second one).
         let mut collected = None;
@@ -1007,24 +1074,38 @@ impl RecvHandle<'_> {
         let from_ring = source != ANY_SOURCE && self.ep.shares_memory_with(source);
         let mut in_place = None;
         let mut out = self.out.take();
-        self.ep.wait_for(|state| {
-            if state.requests.is_done(id) == Some(false) {
-                if !from_ring {
-                    return false;
-                }
-                match state.recv_from_ring(id, source, out.as_deref_mut()) {
-                    FromRing::Nothing => return false,
-                    FromRing::Collected(status) => {
-                        in_place = Some(status);
-                        return true;
+        let in_time = self.ep.wait_for_bounded(
+            |state| {
+                if state.requests.is_done(id) == Some(false) {
+                    if !from_ring {
+                        return false;
                     }
-                    FromRing::Completed => {}
+                    match state.recv_from_ring(id, source, out.as_deref_mut()) {
+                        FromRing::Nothing => return false,
+                        FromRing::Collected(status) => {
+                            in_place = Some(status);
+                            return true;
+                        }
+                        FromRing::Completed => {}
+                    }
                 }
-            }
-            collected = Some(super::take_msg(state, id));
-            true
-        });
+                collected = Some(super::take_msg(state, id));
+                true
+            },
+            &mut deadline,
+        );
         self.finished = true;
+        if !in_time {
+            // Cancelled under the lock, so nothing lands in the buffer after
+            // this; a message that completed meanwhile is taken instead.
+            collected = Some(match self.ep.cancel_recv(id, Error::Timeout) {
+                Some((result, output)) => result.map(|()| match output {
+                    Output::Msg(msg) => Some(msg),
+                    _ => None,
+                }),
+                None => Err(Error::Timeout),
+            });
+        }
         if let Some(status) = in_place {
             return Ok(status);
         }
@@ -1048,14 +1129,8 @@ impl Drop for RecvHandle<'_> {
     }
 }
 
-/// Gives up receive `id` whose handle goes away unfinished: cancelled if
-/// not matched yet, and its slot released (whatever it holds, e.g. an owned
-/// buffer a pull may still land in, is freed with the slot once the
-/// request is over).
+/// Gives up receive `id` whose handle goes away unfinished: cancelled
+/// (see [`Endpoint::cancel_recv`]) and its slot freed with whatever it holds.
 pub(super) fn abandon_recv(ep: &Endpoint, id: RequestId) {
-    let mut state = ep.lock();
-    if state.msg.tagged.cancel(id) {
-        state.requests.fail(id, Error::InvalidArgument("receive cancelled"));
-    }
-    state.requests.release(id);
+    drop(ep.cancel_recv(id, Error::Cancelled));
 }

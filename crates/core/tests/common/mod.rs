@@ -57,9 +57,9 @@ where
             std::thread::Builder::new()
                 .name(format!("rank{rank}"))
                 .spawn(move || {
-                    let boot = rank_bootstrap(rank, n, &addr, &key, Some(&hosts[rank as usize]));
+                    let vars = rank_vars(rank, n, &addr, &key, Some(&hosts[rank as usize]));
                     let shm_allowed = config.transport == TransportChoice::Auto;
-                    let ep = Endpoint::init_with_bootstrap(config, boot).unwrap();
+                    let ep = Endpoint::init_from_lookup(config, vars).unwrap();
                     for peer in (0..n).filter(|&p| p != rank) {
                         let expect = shm_allowed && hosts[peer as usize] == hosts[rank as usize];
                         assert_eq!(ep.shares_memory_with(peer), expect, "rank {rank} to {peer}: wrong transport");
@@ -85,21 +85,28 @@ where
     }
 }
 
-/// What `mwrun` would hand rank `rank` of a job of `size` whose rendezvous
-/// server listens on `addr` under `key` (and, with `host`, the host name it
-/// claims, so ranks of one process can pose as several hosts).
+/// The variables `mwrun` would hand rank `rank` of a job of `size` whose
+/// rendezvous server listens on `addr` under `key` (and, with `host`, the
+/// host name it claims, so ranks of one process can pose as several
+/// hosts), for `Endpoint::init_from_lookup`.
 #[allow(dead_code)] // not every test file that includes this module uses it directly
-pub fn rank_bootstrap(rank: u32, size: u32, addr: &str, key: &[u8; 16], host: Option<&str>) -> mw_bootstrap::Bootstrap {
+pub fn rank_vars(
+    rank: u32,
+    size: u32,
+    addr: &str,
+    key: &[u8; 16],
+    host: Option<&str>,
+) -> impl Fn(&str) -> Option<String> {
     let hex = mw_bootstrap::job_key_to_hex(key);
-    mw_bootstrap::Bootstrap::from_lookup(|name| match name {
+    let (addr, host) = (addr.to_owned(), host.map(str::to_owned));
+    move |name| match name {
         "MW_RANK" => Some(rank.to_string()),
         "MW_SIZE" => Some(size.to_string()),
-        "MW_BOOTSTRAP" => Some(addr.to_owned()),
+        "MW_BOOTSTRAP" => Some(addr.clone()),
         "MW_JOB_KEY" => Some(hex.clone()),
-        "MW_HOST" => host.map(str::to_owned),
+        "MW_HOST" => host.clone(),
         _ => None,
-    })
-    .unwrap()
+    }
 }
 
 /// Forces UDP between all ranks.

@@ -53,6 +53,9 @@ pub enum Status {
     WouldBlock = 8,
     /// An argument is invalid at the target (bad register, bad stride, …).
     BadArgument = 9,
+    /// The receiver gave the message up before all of it arrived (its
+    /// receive timed out or was dropped): it was not delivered.
+    Cancelled = 10,
 }
 
 impl Status {
@@ -69,6 +72,7 @@ impl Status {
             7 => Status::Truncated,
             8 => Status::WouldBlock,
             9 => Status::BadArgument,
+            10 => Status::Cancelled,
             _ => return Err(Error::UnknownType),
         })
     }
@@ -91,6 +95,7 @@ impl Status {
             Status::Truncated => "truncated",
             Status::WouldBlock => "would-block",
             Status::BadArgument => "bad-argument",
+            Status::Cancelled => "cancelled",
         }
     }
 }

@@ -108,7 +108,7 @@ fn unknown_values_and_reserved_bytes() {
     assert_eq!(OpRepr::parse(&[22; 64]), Err(Error::UnknownType));
     let status = message(&OpRepr::OpStatus(OpStatus { req: 1, status: Status::Ok }));
     let mut bad = status.clone();
-    bad[1] = 10;
+    bad[1] = 11; // the first status byte past `Cancelled`
     assert_eq!(OpRepr::parse(&bad), Err(Error::UnknownType));
     let mut bad = status.clone();
     bad[3] = 1;
