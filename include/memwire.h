@@ -1334,8 +1334,8 @@ enum mw_status mw_fence(struct mw_endpoint *ep);
  * operations while it waits. A dissemination barrier: ceil(log2 N) rounds
  * of one message per rank; `MW_ERR_PEER_UNREACHABLE` if a peer fails
  * first. (`mw_team_barrier` offers the other methods.) Waits for a rank
- * that is alive but does not come at most the operation timeout
- * (`MW_OP_TIMEOUT_MS`), then `MW_ERR_TIMEOUT`: the barrier is still in
+ * that is alive but does not come at most the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default),
+ * then `MW_ERR_TIMEOUT`: the barrier is still in
  * progress, and the next `mw_barrier` call continues it.
  *
  * # Safety
@@ -2108,7 +2108,8 @@ enum mw_status mw_wait(struct mw_handle **handle);
 
 /**
  * Like `mw_wait`, but gives up after `timeout_ms` milliseconds instead of
- * the endpoint's operation timeout (`MW_OP_TIMEOUT_MS`): then returns
+ * the endpoint's operation timeout (`MW_OP_TIMEOUT_MS`; for a receive,
+ * the wait timeout `MW_WAIT_TIMEOUT_MS`): then returns
  * `MW_ERR_TIMEOUT`, the operation is abandoned (a late completion is
  * discarded; a get's buffer is not written after this returns) and the
  * handle is consumed all the same. For handles of one-sided operations,
@@ -2199,8 +2200,8 @@ enum mw_status mw_send_in(struct mw_endpoint *ep, uint32_t context, uint32_t des
  * `MW_ANY_TAG`) into `buf` of `capacity` bytes, waiting for it; stores its
  * envelope in `*status` unless `status` is NULL. A message longer than
  * `capacity` is consumed and fails with `MW_ERR_TRUNCATED`, leaving `buf`
- * untouched. Waits at most the endpoint's operation timeout
- * (`MW_OP_TIMEOUT_MS`), then fails with `MW_ERR_TIMEOUT` (see
+ * untouched. Waits at most the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default),
+ * then fails with `MW_ERR_TIMEOUT` (see
  * `mw_recv_timeout` for what a timeout leaves).
  *
  * # Safety
@@ -2219,9 +2220,8 @@ enum mw_status mw_recv(struct mw_endpoint *ep, uint32_t source, uint64_t tag, vo
 enum mw_status mw_recv_in(struct mw_endpoint *ep, uint32_t context, uint32_t source, uint64_t tag, void *buf, size_t capacity, struct mw_recv_status *status);
 
 /**
- * `mw_recv_in`, giving up after `timeout_ms` milliseconds instead of the
- * endpoint's operation timeout (`MW_OP_TIMEOUT_MS`, which bounds `mw_recv`
- * and `mw_recv_in`). On `MW_ERR_TIMEOUT` the receive is cancelled: `buf`
+ * `mw_recv_in`, giving up after `timeout_ms` milliseconds instead of
+ * the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default). On `MW_ERR_TIMEOUT` the receive is cancelled: `buf`
  * is not written after the call returns (it may hold part of a large
  * message that was being pulled into it), a message that had not matched
  * is left for a later receive, and the sender of one that was being
@@ -2546,8 +2546,9 @@ enum mw_status mw_fifo_len(const struct mw_fifo *fifo, size_t *entries);
 
 /**
  * Appends `len` bytes of `data` to FIFO `key` of `rank`, waiting while it
- * is full (at most the operation timeout, `MW_OP_TIMEOUT_MS`: then
- * `MW_ERR_TIMEOUT`, nothing appended). An entry longer than its slots is
+ * is full (into another rank's FIFO at most the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default);
+ * into this rank's own at most the operation timeout, `MW_OP_TIMEOUT_MS`:
+ * then `MW_ERR_TIMEOUT`, nothing appended). An entry longer than its slots is
  * `MW_ERR_TRUNCATED` (nothing appended), an unknown key `MW_ERR_BAD_KEY`.
  *
  * # Safety
@@ -2568,8 +2569,8 @@ enum mw_status mw_fifo_try_push(struct mw_endpoint *ep, uint32_t rank, uint64_t 
 /**
  * Waits for an entry, takes it into `buf` (`capacity` bytes) and stores
  * its length in `*len`. An entry longer than `capacity` stays queued:
- * `MW_ERR_TRUNCATED`. Waits at most the endpoint's operation timeout
- * (`MW_OP_TIMEOUT_MS`), then `MW_ERR_TIMEOUT`.
+ * `MW_ERR_TRUNCATED`. Waits at most the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default),
+ * then `MW_ERR_TIMEOUT`.
  *
  * # Safety
  * `fifo` must be NULL or a live FIFO; `buf` NULL (only if `capacity` is 0)
@@ -2578,9 +2579,8 @@ enum mw_status mw_fifo_try_push(struct mw_endpoint *ep, uint32_t rank, uint64_t 
 enum mw_status mw_fifo_pop(const struct mw_fifo *fifo, void *buf, size_t capacity, size_t *len);
 
 /**
- * `mw_fifo_pop`, giving up after `timeout_ms` milliseconds instead of the
- * endpoint's operation timeout (`MW_OP_TIMEOUT_MS`, which bounds
- * `mw_fifo_pop`) with `MW_ERR_TIMEOUT`; nothing is taken then.
+ * `mw_fifo_pop`, giving up after `timeout_ms` milliseconds with
+ * `MW_ERR_TIMEOUT`; nothing is taken then.
  *
  * # Safety
  * As for `mw_fifo_pop`.
@@ -2700,8 +2700,8 @@ enum mw_status mw_team_algorithm(struct mw_endpoint *ep, struct mw_team *team, m
  * has called it.
  *
  * Every collective on a team (this one, `mw_bcast`, `mw_allreduce`, …)
- * waits for a member that is alive but does not come at most the
- * endpoint's operation timeout (`MW_OP_TIMEOUT_MS`), then fails with
+ * waits for a member that is alive but does not come at most
+ * the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default), then fails with
  * `MW_ERR_TIMEOUT`; the team is then out of step with its other members
  * and every later collective on it fails with `MW_ERR_TEAM_BROKEN` (for
  * the job's team, NULL: for the rest of the job; free a broken team of

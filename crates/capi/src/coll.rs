@@ -153,8 +153,8 @@ unsafe fn with_buffers<R>(
 /// has called it.
 ///
 /// Every collective on a team (this one, `mw_bcast`, `mw_allreduce`, …)
-/// waits for a member that is alive but does not come at most the
-/// endpoint's operation timeout (`MW_OP_TIMEOUT_MS`), then fails with
+/// waits for a member that is alive but does not come at most
+/// the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default), then fails with
 /// `MW_ERR_TIMEOUT`; the team is then out of step with its other members
 /// and every later collective on it fails with `MW_ERR_TEAM_BROKEN` (for
 /// the job's team, NULL: for the rest of the job; free a broken team of

@@ -256,8 +256,8 @@ pub unsafe extern "C" fn mw_fence(ep: *mut mw_endpoint) -> mw_status {
 /// operations while it waits. A dissemination barrier: ceil(log2 N) rounds
 /// of one message per rank; `MW_ERR_PEER_UNREACHABLE` if a peer fails
 /// first. (`mw_team_barrier` offers the other methods.) Waits for a rank
-/// that is alive but does not come at most the operation timeout
-/// (`MW_OP_TIMEOUT_MS`), then `MW_ERR_TIMEOUT`: the barrier is still in
+/// that is alive but does not come at most the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default),
+/// then `MW_ERR_TIMEOUT`: the barrier is still in
 /// progress, and the next `mw_barrier` call continues it.
 ///
 /// # Safety

@@ -146,8 +146,9 @@ unsafe fn push_by(
 }
 
 /// Appends `len` bytes of `data` to FIFO `key` of `rank`, waiting while it
-/// is full (at most the operation timeout, `MW_OP_TIMEOUT_MS`: then
-/// `MW_ERR_TIMEOUT`, nothing appended). An entry longer than its slots is
+/// is full (into another rank's FIFO at most the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default);
+/// into this rank's own at most the operation timeout, `MW_OP_TIMEOUT_MS`:
+/// then `MW_ERR_TIMEOUT`, nothing appended). An entry longer than its slots is
 /// `MW_ERR_TRUNCATED` (nothing appended), an unknown key `MW_ERR_BAD_KEY`.
 ///
 /// # Safety
@@ -184,8 +185,8 @@ pub unsafe extern "C" fn mw_fifo_try_push(
 
 /// Waits for an entry, takes it into `buf` (`capacity` bytes) and stores
 /// its length in `*len`. An entry longer than `capacity` stays queued:
-/// `MW_ERR_TRUNCATED`. Waits at most the endpoint's operation timeout
-/// (`MW_OP_TIMEOUT_MS`), then `MW_ERR_TIMEOUT`.
+/// `MW_ERR_TRUNCATED`. Waits at most the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default),
+/// then `MW_ERR_TIMEOUT`.
 ///
 /// # Safety
 /// `fifo` must be NULL or a live FIFO; `buf` NULL (only if `capacity` is 0)
@@ -206,9 +207,8 @@ pub unsafe extern "C" fn mw_fifo_pop(
     })
 }
 
-/// `mw_fifo_pop`, giving up after `timeout_ms` milliseconds instead of the
-/// endpoint's operation timeout (`MW_OP_TIMEOUT_MS`, which bounds
-/// `mw_fifo_pop`) with `MW_ERR_TIMEOUT`; nothing is taken then.
+/// `mw_fifo_pop`, giving up after `timeout_ms` milliseconds with
+/// `MW_ERR_TIMEOUT`; nothing is taken then.
 ///
 /// # Safety
 /// As for `mw_fifo_pop`.

@@ -163,7 +163,8 @@ pub unsafe extern "C" fn mw_wait(handle: *mut *mut mw_handle) -> mw_status {
 }
 
 /// Like `mw_wait`, but gives up after `timeout_ms` milliseconds instead of
-/// the endpoint's operation timeout (`MW_OP_TIMEOUT_MS`): then returns
+/// the endpoint's operation timeout (`MW_OP_TIMEOUT_MS`; for a receive,
+/// the wait timeout `MW_WAIT_TIMEOUT_MS`): then returns
 /// `MW_ERR_TIMEOUT`, the operation is abandoned (a late completion is
 /// discarded; a get's buffer is not written after this returns) and the
 /// handle is consumed all the same. For handles of one-sided operations,

@@ -97,8 +97,8 @@ pub unsafe extern "C" fn mw_send_in(
 /// `MW_ANY_TAG`) into `buf` of `capacity` bytes, waiting for it; stores its
 /// envelope in `*status` unless `status` is NULL. A message longer than
 /// `capacity` is consumed and fails with `MW_ERR_TRUNCATED`, leaving `buf`
-/// untouched. Waits at most the endpoint's operation timeout
-/// (`MW_OP_TIMEOUT_MS`), then fails with `MW_ERR_TIMEOUT` (see
+/// untouched. Waits at most the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default),
+/// then fails with `MW_ERR_TIMEOUT` (see
 /// `mw_recv_timeout` for what a timeout leaves).
 ///
 /// # Safety
@@ -144,9 +144,8 @@ pub unsafe extern "C" fn mw_recv_in(
     })
 }
 
-/// `mw_recv_in`, giving up after `timeout_ms` milliseconds instead of the
-/// endpoint's operation timeout (`MW_OP_TIMEOUT_MS`, which bounds `mw_recv`
-/// and `mw_recv_in`). On `MW_ERR_TIMEOUT` the receive is cancelled: `buf`
+/// `mw_recv_in`, giving up after `timeout_ms` milliseconds instead of
+/// the endpoint's wait timeout (`MW_WAIT_TIMEOUT_MS`, none by default). On `MW_ERR_TIMEOUT` the receive is cancelled: `buf`
 /// is not written after the call returns (it may hold part of a large
 /// message that was being pulled into it), a message that had not matched
 /// is left for a later receive, and the sender of one that was being

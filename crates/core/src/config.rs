@@ -99,25 +99,33 @@ pub struct Config {
     /// for a computing peer within milliseconds, so only a wait that can
     /// no longer end reaches it. `None` (`MW_OP_TIMEOUT_MS=0`): no deadline.
     ///
-    /// Waits paced by another rank's *application* are bounded by it too,
-    /// so that no wait lasts forever: receives and probes, FIFO pops and
-    /// pushes into another rank's full FIFO, barriers and collectives. A
-    /// rank whose peers legitimately compute for longer between matching
-    /// calls raises it (or sets `None`). What a timeout leaves: a receive
-    /// is cancelled (nothing lands in its buffer afterwards; the sender of
-    /// a large message being pulled gets `Cancelled`), a team collective
-    /// leaves its team broken (`TeamBroken`), `Endpoint::barrier` stays in
-    /// progress and the next call continues it. Still without it (each
-    /// has a `*_timeout` form, or an end of its own): `wait_until`,
-    /// `recv_raw` (raw datagrams may be lost by definition), the handle of
-    /// a send, which completes when the receiver takes the message, and a
-    /// blocking rendezvous send (both end with `Cancelled` when the
-    /// receive gives up, and with `PeerUnreachable` when the peer dies).
-    /// `*_timeout` forms (`recv_timeout`, `probe_timeout`,
+    /// Waits paced by another rank's *application* (receives, probes,
+    /// FIFO pops and pushes into another rank's full FIFO, barriers and
+    /// collectives) are bounded by [`wait_timeout`](Self::wait_timeout)
+    /// instead. `*_timeout` forms (`recv_timeout`, `probe_timeout`,
     /// `Fifo::pop_timeout`, `fifo_push_timeout`, `wait_until_timeout`,
     /// `recv_raw_timeout`, `Handle::wait_timeout`,
     /// `RecvHandle::wait_timeout`) take a deadline of the caller's.
     pub op_timeout: Option<Duration>,
+    /// Longest wait paced by another rank's application: a receive or probe
+    /// for a message not yet sent, a FIFO pop from an empty FIFO or a push
+    /// into another rank's full one, `Endpoint::barrier`, and a team's
+    /// collectives, which wait for the slowest member. Past it the call
+    /// fails with [`Error::Timeout`]. Default `None` (`MW_WAIT_TIMEOUT_MS`
+    /// unset or 0): such a wait ends when the awaited rank acts or is
+    /// declared dead (`peer_dead_after`), never on a clock, because ranks
+    /// legitimately compute for minutes between matching calls; a job that
+    /// wants every wait bounded sets it. What a timeout leaves: a receive
+    /// is cancelled (nothing lands in its buffer afterwards; the sender of
+    /// a large message being pulled gets `Cancelled`), a team collective
+    /// leaves its team broken (`TeamBroken`), `Endpoint::barrier` stays in
+    /// progress and the next call continues it. Without either deadline
+    /// (each has a `*_timeout` form or an end of its own): `wait_until`,
+    /// `recv_raw` (raw datagrams may be lost by definition), the handle of
+    /// a send, which completes when the receiver takes the message, and a
+    /// blocking rendezvous send (both end with `Cancelled` when the receive
+    /// gives up, and with `PeerUnreachable` when the peer dies).
+    pub wait_timeout: Option<Duration>,
     /// Probe idle peers every quarter of `peer_dead_after`, so a peer that
     /// dies is noticed even when nothing is outstanding toward it (e.g. while
     /// waiting for it in a collective). Default on.
@@ -240,6 +248,7 @@ impl Default for Config {
             print_stats: false,
             peer_dead_after: Duration::from_millis(1500),
             op_timeout: Some(Duration::from_secs(60)),
+            wait_timeout: None,
             keepalive: true,
             rto_min: Duration::from_micros(500),
             ack_every: mw_proto::Config::default().ack_every,
@@ -282,6 +291,10 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     (
         "MW_OP_TIMEOUT_MS",
         "longest wait for a reply a live peer's library owes (completions, flush, quiet, AM replies), ms; then Timeout (default 60000, 0: none)",
+    ),
+    (
+        "MW_WAIT_TIMEOUT_MS",
+        "longest wait paced by another rank's application (receives, probes, FIFO pops, barriers, collectives), ms; then Timeout (default none: until the rank acts or dies)",
     ),
     ("MW_RTO_MIN_US", "retransmission timeout floor, microseconds (default 500)"),
     ("MW_ACK_EVERY", "acknowledge at least every N in-order packets received, 1-256 (default 32)"),
@@ -441,6 +454,13 @@ impl Config {
             cfg.op_timeout = match v.trim() {
                 "none" | "off" => None,
                 v => Some(Duration::from_millis(parse_num("MW_OP_TIMEOUT_MS must be milliseconds or 'none'", v)?))
+                    .filter(|t| !t.is_zero()),
+            };
+        }
+        if let Some(v) = lookup("MW_WAIT_TIMEOUT_MS") {
+            cfg.wait_timeout = match v.trim() {
+                "none" | "off" => None,
+                v => Some(Duration::from_millis(parse_num("MW_WAIT_TIMEOUT_MS must be milliseconds or 'none'", v)?))
                     .filter(|t| !t.is_zero()),
             };
         }
@@ -682,6 +702,10 @@ mod tests {
             assert_eq!(with(&[("MW_OP_TIMEOUT_MS", none)]).unwrap().op_timeout, None, "{none}");
         }
         assert!(matches!(with(&[("MW_OP_TIMEOUT_MS", "soon")]), Err(Error::InvalidArgument(_))));
+        assert_eq!(with(&[]).unwrap().wait_timeout, None);
+        assert_eq!(with(&[("MW_WAIT_TIMEOUT_MS", "250")]).unwrap().wait_timeout, Some(Duration::from_millis(250)));
+        assert_eq!(with(&[("MW_WAIT_TIMEOUT_MS", "0")]).unwrap().wait_timeout, None);
+        assert!(matches!(with(&[("MW_WAIT_TIMEOUT_MS", "later")]), Err(Error::InvalidArgument(_))));
         assert_eq!(with(&[]).unwrap().peer_dead_after, Duration::from_millis(1500));
     }
 

@@ -4,11 +4,12 @@
 //! operation timeout (`Config::op_timeout`, `MW_OP_TIMEOUT_MS`) or a
 //! caller's timeout into an instant (at once, or only once a call has to
 //! wait: [`LazyDeadline`]), and a wait that passed it into
-//! [`Error::Timeout`]. Waits for what another rank's library owes and
-//! waits paced by another rank's application (receives, FIFO pops,
-//! barriers, collectives) are bounded by the operation timeout; a few
-//! have no deadline unless the caller gives one (`wait_until`, `recv_raw`,
-//! a send's completion; see `Config::op_timeout` for the list and why).
+//! [`Error::Timeout`]. Waits for what another rank's library owes are
+//! bounded by the operation timeout; waits paced by another rank's
+//! application (receives, FIFO pops, barriers, collectives) by the wait
+//! timeout, none by default; a few have no deadline unless the caller
+//! gives one (`wait_until`, `recv_raw`, a send's completion; see
+//! `Config::wait_timeout` for the list and why).
 //! What a wait that timed out must undo (a posted receive, a team's step)
 //! is its caller's: `msg::cancel`, `coll::wait`, `internal`.
 //!
@@ -28,8 +29,13 @@ pub(crate) enum Bound {
     /// Until the condition holds or the peer is declared dead: the wait is
     /// paced by another rank's application.
     Unbounded,
-    /// The endpoint's operation timeout, counted from when the wait starts.
+    /// The endpoint's operation timeout, counted from when the wait starts:
+    /// the wait is for what a live peer's library owes.
     Op,
+    /// The endpoint's wait timeout (`Config::wait_timeout`, none by
+    /// default), counted from when the wait starts: the wait is paced by
+    /// another rank's application, or the peer's death.
+    Paced,
     /// A timeout the caller chose, counted from when the wait starts.
     After(Duration),
 }
@@ -60,6 +66,7 @@ impl Endpoint {
         let timeout = match bound {
             Bound::Unbounded => return None,
             Bound::Op => self.shared.op_timeout?,
+            Bound::Paced => self.shared.wait_timeout?,
             Bound::After(timeout) => timeout,
         };
         // A timeout too large to add is no deadline.

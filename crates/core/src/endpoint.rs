@@ -115,6 +115,9 @@ pub(crate) struct Shared {
     /// `Config::op_timeout`: how long a wait bounded by it may last
     /// (`crate::deadline`).
     pub op_timeout: Option<Duration>,
+    /// `Config::wait_timeout`: the bound of waits paced by another rank's
+    /// application (`crate::deadline::Bound::Paced`).
+    pub wait_timeout: Option<Duration>,
 }
 
 /// A change in a peer's liveness, from [`Endpoint::poll_peer_event`].
@@ -269,6 +272,7 @@ impl Endpoint {
         let progress = config.progress;
         let chunk_bytes = config.chunk_bytes;
         let op_timeout = config.op_timeout;
+        let wait_timeout = config.wait_timeout;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&udp);
         let mut mcast = crate::mcast::McastState::new(job_id, udp.local_addr().ip(), config.mcast_port);
         let fault_seed = config.fault.map_or(0, |f| f.seed);
@@ -331,6 +335,7 @@ impl Endpoint {
             all_shm,
             one_host: info.local_size == info.size,
             op_timeout,
+            wait_timeout,
         });
         // Everyone is reachable before anyone sends: the bootstrap keeps ranks
         // from racing ahead of a peer that has not bound its socket yet.
@@ -947,7 +952,7 @@ impl Endpoint {
     /// choice of methods: [`Team::barrier_with`](crate::Team::barrier_with).
     ///
     /// Waits for a rank that is alive but does not come at most
-    /// `Config::op_timeout` at a time, then fails with [`Error::Timeout`];
+    /// `Config::wait_timeout` (none by default) at a time, then fails with [`Error::Timeout`];
     /// the barrier is then still in progress on this rank, and the next
     /// `barrier` call (also `finalize`'s) continues it where it stopped,
     /// so the ranks stay in step.
@@ -1115,7 +1120,7 @@ impl Endpoint {
                 outcome = state.internal.outcome(seq);
                 outcome.is_some()
             },
-            crate::deadline::Bound::Op,
+            crate::deadline::Bound::Paced,
         );
         if waited.is_err() {
             self.lock().internal.gather_broken = true;

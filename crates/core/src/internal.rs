@@ -280,7 +280,7 @@ impl Endpoint {
                     outcome = state.internal.barrier_round(seq, round);
                     outcome.is_some()
                 },
-                &mut LazyDeadline::new(Bound::Op),
+                &mut LazyDeadline::new(Bound::Paced),
             );
             if !in_time {
                 self.lock().internal.barrier_paused = Some((seq, round));

@@ -15,12 +15,16 @@ use std::time::{Duration, Instant};
 use common::run_job;
 use mw_core::{Access, Cmp, Config, Endpoint, Error, ProgressMode, TransportChoice};
 
-/// `Config::from_env` as it reads `MW_OP_TIMEOUT_MS=ms`, over UDP, with
-/// ranks that serve peers only when they call in (a sleeping rank is then
-/// alive but silent) and a dead-peer deadline far beyond the test.
+/// `Config::from_env` as it reads `MW_OP_TIMEOUT_MS=ms` and
+/// `MW_WAIT_TIMEOUT_MS=ms`, over UDP, with ranks that serve peers only when
+/// they call in (a sleeping rank is then alive but silent) and a dead-peer
+/// deadline far beyond the test.
 fn short_op_timeout(ms: u64) -> Config {
-    let config = Config::from_lookup(|name| (name == "MW_OP_TIMEOUT_MS").then(|| ms.to_string())).unwrap();
+    let config =
+        Config::from_lookup(|name| matches!(name, "MW_OP_TIMEOUT_MS" | "MW_WAIT_TIMEOUT_MS").then(|| ms.to_string()))
+            .unwrap();
     assert_eq!(config.op_timeout, Some(Duration::from_millis(ms)));
+    assert_eq!(config.wait_timeout, Some(Duration::from_millis(ms)));
     Config {
         progress: ProgressMode::Inline,
         peer_dead_after: Duration::from_secs(30),
@@ -148,6 +152,7 @@ fn wait_until_timeout_ends_on_a_word_nobody_writes() {
 /// operation timeout instead of never; the FIFO is intact.
 #[test]
 fn a_push_into_ones_own_full_fifo_ends() {
+    // The wait timeout (none by default) does not apply to one's own FIFO.
     run_job(1, Config { op_timeout: Some(Duration::from_millis(200)), ..Config::default() }, |ep| {
         let fifo = ep.create_fifo(8, 1).unwrap();
         ep.fifo_push(0, fifo.key(), b"first").unwrap();
@@ -247,14 +252,14 @@ fn forged_epoch_rank(ep: &Endpoint, job_id: u64, port: u16) {
 }
 
 /// A tagged receive that nothing matches ends with `Timeout` (plain
-/// `recv` after the operation timeout, `recv_timeout`, `probe_timeout`,
+/// `recv` after the wait timeout, `recv_timeout`, `probe_timeout`,
 /// `RecvHandle::wait_timeout`, `OwnedRecv::wait_timeout`); the receive is
 /// gone, so a message sent afterwards goes to the next receive, whole.
 #[test]
 fn a_receive_nothing_matches_ends_and_leaves_nothing_posted() {
     for (name, config) in common::transports() {
         eprintln!("transport {name}");
-        let config = Config { op_timeout: Some(Duration::from_millis(150)), ..config };
+        let config = Config { wait_timeout: Some(Duration::from_millis(150)), ..config };
         run_job(2, config, |ep| {
             if ep.rank() == 0 {
                 let mut buf = [0xEEu8; 64];
@@ -377,10 +382,10 @@ fn a_large_message_that_arrives_in_time_is_received() {
 }
 
 /// A pop from a FIFO nobody pushes to ends with `Timeout` (the plain pop
-/// after the operation timeout); an entry pushed later is still there.
+/// after the wait timeout); an entry pushed later is still there.
 #[test]
 fn a_pop_from_an_empty_fifo_ends() {
-    run_job(1, Config { op_timeout: Some(Duration::from_millis(150)), ..Config::default() }, |ep| {
+    run_job(1, Config { wait_timeout: Some(Duration::from_millis(150)), ..Config::default() }, |ep| {
         let fifo = ep.create_fifo(8, 2).unwrap();
         let mut out = [0u8; 8];
         let long = Duration::from_secs(10);
@@ -443,4 +448,26 @@ fn barrier_patiently(ep: &Endpoint, patience: Duration) {
             other => panic!("rank {}: barrier: {other:?}", ep.rank()),
         }
     }
+}
+
+/// By default a receive and a barrier wait for a peer that computes for
+/// longer than the operation timeout: they are paced by its application
+/// (`Config::wait_timeout` is none), not bounded by the timeout for what
+/// its library owes.
+#[test]
+fn by_default_a_receive_and_a_barrier_outwait_the_operation_timeout() {
+    let config = Config { op_timeout: Some(Duration::from_millis(100)), ..common::udp(Config::default()) };
+    assert_eq!(config.wait_timeout, None);
+    run_job(2, config, |ep| {
+        if ep.rank() == 1 {
+            std::thread::sleep(Duration::from_millis(600));
+            ep.send(0, 9, b"computed").unwrap();
+            std::thread::sleep(Duration::from_millis(600));
+        } else {
+            let mut buf = [0u8; 16];
+            let got = ep.recv(1, 9, &mut buf).unwrap();
+            assert_eq!(&buf[..got.len], b"computed");
+        }
+        ep.barrier().unwrap();
+    });
 }

@@ -38,8 +38,15 @@
 //!
 //! # Deadlines
 //!
-//! No blocking call waits forever: each ends with [`Error::Timeout`] after
-//! `Config::op_timeout` (`MW_OP_TIMEOUT_MS`, 60 s by default), and most
+//! No blocking call waits forever for something another rank's library
+//! owes: such a wait (a completion, `flush`, `quiet`, an active message's
+//! reply) ends with [`Error::Timeout`] after `Config::op_timeout`
+//! (`MW_OP_TIMEOUT_MS`, 60 s by default), and every wait ends with
+//! [`Error::PeerUnreachable`] when the awaited rank dies. A wait paced by
+//! another rank's application (a receive, a FIFO pop, a barrier or
+//! collective) lasts until that rank acts, because ranks legitimately
+//! compute for minutes between matching calls, unless `Config::wait_timeout`
+//! (`MW_WAIT_TIMEOUT_MS`) bounds it; and most blocking calls
 //! have a `*_timeout` form with a deadline of the caller's
 //! ([`Endpoint::recv_timeout`], [`RecvHandle::wait_timeout`],
 //! [`Handle::wait_timeout`], [`Fifo::pop_timeout`], …). A receive that

@@ -187,8 +187,8 @@ pub(crate) struct Area {
 ///
 /// # Deadlines
 ///
-/// A collective waits for the other members at most `Config::op_timeout`
-/// at a time (a member that is alive but never joins), then fails with
+/// A collective waits for the other members at most `Config::wait_timeout`
+/// (none by default) at a time (a member that is alive but never joins), then fails with
 /// [`Error::Timeout`] (`PeerUnreachable` sooner if a member dies). The
 /// team is then out of step with its other members, who may still be in
 /// that collective: every later collective on it, on this rank, fails at

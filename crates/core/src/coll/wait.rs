@@ -257,7 +257,7 @@ impl Team<'_> {
     /// (from when it starts: after the spin, which is microseconds). One
     /// that times out leaves the team broken (see [`Team`]'s docs).
     pub(super) fn wait_bounded(&self, done: impl FnMut(&mut State) -> bool) -> Result<()> {
-        if self.ep.wait_for_bounded(done, &mut LazyDeadline::new(Bound::Op)) {
+        if self.ep.wait_for_bounded(done, &mut LazyDeadline::new(Bound::Paced)) {
             return Ok(());
         }
         self.broken.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -53,7 +53,7 @@ impl Endpoint {
     }
 
     /// [`recv`](Self::recv), giving up after `timeout` instead of
-    /// `Config::op_timeout`. On [`Error::Timeout`] the receive is cancelled:
+    /// `Config::wait_timeout`. On [`Error::Timeout`] the receive is cancelled:
     /// a message that had not matched it is left for a later receive; one
     /// being pulled into it (a large message) is dropped and its sender's
     /// send fails with [`Error::Cancelled`]; `buf` is not written after the

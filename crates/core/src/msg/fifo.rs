@@ -190,10 +190,10 @@ impl Fifo<'_> {
     }
 
     /// Waits for an entry and takes it into `out`; returns its length.
-    /// Waits at most `Config::op_timeout` ([`Error::Timeout`], nothing
-    /// taken; see [`pop_timeout`](Self::pop_timeout)).
+    /// Waits at most `Config::wait_timeout` (none by default;
+    /// [`Error::Timeout`], nothing taken; see [`pop_timeout`](Self::pop_timeout)).
     pub fn pop(&self, out: &mut [u8]) -> Result<usize> {
-        self.pop_bounded(out, Bound::Op)
+        self.pop_bounded(out, Bound::Paced)
     }
 
     /// [`pop`](Self::pop), giving up after `timeout` with
@@ -296,17 +296,19 @@ impl Endpoint {
     }
 
     /// Appends `entry` to FIFO `key` of `rank`, waiting while it is full
-    /// (the owner's pops wake us; the entry is never dropped). Waits at most
-    /// `Config::op_timeout` ([`Error::Timeout`], and the entry is not
-    /// queued anywhere): also a push into this rank's own full FIFO, which
-    /// only another thread of this process popping could end.
-    /// [`Error::PeerUnreachable`] if the owner dies.
+    /// (the owner's pops wake us; the entry is never dropped). Into another
+    /// rank's full FIFO it waits at most `Config::wait_timeout` (none by
+    /// default: the owner's application paces it); into this rank's own
+    /// full FIFO, which only another thread of this process popping could
+    /// end, at most `Config::op_timeout`. Past it: [`Error::Timeout`], and
+    /// the entry is not queued anywhere. [`Error::PeerUnreachable`] if the
+    /// owner dies.
     pub fn fifo_push(&self, rank: u32, key: FifoKey, entry: &[u8]) -> Result<()> {
-        self.fifo_push_bounded(rank, key, entry, Bound::Op)
+        let bound = if rank == self.rank() { Bound::Op } else { Bound::Paced };
+        self.fifo_push_bounded(rank, key, entry, bound)
     }
 
-    /// [`fifo_push`](Self::fifo_push), giving up after `timeout` instead of
-    /// `Config::op_timeout`.
+    /// [`fifo_push`](Self::fifo_push), giving up after `timeout` instead.
     pub fn fifo_push_timeout(&self, rank: u32, key: FifoKey, entry: &[u8], timeout: std::time::Duration) -> Result<()> {
         self.fifo_push_bounded(rank, key, entry, Bound::After(timeout))
     }

@@ -46,9 +46,10 @@ impl OwnedRecv<'_> {
     /// Waits for the message. Gives the buffer back with the envelope (the
     /// message is in its first `status.len` bytes), or with the error (a
     /// too-short buffer is [`Error::Truncated`] and left untouched). Waits
-    /// at most `Config::op_timeout`; see [`wait_timeout`](Self::wait_timeout).
+    /// at most `Config::wait_timeout` (none by default); see
+    /// [`wait_timeout`](Self::wait_timeout).
     pub fn wait(self) -> (Vec<u8>, Result<RecvStatus>) {
-        self.finish(Bound::Op)
+        self.finish(Bound::Paced)
     }
 
     /// [`wait`](Self::wait), giving up after `timeout`: the receive is then

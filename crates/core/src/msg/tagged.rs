@@ -851,7 +851,8 @@ impl Endpoint {
     /// message longer than `buf` fails with [`Error::Truncated`], leaves
     /// `buf` untouched and is consumed.
     ///
-    /// Waits at most `Config::op_timeout` (see
+    /// Waits at most `Config::wait_timeout` (none by default: until the
+    /// message comes or its sender is declared dead; see
     /// [`recv_timeout`](Self::recv_timeout) for what a timeout leaves).
     pub fn recv(&self, source: u32, tag: u64, buf: &mut [u8]) -> Result<RecvStatus> {
         self.recv_in(0, source, tag, buf)
@@ -859,7 +860,7 @@ impl Endpoint {
 
     /// [`recv`](Self::recv) in matching context `context`.
     pub fn recv_in(&self, context: u32, source: u32, tag: u64, buf: &mut [u8]) -> Result<RecvStatus> {
-        self.recv_in_bounded(context, source, tag, buf, Bound::Op)
+        self.recv_in_bounded(context, source, tag, buf, Bound::Paced)
     }
 
     /// [`recv_in`](Self::recv_in) under `bound`.
@@ -993,7 +994,7 @@ impl Endpoint {
 
     /// Waits until a message from `source` with `tag` has arrived; returns
     /// its envelope (the message stays queued for a receive). Waits at most
-    /// `Config::op_timeout` ([`Error::Timeout`]; see
+    /// `Config::wait_timeout` (none by default; [`Error::Timeout`]; see
     /// [`probe_timeout`](Self::probe_timeout)).
     pub fn probe(&self, source: u32, tag: u64) -> Result<RecvStatus> {
         self.probe_in(0, source, tag)
@@ -1001,7 +1002,7 @@ impl Endpoint {
 
     /// [`probe`](Self::probe) in matching context `context`.
     pub fn probe_in(&self, context: u32, source: u32, tag: u64) -> Result<RecvStatus> {
-        self.probe_in_bounded(context, source, tag, Bound::Op)
+        self.probe_in_bounded(context, source, tag, Bound::Paced)
     }
 
     /// [`probe_in`](Self::probe_in) under `bound`.
@@ -1050,9 +1051,10 @@ impl RecvHandle<'_> {
     }
 
     /// Waits for the message; returns its envelope. Waits at most
-    /// `Config::op_timeout`; see [`wait_timeout`](Self::wait_timeout).
+    /// `Config::wait_timeout` (none by default); see
+    /// [`wait_timeout`](Self::wait_timeout).
     pub fn wait(self) -> Result<RecvStatus> {
-        self.finish(LazyDeadline::new(Bound::Op))
+        self.finish(LazyDeadline::new(Bound::Paced))
     }
 
     /// [`wait`](Self::wait), giving up after `timeout` with
