@@ -21,10 +21,14 @@ demo: build
 # launcher tests run real mpiexec.hydra, and with Open MPI the NAS kernels'
 # MPI comparison builds and mwbench's MPI baselines; iproute2 and nftables:
 # the netns test cluster (scripts/netns-cluster); fonts-dejavu-core: the
-# font mwbench's plots (and their test) draw text with.
-DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libopenmpi-dev iproute2 nftables fonts-dejavu-core
+# font mwbench's plots (and their test) draw text with; python3-venv and
+# python3-dev: shmem4py (from PyPI, in a venv under target/py-shmem) built
+# against our oshcc in shmem-test.
+DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libopenmpi-dev iproute2 nftables fonts-dejavu-core \
+	python3-venv python3-dev
 deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
+	@faces/shmem/tests/shmem4py.sh deps
 
 ## test: install dependencies, then lint and run every test (with short fuzz and soak runs)
 test: deps lint unit miri ctest shmem-test nas fuzz-smoke soak-short
@@ -144,7 +148,8 @@ ctest: capi
 shmem: capi
 	$(MAKE) --no-print-directory -C faces/shmem lib
 
-## shmem-test: the OpenSHMEM tests and examples under oshrun, 1-4 PEs, shared memory and UDP
+## shmem-test: the OpenSHMEM tests and examples under oshrun (1-8 PEs; shared memory, UDP, injected loss,
+## 2 netns hosts as root), then shmem4py's demos and unittest suite
 shmem-test: shmem
 	$(MAKE) --no-print-directory -C faces/shmem check
 

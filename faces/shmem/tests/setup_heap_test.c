@@ -93,21 +93,29 @@ int main(void) {
     CHECK(global_initialized == left, "initialized global %d", global_initialized);
     CHECK(shmem_int_g(&global_initialized, right) == me, "global get");
 
-    /* shmem_ptr: own memory always; a same-host peer's heap unless UDP. */
+    /* shmem_ptr: own memory always; a same-host peer's heap unless UDP.
+     * SHMEM_TEST_PES_PER_HOST (run.sh, for jobs across hosts) says how many
+     * consecutive PEs share a host, as oshrun places them; default all. */
     long *sym = shmem_malloc(sizeof(long) * 4);
     CHECK(shmem_ptr(sym, me) == sym, "own ptr");
     const char *transport = getenv("MW_TRANSPORT");
     int udp = transport && strcmp(transport, "udp") == 0;
+    const char *per_host_text = getenv("SHMEM_TEST_PES_PER_HOST");
+    int per_host = per_host_text ? atoi(per_host_text) : n;
+    CHECK(per_host >= 1 && n % per_host == 0, "SHMEM_TEST_PES_PER_HOST=%s with %d PEs", per_host_text, n);
+    int right_shares_host = me / per_host == right / per_host;
     long *peer = shmem_ptr(sym, right);
-    if (right != me) CHECK((peer == NULL) == udp, "shmem_ptr %p over %s", (void *)peer, udp ? "udp" : "shm");
-    if (peer != NULL) {
+    if (right != me)
+        CHECK((peer == NULL) == (udp || !right_shares_host), "shmem_ptr %p over %s to PE %d (%s host)", (void *)peer,
+              udp ? "udp" : "shm", right, right_shares_host ? "same" : "other");
+    if (peer != NULL)
         peer[1] = 77 + me;
-        shmem_barrier_all();
-        CHECK(sym[1] == 77 + left, "store through shmem_ptr: %ld", sym[1]);
-    } else {
-        shmem_barrier_all();
-    }
-    CHECK(shmem_team_n_pes(SHMEM_TEAM_SHARED) == (udp ? 1 : n), "TEAM_SHARED has %d", shmem_team_n_pes(SHMEM_TEAM_SHARED));
+    else
+        shmem_long_p(&sym[1], 77 + me, right);
+    shmem_barrier_all();
+    CHECK(sym[1] == 77 + left, "store through shmem_ptr or shmem_long_p: %ld", sym[1]);
+    CHECK(shmem_team_n_pes(SHMEM_TEAM_SHARED) == (udp ? 1 : per_host), "TEAM_SHARED has %d",
+          shmem_team_n_pes(SHMEM_TEAM_SHARED));
     shmem_free(sym);
     PASSED("setup_heap_test");
     shmem_finalize();

@@ -83,8 +83,8 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Comma-separated benches: pingpong, bandwidth, bibw, rate, overhead,
-    /// nton, barrier, bcast, allgather, alltoall, allreduce, multicast, loss, overlap
-    /// (default: all; with --quick pingpong,bandwidth).
+    /// nton, barrier, bcast, allgather, alltoall, allreduce, multicast, loss, overlap,
+    /// shmem (default: all; with --quick pingpong,bandwidth).
     #[arg(long, value_delimiter = ',')]
     bench: Vec<String>,
     /// Comma-separated ops, memwire's and baselines' (e.g. put_signal,udp_raw;
@@ -130,7 +130,8 @@ struct Args {
     /// Comma-separated injected loss percentages of the loss bench (default 0,0.1,1,5).
     #[arg(long, value_delimiter = ',')]
     loss: Vec<f64>,
-    /// Skip the MPI baselines (mpich, openmpi) even when installed.
+    /// Skip the MPI baselines (mpich, openmpi, and Open MPI's OSHMEM, op
+    /// oshmem) even when installed.
     #[arg(long)]
     no_mpi: bool,
     /// Under mwrun across hosts: the remote-exec command MPI's launchers
@@ -234,7 +235,12 @@ fn main() {
         rate_window: args.rate_window,
         loss: args.loss,
         process: job.process_size().zip(job.process_transport()),
-        mpi_installed: mpi::LABELS.iter().copied().filter(|l| !args.no_mpi && mpi::installed(l)).collect(),
+        mpi_installed: mpi::LABELS
+            .iter()
+            .chain(mpi::SHMEM_LABELS)
+            .copied()
+            .filter(|&l| (l == "mwshmem" || !args.no_mpi) && mpi::installed(l))
+            .collect(),
         udp_gso: job.process().is_some_and(|(_, net)| net.gso_useful()),
         datagram: job.process().map_or(raw::DATAGRAM, |(_, net)| net.datagram),
         mpi_hosts: job
@@ -246,6 +252,16 @@ fn main() {
         fail("--network-loss must lie in [0, 100)");
     }
     run::set_network_loss(args.network_loss);
+    if options.benches.iter().any(|b| b == "shmem") {
+        for label in mpi::SHMEM_LABELS.iter().filter(|l| !options.mpi_installed.contains(l)) {
+            let why = match *label {
+                "mwshmem" => "target/shmem not built (make shmem)",
+                _ if args.no_mpi => "--no-mpi",
+                _ => "no Open MPI oshcc (openmpi-bin) on the PATH",
+            };
+            out::note(&format!("mwbench: {label} is not available ({why}): no {label} points"));
+        }
+    }
     for label in mpi::LABELS.iter().filter(|l| !args.no_mpi && !options.mpi_installed.contains(l)) {
         out::note(&format!("mwbench: {label} is not installed (no mpicc/launcher on PATH): no {label} baseline"));
     }

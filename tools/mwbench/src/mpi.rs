@@ -13,6 +13,16 @@
 //! rows say `"via":"tcp"`. Open MPI runs with `--allow-run-as-root
 //! --oversubscribe --bind-to none`.
 //!
+//! The OpenSHMEM points (ops `mwshmem` and `oshmem`, bench `shmem`) run
+//! `bench/shmem_bench.c` the same way: built with memwire's own `oshcc`
+//! (`target/shmem/bin/oshcc` beside this binary's `target/`, from `make
+//! shmem`) and launched with its `oshrun` (`udp`: `MW_TRANSPORT=udp`), and
+//! built with Open MPI's `oshcc` and launched with `mpirun.openmpi` (its
+//! `oshrun`; `udp`: `UCX_TLS=tcp,self`, UCX over TCP). Open MPI 4.1's OSHMEM
+//! crashes in `shmem_finalize` on the test machine: the launch then ends
+//! with a problem noted, and the points it printed are kept. They always
+//! run on this host.
+//!
 //! Under an mwrun job that spans hosts a launch carries [`Hosts`]: the
 //! ranks' data addresses, and it runs across the same hosts, rank 0's host
 //! first (the launch is started there, by rank 0):
@@ -106,12 +116,24 @@ fn netns_agent(addrs: &[std::net::IpAddr]) -> Option<String> {
 
 /// The two MPI libraries, as ops.
 pub const LABELS: &[&str] = &["mpich", "openmpi"];
+/// The two OpenSHMEM libraries, as ops: memwire's face and Open MPI's OSHMEM.
+pub const SHMEM_LABELS: &[&str] = &["mwshmem", "oshmem"];
+
+/// `target/shmem/bin/NAME` of the repository this binary was built in
+/// (`target/*/mwbench`): memwire's OpenSHMEM tools.
+fn face_tool(name: &str) -> String {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let target = exe.parent().and_then(Path::parent).unwrap_or(Path::new("target"));
+    target.join("shmem/bin").join(name).display().to_string()
+}
 
 /// Which program a launch runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Program {
     Pt2pt,
     Coll,
+    /// `bench/shmem_bench.c`, for the OpenSHMEM labels.
+    Shmem,
 }
 
 impl Program {
@@ -119,6 +141,7 @@ impl Program {
         match self {
             Program::Pt2pt => ("pt2pt_bench", include_str!("../mpi/pt2pt_bench.c")),
             Program::Coll => ("coll_bench", include_str!("../mpi/coll_bench.c")),
+            Program::Shmem => ("shmem_bench", include_str!("../../../bench/shmem_bench.c")),
         }
     }
 }
@@ -142,35 +165,49 @@ pub struct Launch {
     pub hosts: Option<Hosts>,
 }
 
-fn compiler(label: &str) -> &'static str {
-    if label == "mpich" {
-        "mpicc.mpich"
-    } else {
-        "mpicc.openmpi"
+fn compiler(label: &str) -> String {
+    match label {
+        "mpich" => "mpicc.mpich".into(),
+        "mwshmem" => face_tool("oshcc"),
+        "oshmem" => "oshcc".into(),
+        _ => "mpicc.openmpi".into(),
     }
 }
 
-fn launcher(label: &str) -> &'static str {
-    if label == "mpich" {
-        "mpiexec.mpich"
-    } else {
-        "mpirun.openmpi"
+fn launcher(label: &str) -> String {
+    match label {
+        "mpich" => "mpiexec.mpich".into(),
+        "mwshmem" => face_tool("oshrun"),
+        _ => "mpirun.openmpi".into(),
     }
 }
 
-/// Whether `label`'s compiler and launcher are on the PATH.
+/// Whether `label`'s compiler and launcher are there (on the PATH; for
+/// `mwshmem`, built; for `oshmem`, an `oshcc` that links Open MPI's
+/// liboshmem, not memwire's should that be on the PATH too).
 pub fn installed(label: &str) -> bool {
     let on_path = |name: &str| {
         std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(name).is_file()))
     };
-    on_path(compiler(label)) && on_path(launcher(label))
+    match label {
+        "mwshmem" => Path::new(&compiler(label)).is_file() && Path::new(&launcher(label)).is_file(),
+        "oshmem" => {
+            on_path(&launcher(label))
+                && Command::new(compiler(label))
+                    .arg("-showme:link")
+                    .output()
+                    .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("-loshmem"))
+        }
+        _ => on_path(&compiler(label)) && on_path(&launcher(label)),
+    }
 }
 
 /// Compiles `program` with `label`'s mpicc into the cache (once per content).
 fn executable(label: &str, program: Program) -> Result<PathBuf, String> {
     let (name, source) = program.source();
     let mut hasher = DefaultHasher::new();
-    (label, source).hash(&mut hasher);
+    // The compiler's path too: memwire's oshcc links the library of its own tree.
+    (label, compiler(label), source).hash(&mut hasher);
     let dir = std::env::temp_dir().join("mwbench-mpi");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let exe = dir.join(format!("{name}_{label}_{:016x}", hasher.finish()));
@@ -198,6 +235,16 @@ fn executable(label: &str, program: Program) -> Result<PathBuf, String> {
 
 fn command(launch: &Launch, exe: &PathBuf) -> Command {
     let mut cmd = Command::new(launcher(launch.label));
+    if launch.label == "mwshmem" {
+        if launch.transport == "udp" {
+            cmd.env("MW_TRANSPORT", "udp");
+        } else {
+            cmd.env_remove("MW_TRANSPORT");
+        }
+        // mwrun's `[rank] ` prefix would hide the JSON lines.
+        cmd.args(["-np", &launch.ranks.to_string(), "--no-prefix"]).arg(exe).args(&launch.args);
+        return cmd;
+    }
     if let Some(hosts) = &launch.hosts {
         cmd.args(across_hosts_args(launch, hosts));
         if launch.label == "mpich" {
@@ -206,9 +253,11 @@ fn command(launch: &Launch, exe: &PathBuf) -> Command {
         cmd.args(["-n", &launch.ranks.to_string()]).arg(exe).args(&launch.args);
         return cmd;
     }
-    if launch.label == "openmpi" {
+    if launch.label == "openmpi" || launch.label == "oshmem" {
         cmd.args(["--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]);
-        if launch.transport == "udp" {
+        if launch.transport == "udp" && launch.label == "oshmem" {
+            cmd.args(["-x", "UCX_TLS=tcp,self"]);
+        } else if launch.transport == "udp" {
             cmd.args(["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"]);
         }
     } else if launch.transport == "udp" {
@@ -397,6 +446,9 @@ fn run_once(launch: &Launch, limit: Duration) -> (Vec<Row>, Option<String>) {
     }
     let errors = if err_reader.is_finished() { err_reader.join().unwrap_or_default() } else { String::new() };
     let problem = match status {
+        Ok(s) if s.success() && rows.len() < launch.expect => {
+            Some(format!("exited with {s} after {} of {} points: {}", rows.len(), launch.expect, errors.trim()))
+        }
         Ok(s) if s.success() => None,
         Ok(s) => Some(format!("exited with {s}: {}", errors.trim())),
         Err(e) => Some(e),
@@ -412,11 +464,18 @@ pub fn parse_line(launch: &Launch, line: &str) -> Option<Row> {
     let o = v.as_object_mut()?;
     o.insert("op".into(), launch.label.into());
     o.insert("transport".into(), launch.transport.into());
-    o.insert("via".into(), if launch.transport == "udp" { "tcp" } else { "shm" }.into());
+    let via = match (launch.label, launch.transport) {
+        ("mwshmem", t) => t,
+        (_, "udp") => "tcp",
+        _ => "shm",
+    };
+    o.insert("via".into(), via.into());
     if launch.hosts.is_some() {
         o.insert("path".into(), "hosts".into());
     }
-    o.remove("algo");
+    if launch.program != Program::Shmem {
+        o.remove("algo");
+    }
     if launch.program == Program::Coll {
         o.insert("ranks".into(), launch.ranks.into());
     }
@@ -483,5 +542,25 @@ mod tests {
         assert_eq!((row.bench.as_str(), row.order.as_deref()), ("nton", Some("alltoall")));
         // 4 ranks × 3 peers × 1000 B in 100 µs = 120 MB/s.
         assert_eq!(row.mbps, Some(120.0));
+    }
+
+    #[test]
+    fn shmem_lines_keep_their_routine_and_say_which_path_carried_them() {
+        let line =
+            r#"{"bench":"shmem","algo":"put_signal","ranks":2,"size":8,"iters":100,"median_us":0.4,"p99_us":0.5}"#;
+        let mw = Launch { label: "mwshmem", program: Program::Shmem, ranks: 2, ..launch(Program::Shmem, false) };
+        let row = parse_line(&mw, line).unwrap();
+        assert_eq!(
+            (row.op.as_str(), row.algo.as_deref(), row.via.as_deref()),
+            ("mwshmem", Some("put_signal"), Some("udp"))
+        );
+        let ompi = Launch { label: "oshmem", ..mw.clone() };
+        let row = parse_line(&ompi, &line.replace('}', r#","form":"1.4"}"#)).unwrap();
+        assert_eq!((row.op.as_str(), row.via.as_deref()), ("oshmem", Some("tcp")));
+        assert_eq!(row.extra.get("form").and_then(|v| v.as_str()), Some("1.4"));
+        let args: Vec<String> =
+            command(&mw, &PathBuf::from("/x")).get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(args[..3], ["-np", "2", "--no-prefix"]);
+        assert!(compiler("mwshmem").ends_with("shmem/bin/oshcc") && launcher("mwshmem").ends_with("shmem/bin/oshrun"));
     }
 }

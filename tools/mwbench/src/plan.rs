@@ -31,6 +31,7 @@ pub const ALL_BENCHES: &[&str] = &[
     "multicast",
     "loss",
     "overlap",
+    "shmem",
 ];
 
 /// put_signal with a packet trailer forced on against forced off: run only
@@ -58,6 +59,8 @@ pub fn memwire_ops(bench: &str) -> &'static [&'static str] {
         "nton" => &["put", "multicast"],
         "loss" => &["put", "send_recv"],
         "overlap" => &["send_recv", "isend", "put"],
+        // Its ops are the OpenSHMEM libraries (`baselines`), memwire's among them.
+        "shmem" => &[],
         _ => &["memwire"],
     }
 }
@@ -74,6 +77,7 @@ pub fn baselines(bench: &str, transport: &str) -> &'static [&'static str] {
         ("overhead", "udp") => &["udp_raw"],
         ("overhead", _) => &["memcpy"],
         ("loss" | "overlap", _) => &[],
+        ("shmem", _) => mpi::SHMEM_LABELS,
         _ => &["mpich", "openmpi"],
     }
 }
@@ -129,7 +133,8 @@ pub struct Options {
     pub loss: Vec<f64>,
     /// Under mwrun: (job size, transport of the job).
     pub process: Option<(u32, &'static str)>,
-    /// Which MPI libraries are installed.
+    /// Which MPI and OpenSHMEM libraries are installed (`mpi::LABELS`,
+    /// `mpi::SHMEM_LABELS`).
     pub mpi_installed: Vec<&'static str>,
     /// Whether `udp_gso` is measured: raw baselines between mwrun ranks
     /// (`rawpair`) on a path whose datagrams are small enough for a GSO
@@ -316,6 +321,9 @@ fn validate(o: &Options, benches: &[&'static str]) -> Result<(), String> {
         if size != 2 && benches.iter().any(|b| PT2PT.contains(b)) {
             return Err(format!("{} need exactly 2 ranks under mwrun (this job has {size})", PT2PT.join(", ")));
         }
+        if benches.contains(&"shmem") {
+            return Err("shmem launches its own jobs with oshrun: run mwbench --bench shmem without mwrun".into());
+        }
         if o.ranks.iter().any(|&n| n != size) {
             return Err(format!("under mwrun --ranks can only be the job size ({size})"));
         }
@@ -347,6 +355,9 @@ pub fn build(o: &Options) -> Result<Vec<Step>, String> {
         let colls: Vec<&'static str> = benches.iter().copied().filter(|b| coll::BENCHES.contains(b)).collect();
         if !colls.is_empty() {
             coll_steps(o, &colls, transport, &mut steps)?;
+        }
+        if benches.contains(&"shmem") {
+            shmem_steps(o, transport, &mut steps);
         }
         for &bench in benches.iter().filter(|b| udp_only(b)) {
             if transport == "udp" {
@@ -476,6 +487,47 @@ fn mpi_pt2pt_steps(o: &Options, benches: &[&'static str], transport: &'static st
                 as_nton: false,
                 expect: points.len(),
                 hosts: o.mpi_hosts.clone(),
+            }));
+        }
+    }
+}
+
+/// One launch of `bench/shmem_bench.c` per OpenSHMEM library on 2 PEs:
+/// put, get and put_signal latency by size, fetch_add at 8 B, put/get
+/// bandwidth, barrier, broadcast and sum_reduce, with memwire's sizes and
+/// counts for the same kinds of points.
+fn shmem_steps(o: &Options, transport: &'static str, steps: &mut Vec<Step>) {
+    let mut points = Vec::new();
+    let mut push = |routine: &str, size: usize, count: usize| points.push(format!("{routine}:{size}:{count}"));
+    for size in o.sizes_or(&[8, 1024, 64 << 10, 1 << 20], &[8, 1 << 20]) {
+        for routine in ["put", "get", "put_signal"] {
+            push(routine, size, o.latency_iters(transport, size));
+        }
+    }
+    push("fetch_add", 8, o.latency_iters(transport, 8));
+    for size in o.sizes_or(&[64 << 10, 1 << 20, 16 << 20], &[1 << 20]).into_iter().filter(|&s| s > 0) {
+        for routine in ["put_bw", "get_bw"] {
+            push(routine, size, o.stream_count(transport, size, 512));
+        }
+    }
+    let iters = o.group_iters(2_000, 300);
+    push("barrier", 0, iters);
+    // 1.4 libraries broadcast and reduce 8-byte words.
+    for size in o.sizes_or(&[8, 64 << 10], &[8, 64 << 10]).into_iter().filter(|&s| s >= 8) {
+        push("broadcast", size / 8 * 8, iters);
+        push("sum_reduce", size / 8 * 8, iters);
+    }
+    for &label in mpi::SHMEM_LABELS {
+        if o.mpi_installed.contains(&label) && o.wants(label) {
+            steps.push(Step::Mpi(Launch {
+                label,
+                transport,
+                program: Program::Shmem,
+                ranks: 2,
+                args: vec!["--points".into(), points.join(",")],
+                as_nton: false,
+                expect: points.len(),
+                hosts: None,
             }));
         }
     }
@@ -858,5 +910,31 @@ mod tests {
         let pts = points(&build(&o).unwrap());
         assert!(pts.iter().all(|p| p.1 == "get" || p.1 == "udp_raw"), "{pts:?}");
         assert!(pts.iter().any(|p| p.1 == "udp_raw") && !pts.iter().any(|p| p.2 == "shm" && p.1 == "udp_raw"));
+    }
+
+    #[test]
+    fn shmem_runs_one_launch_per_installed_library_with_every_routine() {
+        let installed = vec!["mwshmem", "oshmem"];
+        let o = Options { benches: vec!["shmem".into()], mpi_installed: installed.clone(), ..options() };
+        let steps = build(&o).unwrap();
+        let launches: Vec<&Launch> =
+            steps.iter().filter_map(|s| if let Step::Mpi(l) = s { Some(l) } else { None }).collect();
+        let labels: Vec<(&str, &str)> = launches.iter().map(|l| (l.label, l.transport)).collect();
+        assert_eq!(labels, [("mwshmem", "udp"), ("oshmem", "udp"), ("mwshmem", "shm"), ("oshmem", "shm")]);
+        assert_eq!(steps.len(), 4, "no memwire points of their own");
+        let points = &launches[0].args[1];
+        for routine in ["put:8:", "get:8:", "put_signal:8:", "fetch_add:8:", "put_bw:", "get_bw:", "barrier:0:"] {
+            assert!(points.contains(routine), "{routine} missing from {points}");
+        }
+        assert!(points.contains("broadcast:8:") && points.contains("sum_reduce:65536:"), "{points}");
+        assert_eq!(launches[0].expect, points.split(',').count());
+        assert_eq!(launches[0].args, launches[1].args, "both libraries measure the same points");
+        // Only what is asked for and installed.
+        let o = Options { ops: vec!["oshmem".into()], ..o };
+        assert!(build(&o).unwrap().iter().all(|s| matches!(s, Step::Mpi(l) if l.label == "oshmem")));
+        let o = Options { ops: Vec::new(), mpi_installed: vec!["mpich"], ..o };
+        assert!(build(&o).is_err(), "nothing to measure");
+        let e = build(&Options { mpi_installed: installed, process: Some((2, "udp")), ..o }).unwrap_err();
+        assert!(e.contains("without mwrun"), "{e}");
     }
 }

@@ -214,8 +214,18 @@ impl Row {
 }
 
 /// The baseline ops of DESIGN §6.
-pub const BASELINES: &[&str] =
-    &["udp_raw", "udp_gso", "tcp_raw", "shm_floor", "shm_floor_2lines", "shm_floor_ring", "memcpy", "mpich", "openmpi"];
+pub const BASELINES: &[&str] = &[
+    "udp_raw",
+    "udp_gso",
+    "tcp_raw",
+    "shm_floor",
+    "shm_floor_2lines",
+    "shm_floor_ring",
+    "memcpy",
+    "mpich",
+    "openmpi",
+    "oshmem",
+];
 
 /// Whether `op` is a baseline.
 pub fn is_baseline_op(op: &str) -> bool {

@@ -10,6 +10,7 @@
 //! | rate                           | `udp_raw`   | the faster MPI                             |
 //! | nton, collectives              | the faster MPI of the same path and job size |  |
 //! | loss                           | the same op at 0% loss                      |  |
+//! | shmem                          | `oshmem`, the same routine (`algo`)          |  |
 //!
 //! Where the rule's baseline is missing the faster MPI of the group is used.
 //! Times compare as `1.51x` (the row takes 1.51 times as long), throughputs
@@ -78,6 +79,8 @@ pub fn reference<'a>(row: &Row, rows: &'a [Row]) -> Option<&'a Row> {
             rows.iter().find(|r| r.op == "udp_raw" && same_point(r, row))
         }
         ("bandwidth" | "bibw" | "overhead", "shm") => rows.iter().find(|r| r.op == "memcpy" && same_point(r, row)),
+        // The same routine (`algo`) under Open MPI's OSHMEM.
+        ("shmem", _) => rows.iter().find(|r| r.op == "oshmem" && r.algo == row.algo && same_point(r, row)),
         _ => None,
     };
     let found = found.or_else(|| if row.bench == "loss" { None } else { fastest_mpi(row, rows) });
