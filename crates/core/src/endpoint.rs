@@ -94,6 +94,9 @@ pub(crate) struct Shared {
     /// waiters poll it next to `fd`.
     mcast_fd: AtomicI32,
     stop: AtomicBool,
+    /// The `Auto` mode's watchdog thread, woken when a nonblocking transfer
+    /// over UDP starts (`Shared::nudge_watchdog`).
+    watchdog: std::sync::OnceLock<std::thread::Thread>,
     /// Bumped on every application call into the endpoint; the watchdog
     /// (`ProgressMode::Auto`) steps in only when it stops moving.
     app_calls: AtomicU64,
@@ -326,6 +329,7 @@ impl Endpoint {
             fd,
             mcast_fd: AtomicI32::new(-1),
             stop: AtomicBool::new(false),
+            watchdog: std::sync::OnceLock::new(),
             app_calls: AtomicU64::new(0),
             app_waiting: AtomicU64::new(0),
             threaded: AtomicBool::new(false),
@@ -367,13 +371,20 @@ impl Endpoint {
             .spawn(move || {
                 confine_background_thread(cpus.as_deref());
                 let mut seen = shared.app_calls.load(Ordering::Relaxed);
+                // Shorter while a UDP transfer is under way, so one that the
+                // application started just before computing is taken over
+                // within a millisecond, not a whole interval later.
+                let mut pause = interval;
                 while !shared.stop.load(Ordering::Acquire) {
-                    std::thread::park_timeout(interval);
+                    std::thread::park_timeout(pause);
                     let calls = shared.app_calls.load(Ordering::Relaxed);
                     if calls != seen || shared.app_waiting.load(Ordering::Relaxed) != 0 {
                         seen = calls;
+                        let transferring = shared.state.try_lock().is_some_and(|state| state.udp_transfer_pending());
+                        pause = if transferring { interval.min(Duration::from_millis(1)) } else { interval };
                         continue;
                     }
+                    pause = interval;
                     let Some(mut state) = shared.state.try_lock() else {
                         continue;
                     };
@@ -394,9 +405,44 @@ impl Endpoint {
                             break;
                         }
                     }
+                    // A transfer over UDP is under way while the application
+                    // computes: drive it to its end (or until the application
+                    // calls again) rather than a few rounds per interval, so a
+                    // nonblocking put, get or send overlaps the computation in
+                    // the default mode too. Between rounds the thread sleeps
+                    // on the sockets, so it costs only the work it does.
+                    while state.udp_transfer_pending() && !shared.stop.load(Ordering::Acquire) {
+                        let deadline = state.next_timeout();
+                        drop(state);
+                        let timeout = shared.until(deadline).min(interval);
+                        let mut blocker =
+                            mw_transport::wait::Waiter::new(mw_transport::wait::WaitPolicy::block_at_once());
+                        let fds = shared.fds();
+                        let _ = blocker.idle(fds.as_slice(), Some(std::time::Instant::now() + timeout));
+                        if shared.app_calls.load(Ordering::Relaxed) != seen
+                            || shared.app_waiting.load(Ordering::Relaxed) != 0
+                        {
+                            break;
+                        }
+                        let Some(locked) = shared.state.try_lock() else {
+                            break;
+                        };
+                        state = locked;
+                        // Under the lock again, for the reason given above.
+                        if shared.app_waiting.load(Ordering::Relaxed) != 0 {
+                            break;
+                        }
+                        for _ in 0..16 {
+                            let now = shared.now();
+                            if !state.progress(now) {
+                                break;
+                            }
+                        }
+                    }
                 }
             })
             .expect("spawning the watchdog thread failed");
+        let _ = self.shared.watchdog.set(handle.thread().clone());
         self.progress_thread = Some(handle);
     }
 
@@ -459,6 +505,14 @@ impl Endpoint {
         // increment lost to a concurrent one still moves it.
         let calls = &self.shared.app_calls;
         calls.store(calls.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        self.shared.lock()
+    }
+
+    /// The state lock, not counted as an application call: for a look that
+    /// makes no progress (`is_complete`), so that an application polling
+    /// it while it computes still has the `Auto` mode's watchdog drive its
+    /// transfers, and is not taken for a rank that serves its peers.
+    pub(crate) fn lock_without_progress(&self) -> StateGuard<'_, State> {
         self.shared.lock()
     }
 
@@ -1212,6 +1266,15 @@ impl Shared {
         self.state.lock()
     }
 
+    /// Wakes the `Auto` mode's watchdog (if it runs): a nonblocking transfer
+    /// over UDP has data beyond the window, which the watchdog drives while
+    /// the application computes, from about a millisecond after its last call.
+    pub(crate) fn nudge_watchdog(&self) {
+        if let Some(thread) = self.watchdog.get() {
+            thread.unpark();
+        }
+    }
+
     pub(crate) fn now(&self) -> ProtoInstant {
         ProtoInstant::from_nanos(self.clock_base.elapsed().as_nanos() as u64)
     }
@@ -1321,6 +1384,14 @@ impl State {
         worked |= self.mcast_progress(now);
         worked |= self.transmit(now);
         worked
+    }
+
+    /// Whether data toward or from a UDP peer is still in flight: sent and
+    /// not yet acknowledged, queued behind the window, or gets still to be
+    /// requested (what the `Auto` mode's watchdog drives while the
+    /// application computes).
+    pub(crate) fn udp_transfer_pending(&self) -> bool {
+        !self.gets.is_idle() || !self.proto.is_quiescent()
     }
 
     /// When the progress engine must run again even if nothing arrives:

@@ -115,7 +115,7 @@ impl<'a> Handle<'a> {
     /// progress thread on (`MW_PROGRESS=thread`), a nonblocking operation
     /// completes while the application computes without calling memwire.
     pub fn is_complete(&self) -> bool {
-        self.ready.is_some() || self.ep.lock().requests.is_done(self.id).unwrap_or(true)
+        self.ready.is_some() || self.ep.lock_without_progress().requests.is_done(self.id).unwrap_or(true)
     }
 
     /// Waits for completion and returns its result. A put, get or atomic

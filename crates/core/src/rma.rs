@@ -287,6 +287,9 @@ impl Endpoint {
         if let Err(error) = self.issue_chunked_put(rank, key, offset, data, handle_id(&handle), None, feed) {
             self.lock().requests.fail(handle_id(&handle), error);
         }
+        if feed == Feed::Whole {
+            self.shared.nudge_watchdog();
+        }
         Ok(handle)
     }
 
@@ -353,6 +356,9 @@ impl Endpoint {
         if let Err(error) = self.issue_chunked_put(rank, key, offset, data, id, Some(&last), feed) {
             self.lock().requests.fail(id, error);
         }
+        if feed == Feed::Whole {
+            self.shared.nudge_watchdog();
+        }
         Ok(handle)
     }
 
@@ -373,6 +379,9 @@ impl Endpoint {
         offset.checked_add(len as u64).ok_or(Error::InvalidArgument("offset + length overflows"))?;
         if rank != self.rank() && !self.shares_memory_with(rank) {
             // Over UDP the chunks are requested a window at a time (crate::get_window).
+            if chunks > 1 {
+                self.shared.nudge_watchdog();
+            }
             return self.start(
                 rank,
                 chunks as u32,

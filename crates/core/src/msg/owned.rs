@@ -40,7 +40,7 @@ impl OwnedRecv<'_> {
 
     /// Whether the receive is complete, without making progress.
     pub fn is_complete(&self) -> bool {
-        self.ep.lock().requests.is_done(self.id).unwrap_or(true)
+        self.ep.lock_without_progress().requests.is_done(self.id).unwrap_or(true)
     }
 
     /// Waits for the message. Gives the buffer back with the envelope (the
@@ -98,7 +98,7 @@ pub struct OwnedSend<'ep> {
 impl OwnedSend<'_> {
     /// Whether the send is complete, without making progress.
     pub fn is_complete(&self) -> bool {
-        self.ep.lock().requests.is_done(self.id).unwrap_or(true)
+        self.ep.lock_without_progress().requests.is_done(self.id).unwrap_or(true)
     }
 
     /// Waits until the buffer may be reused and gives it back with the

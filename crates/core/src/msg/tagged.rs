@@ -1047,7 +1047,7 @@ impl RecvHandle<'_> {
     /// Whether the receive is complete, without making progress (with the
     /// progress thread on, a receive completes while the application computes).
     pub fn is_complete(&self) -> bool {
-        self.ep.lock().requests.is_done(self.id).unwrap_or(true)
+        self.ep.lock_without_progress().requests.is_done(self.id).unwrap_or(true)
     }
 
     /// Waits for the message; returns its envelope. Waits at most
