@@ -1699,7 +1699,9 @@ enum mw_status mw_put(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_
  * Starts a put of `len` bytes from `data` to `offset` of region `key` at
  * `rank` and stores its handle in `*handle`; the handle completes when the
  * data is in the target's memory. `data` must stay valid and unchanged
- * until the handle is consumed (`mw_wait`, `mw_wait_all`, `mw_handle_free`).
+ * until the handle is consumed (`mw_wait`, `mw_wait_all`, `mw_handle_free`):
+ * toward a peer on another host, a large put's bytes are read from `data`
+ * as they leave, not copied at the call.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
@@ -1767,7 +1769,8 @@ enum mw_status mw_put_signal(struct mw_endpoint *ep, uint32_t rank, mw_key key, 
 
 /**
  * Nonblocking `mw_put_signal`: stores the operation's handle in `*handle`.
- * `data` must stay valid and unchanged until the handle is consumed.
+ * `data` must stay valid and unchanged until the handle is consumed (it
+ * may be read as the put leaves, as for `mw_put_nb`).
  *
  * # Safety
  * `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)

@@ -67,7 +67,9 @@ pub unsafe extern "C" fn mw_put(
 /// Starts a put of `len` bytes from `data` to `offset` of region `key` at
 /// `rank` and stores its handle in `*handle`; the handle completes when the
 /// data is in the target's memory. `data` must stay valid and unchanged
-/// until the handle is consumed (`mw_wait`, `mw_wait_all`, `mw_handle_free`).
+/// until the handle is consumed (`mw_wait`, `mw_wait_all`, `mw_handle_free`):
+/// toward a peer on another host, a large put's bytes are read from `data`
+/// as they leave, not copied at the call.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
@@ -85,10 +87,12 @@ pub unsafe extern "C" fn mw_put_nb(
 ) -> mw_status {
     guard(|| {
         // SAFETY: forwarded contract: `data` outlives the handle, which is the
-        // only holder of the 'static slice and is consumed before `data` may go.
+        // only holder of the 'static slice and is consumed (never leaked)
+        // before `data` may go, as `put_nb_lent` requires.
         let (owner, out, data) =
             unsafe { (endpoint(ep)?, ffi::out(handle, "handle")?, ffi::bytes::<'static>(data, len, "data")?) };
-        let h = owner.ep.put_nb(rank, self::key(key), offset, data)?;
+        // SAFETY: as above.
+        let h = unsafe { owner.ep.put_nb_lent(rank, self::key(key), offset, data) }?;
         handle::give(owner, h, out);
         Ok(())
     })
@@ -218,7 +222,8 @@ pub unsafe extern "C" fn mw_put_signal(
 }
 
 /// Nonblocking `mw_put_signal`: stores the operation's handle in `*handle`.
-/// `data` must stay valid and unchanged until the handle is consumed.
+/// `data` must stay valid and unchanged until the handle is consumed (it
+/// may be read as the put leaves, as for `mw_put_nb`).
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
@@ -240,7 +245,8 @@ pub unsafe extern "C" fn mw_put_signal_nb(
         let (owner, out, data) =
             unsafe { (endpoint(ep)?, ffi::out(handle, "handle")?, ffi::bytes::<'static>(data, len, "data")?) };
         let signal = signal_from(&signal)?;
-        let h = owner.ep.put_signal_nb(rank, self::key(key), offset, data, signal)?;
+        // SAFETY: as for `mw_put_nb`: the handle is consumed before `data` may go.
+        let h = unsafe { owner.ep.put_signal_nb_lent(rank, self::key(key), offset, data, signal) }?;
         handle::give(owner, h, out);
         Ok(())
     })

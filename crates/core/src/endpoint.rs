@@ -1371,14 +1371,16 @@ impl State {
         }
         worked |= self.mcast_receive(now, max_datagrams);
         worked |= self.poll_shm(now);
-        if !self.gets.is_idle() {
-            worked |= self.pump_gets(now);
-        }
         if self.proto.poll_timeout().is_some_and(|t| t <= now) {
             self.proto.handle_timeout(now);
             worked = true;
         }
         worked |= self.drain_events(now);
+        // After the acknowledgements: the room they made takes more get
+        // requests and fed puts this round.
+        if !self.gets.is_idle() {
+            worked |= self.pump_gets(now);
+        }
         self.internal_progress(now);
         worked |= self.msg_progress(now);
         worked |= self.mcast_progress(now);

@@ -20,13 +20,18 @@
 //! ([`GetWindow::on_answer`] says how many of the pushed chunks each one
 //! completed), so the target's cut need not match ours.
 //!
+//! Large puts toward a peer wait in the same line ([`PutFeed`], see
+//! `crate::put_feed`): their bytes stay in the caller's buffer and are
+//! copied into the send queue a little ahead of the protocol's window, in
+//! turn with the gets and held operations around them.
+//!
 //! Order: operations to one target take effect in issue order on every
 //! path (`Endpoint::fence`). A get whose chunks wait here has not reached
 //! the target yet, so any operation issued toward that peer after it
 //! (a put, an atomic, a put_signal, a message: anything but a reply) waits
 //! here too, as a [`HeldOp`] behind those chunks, and [`GetWindow::next`]
 //! yields it once every chunk before it has been asked for. Only while a
-//! get waits: puts to a peer with no get waiting go out at once.
+//! get or a fed put waits: puts to a peer with nothing waiting go out at once.
 //!
 //! Must not: send anything (the endpoint issues what [`GetWindow::next`]
 //! yields) or decide whether a request still wants its data (the caller
@@ -35,6 +40,7 @@
 
 use std::collections::VecDeque;
 
+use crate::put_feed::PutFeed;
 use crate::request::RequestId;
 
 /// Most bytes one get request message asks for: a few dozen datagrams,
@@ -68,12 +74,15 @@ pub(crate) struct HeldOp {
 }
 
 /// What [`GetWindow::next`] yields toward a peer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Next {
     /// A span of get chunks to request.
     Chunk(GetChunk),
     /// An operation that was waiting behind get chunks, to send now.
     Op(HeldOp),
+    /// A put to feed while the send queue has room; what is left of it
+    /// goes back first in line ([`GetWindow::resume_put`]).
+    Put(PutFeed),
 }
 
 /// One entry of a peer's queue, in issue order.
@@ -81,13 +90,14 @@ pub(crate) enum Next {
 enum Waiting {
     Chunk(GetChunk),
     Op(HeldOp),
+    Put(PutFeed),
 }
 
 impl Waiting {
     fn chunk(&self) -> Option<&GetChunk> {
         match self {
             Waiting::Chunk(c) => Some(c),
-            Waiting::Op(_) => None,
+            Waiting::Op(_) | Waiting::Put(_) => None,
         }
     }
 }
@@ -138,11 +148,13 @@ impl PeerGets {
     /// (or for all that waits, if less), so that answers trickling in do
     /// not each let one small request out (which would cost a request
     /// message per datagram of data).
-    fn may_ask(&self, limit: u64) -> bool {
+    fn may_ask(&self, limit: u64, send_room: bool) -> bool {
         let first = match self.waiting.front() {
             None => return false,
             // A held operation takes no room: it goes as soon as it is first.
             Some(Waiting::Op(_)) => return true,
+            // A put waits for room in the send queue, not in the get window.
+            Some(Waiting::Put(_)) => return send_room,
             Some(Waiting::Chunk(first)) => first,
         };
         let want = first.len.max(MAX_SPAN.min(limit / 2).min(self.waiting_bytes));
@@ -160,6 +172,8 @@ pub(crate) struct GetWindow {
     waiting: usize,
     /// The peers with entries waiting (no scan over every peer).
     waiting_peers: Vec<u32>,
+    /// Puts waiting, over all peers.
+    puts: usize,
 }
 
 impl GetWindow {
@@ -170,6 +184,7 @@ impl GetWindow {
             limit: limit.max(1) as u64,
             waiting: 0,
             waiting_peers: Vec::new(),
+            puts: 0,
         }
     }
 
@@ -199,6 +214,47 @@ impl GetWindow {
         self.enqueue(peer, Waiting::Op(op));
     }
 
+    /// Queues a put to feed toward `peer`, behind what waits for it.
+    pub(crate) fn push_put(&mut self, peer: u32, feed: PutFeed) {
+        self.puts += 1;
+        self.enqueue(peer, Waiting::Put(feed));
+    }
+
+    /// Puts back, first in its peer's line, what is left of a put that
+    /// [`next`](Self::next) yielded.
+    pub(crate) fn resume_put(&mut self, peer: u32, feed: PutFeed) {
+        let p = &mut self.peers[peer as usize];
+        if p.waiting.is_empty() {
+            self.waiting_peers.push(peer);
+        }
+        p.waiting.push_front(Waiting::Put(feed));
+        self.waiting += 1;
+        self.puts += 1;
+    }
+
+    /// Removes the put of request `id` still waiting, if any; returns
+    /// whether there was one.
+    pub(crate) fn remove_put(&mut self, id: RequestId) -> bool {
+        if self.puts == 0 {
+            return false;
+        }
+        for i in 0..self.waiting_peers.len() {
+            let peer = self.waiting_peers[i];
+            let p = &mut self.peers[peer as usize];
+            let Some(at) = p.waiting.iter().position(|w| matches!(w, Waiting::Put(f) if f.req == id)) else {
+                continue;
+            };
+            p.waiting.remove(at);
+            if p.waiting.is_empty() {
+                self.waiting_peers.swap_remove(i);
+            }
+            self.waiting -= 1;
+            self.puts -= 1;
+            return true;
+        }
+        false
+    }
+
     /// Bytes of the operations held toward `peer` (they count as queued
     /// toward it, for backpressure).
     pub(crate) fn held_bytes(&self, peer: u32) -> usize {
@@ -220,13 +276,25 @@ impl GetWindow {
     /// bytes and the window's room. It counts as asked from now on.
     /// An operation held behind chunks comes out as [`Next::Op`] once it
     /// is first in its peer's queue.
-    pub(crate) fn next(&mut self) -> Option<(u32, Next)> {
+    ///
+    /// A put first in its peer's line comes out as [`Next::Put`] when
+    /// `send_room(peer)` says the send queue toward it has room.
+    pub(crate) fn next(&mut self, send_room: impl Fn(u32) -> bool) -> Option<(u32, Next)> {
         let limit = self.limit;
-        let i = self.waiting_peers.iter().position(|&peer| self.peers[peer as usize].may_ask(limit))?;
+        let i =
+            self.waiting_peers.iter().position(|&peer| self.peers[peer as usize].may_ask(limit, send_room(peer)))?;
         let peer = self.waiting_peers[i];
         let p = &mut self.peers[peer as usize];
         let mut span = match p.waiting.pop_front()? {
             Waiting::Chunk(span) => span,
+            Waiting::Put(feed) => {
+                if p.waiting.is_empty() {
+                    self.waiting_peers.swap_remove(i);
+                }
+                self.waiting -= 1;
+                self.puts -= 1;
+                return Some((peer, Next::Put(feed)));
+            }
             Waiting::Op(op) => {
                 p.held_bytes -= op.msg.len();
                 if p.waiting.is_empty() {
@@ -308,6 +376,10 @@ impl GetWindow {
             .filter_map(|w| match w {
                 Waiting::Chunk(c) => Some(c.req),
                 Waiting::Op(op) => op.waiter,
+                Waiting::Put(feed) => {
+                    self.puts -= 1;
+                    Some(feed.req)
+                }
             })
             .collect();
         reqs.dedup();
@@ -331,9 +403,10 @@ mod tests {
 
     /// The next span to ask for; panics on a held operation.
     fn ask(w: &mut GetWindow) -> Option<(u32, GetChunk)> {
-        w.next().map(|(peer, next)| match next {
+        w.next(|_| true).map(|(peer, next)| match next {
             Next::Chunk(c) => (peer, c),
             Next::Op(op) => panic!("a held operation where a chunk was expected: {op:?}"),
+            Next::Put(feed) => panic!("a put where a chunk was expected: {feed:?}"),
         })
     }
 
@@ -457,16 +530,16 @@ mod hold_tests {
         w.push(1, chunk(8, 0, 30));
         w.hold(1, op(2, 21));
         assert_eq!(w.held_bytes(1), 20);
-        assert_eq!(w.next(), Some((1, Next::Chunk(chunk(7, 0, 60)))));
-        assert_eq!(w.next(), None, "the window is full; the held put stays behind the chunks");
+        assert_eq!(w.next(|_| true), Some((1, Next::Chunk(chunk(7, 0, 60)))));
+        assert_eq!(w.next(|_| true), None, "the window is full; the held put stays behind the chunks");
         assert_eq!(w.on_answer(1, RequestId(7), Some(60)), Some(1));
-        assert_eq!(w.next(), Some((1, Next::Chunk(chunk(7, 60, 60)))));
+        assert_eq!(w.next(|_| true), Some((1, Next::Chunk(chunk(7, 60, 60)))));
         assert_eq!(w.on_answer(1, RequestId(7), Some(60)), Some(1));
-        assert_eq!(w.next(), Some((1, Next::Chunk(chunk(7, 120, 60)))));
-        assert_eq!(w.next(), Some((1, Next::Op(op(1, 20)))), "every chunk before it asked: out it goes");
-        assert_eq!(w.next(), Some((1, Next::Chunk(chunk(8, 0, 30)))), "30 bytes fit beside the 60 asked");
-        assert_eq!(w.next(), Some((1, Next::Op(op(2, 21)))));
-        assert_eq!(w.next(), None);
+        assert_eq!(w.next(|_| true), Some((1, Next::Chunk(chunk(7, 120, 60)))));
+        assert_eq!(w.next(|_| true), Some((1, Next::Op(op(1, 20)))), "every chunk before it asked: out it goes");
+        assert_eq!(w.next(|_| true), Some((1, Next::Chunk(chunk(8, 0, 30)))), "30 bytes fit beside the 60 asked");
+        assert_eq!(w.next(|_| true), Some((1, Next::Op(op(2, 21)))));
+        assert_eq!(w.next(|_| true), None);
         assert!(w.is_idle() && !w.must_hold(1));
         assert_eq!(w.held_bytes(1), 0);
         // A peer that dies fails its held operations' requests too.
@@ -476,5 +549,51 @@ mod hold_tests {
         assert_eq!(w.clear_peer(2), vec![RequestId(9), RequestId(22)]);
         assert!(w.is_idle());
         assert_eq!(w.held_bytes(2), 0);
+    }
+
+    fn feed(req: u32) -> PutFeed {
+        static SOURCE: [u8; 4096] = [7; 4096];
+        PutFeed {
+            req: RequestId(req),
+            key: 1,
+            offset: 0,
+            source: crate::put_feed::FeedSource::from_static(&SOURCE),
+            chunk: 1024,
+            fed: 0,
+            signal: None,
+        }
+    }
+
+    /// A put waits its turn in line and for room in the send queue (not in
+    /// the get window); what is left of it goes back first; operations
+    /// behind it stay behind it; a removed put frees its place.
+    #[test]
+    fn puts_wait_in_line_for_send_room() {
+        let mut w = GetWindow::new(2, 100);
+        w.push_put(1, feed(5));
+        assert!(w.must_hold(1), "operations issued after a put wait behind it");
+        w.hold(1, op(1, 20));
+        assert_eq!(w.next(|_| false), None, "no room in the send queue: nothing moves");
+        let Some((1, Next::Put(mut first))) = w.next(|_| true) else { panic!("the put comes first") };
+        first.fed = 1024;
+        w.resume_put(1, first);
+        assert_eq!(w.next(|_| false), None, "the rest is first again, and still waits for room");
+        let Some((1, Next::Put(rest))) = w.next(|_| true) else { panic!("the rest of the put") };
+        assert_eq!(rest.fed, 1024);
+        assert_eq!(w.next(|_| false), Some((1, Next::Op(op(1, 20)))), "then what was held behind it");
+        assert!(w.is_idle());
+
+        w.push_put(1, feed(6));
+        w.push_put(1, feed(7));
+        assert!(w.remove_put(RequestId(6)));
+        assert!(!w.remove_put(RequestId(6)), "gone");
+        let Some((1, Next::Put(left))) = w.next(|_| true) else { panic!("the other put") };
+        assert_eq!(left.req, RequestId(7));
+        assert!(w.is_idle() && !w.remove_put(RequestId(7)));
+
+        w.push_put(1, feed(8));
+        w.push(1, chunk(9, 0, 10));
+        assert_eq!(w.clear_peer(1), vec![RequestId(8), RequestId(9)]);
+        assert!(w.is_idle() && !w.remove_put(RequestId(8)), "a cleared peer's puts are gone");
     }
 }

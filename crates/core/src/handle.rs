@@ -54,12 +54,25 @@ pub struct Handle<'a> {
     /// How long [`wait`](Self::wait) waits: the operation timeout, except
     /// for a send, whose completion is paced by the receiver's application.
     bound: Bound,
+    /// A put fed from the caller's buffer (crate::put_feed): its feed is
+    /// removed before this handle ends.
+    lent: bool,
     _source: PhantomData<&'a [u8]>,
 }
 
 impl<'a> Handle<'a> {
     pub(crate) fn new(ep: &'a Endpoint, id: RequestId, landing: Landing<'a>) -> Handle<'a> {
-        Handle { ep, id, landing, finished: false, ready: None, pinned: false, bound: Bound::Op, _source: PhantomData }
+        Handle {
+            ep,
+            id,
+            landing,
+            finished: false,
+            ready: None,
+            pinned: false,
+            bound: Bound::Op,
+            lent: false,
+            _source: PhantomData,
+        }
     }
 
     /// A handle whose wait is not bounded by the operation timeout: a send
@@ -79,8 +92,14 @@ impl<'a> Handle<'a> {
             ready: Some(result),
             pinned: false,
             bound: Bound::Op,
+            lent: false,
             _source: PhantomData,
         }
+    }
+
+    /// Marks the handle of a put fed from the caller's buffer.
+    pub(crate) fn set_lent(&mut self) {
+        self.lent = true;
     }
 
     pub(crate) fn id(&self) -> RequestId {
@@ -175,6 +194,11 @@ impl<'a> Handle<'a> {
         let unpin = Unpin { ep: self.ep, id, armed: self.pinned };
         let taken = self.ep.wait_and_take(id, bound);
         self.finished = true;
+        if self.lent {
+            // A failed put may leave part of its feed waiting: it must not
+            // read the caller's buffer once we return.
+            self.ep.lock().forget_put_feed(id);
+        }
         if let Some((Err(Error::Timeout), _)) = &taken {
             // Abandoned: the slot is freed now (a late reply finds a stale
             // id and is dropped) and nothing lands in the buffer after we
@@ -228,7 +252,11 @@ impl<'a> Handle<'a> {
 impl Drop for Handle<'_> {
     fn drop(&mut self) {
         if !self.finished && self.ready.is_none() {
-            self.ep.lock().requests.release(self.id);
+            let mut state = self.ep.lock();
+            if self.lent {
+                state.forget_put_feed(self.id);
+            }
+            state.requests.release(self.id);
         }
     }
 }

@@ -96,6 +96,7 @@ mod lock;
 mod mcast;
 mod memory;
 mod msg;
+mod put_feed;
 // Private: `RawMem` views, `AlignedBuf`, `PeerWindow` and `RegionTable` are
 // the unsafe island's internals; only its value types are re-exported below.
 mod region;

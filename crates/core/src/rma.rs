@@ -13,6 +13,7 @@ use mw_wire::op::{self, AtomicOp, AtomicWidth, OpRepr, SignalOp};
 use crate::endpoint::{Endpoint, State};
 use crate::get_window::{GetChunk, HeldOp, Next};
 use crate::handle::{Handle, Landing};
+use crate::put_feed::{FeedSignal, FeedSource, PutFeed};
 use crate::region::RegionKey;
 use crate::request::{Output, RequestId};
 use crate::target::strided_extent;
@@ -79,19 +80,7 @@ impl Endpoint {
         output: Output,
         issue: impl FnOnce(&mut State, RequestId) -> Result<()>,
     ) -> Result<Handle<'a>> {
-        self.start_fed(rank, parts, landing, output, Feed::Whole, issue)
-    }
-
-    /// [`start`](Self::start) with the send-queue bound `feed` waits on.
-    fn start_fed<'a>(
-        &'a self,
-        rank: u32,
-        parts: u32,
-        landing: Landing<'a>,
-        output: Output,
-        feed: Feed,
-        issue: impl FnOnce(&mut State, RequestId) -> Result<()>,
-    ) -> Result<Handle<'a>> {
+        let feed = Feed::Whole;
         self.check_rank(rank)?;
         // One lock on the common path: room is checked under the same lock
         // the operation is issued under, and waited for only when short.
@@ -148,9 +137,9 @@ impl Endpoint {
         self.data_chunk(rank, op.min_header_len())
     }
 
-    /// Sends `data` as one or more put messages; the last one may be a
+    /// Sends `data` as one or more put messages, copied into the send
+    /// queue at once (up to the memory bound); the last one may be a
     /// different operation (put_signal) built by `last`.
-    #[allow(clippy::too_many_arguments)] // the put's fields, its request, and how it is fed
     fn issue_chunked_put(
         &self,
         rank: u32,
@@ -159,7 +148,6 @@ impl Endpoint {
         data: &[u8],
         id: RequestId,
         last: Option<&LastChunkOp<'_>>,
-        feed: Feed,
     ) -> Result<()> {
         let chunk = self.put_chunk(rank, last.is_some());
         let count = data.len().div_ceil(chunk).max(1);
@@ -169,7 +157,7 @@ impl Endpoint {
         let mut index = 0;
         while index < count {
             if index > 0 {
-                self.wait_for_room_fed(rank, feed)?;
+                self.wait_for_room_fed(rank, Feed::Whole)?;
             }
             // Under one lock, as many messages as the queue takes; then they
             // leave together (one batch of datagrams, not one send each).
@@ -194,7 +182,7 @@ impl Endpoint {
                     Err(error) => break Err(error),
                 }
                 index += 1;
-                if index == count || (feed == Feed::JustAhead && queue_full(&state, rank, feed)) {
+                if index == count {
                     break Ok(());
                 }
             };
@@ -262,19 +250,31 @@ impl Endpoint {
     /// before it already fill `MW_MAX_QUEUED` bytes toward `rank`, and the
     /// first put of several messages into a range not yet proven to fit
     /// waits one round trip for that proof (a put that does not fit writes
-    /// nothing).
+    /// nothing). [`put_nb_lent`](Self::put_nb_lent) reads the bytes from
+    /// `data` as they leave instead, saving the copy of a large put into
+    /// the queue, for callers who can promise the handle is not leaked.
     pub fn put_nb<'a>(&'a self, rank: u32, key: RegionKey, offset: u64, data: &'a [u8]) -> Result<Handle<'a>> {
-        self.put_fed(rank, key, offset, data, Feed::Whole)
+        self.put_fed(rank, key, offset, data, None)
     }
 
-    fn put_fed<'a>(&'a self, rank: u32, key: RegionKey, offset: u64, data: &'a [u8], feed: Feed) -> Result<Handle<'a>> {
+    /// A put; with `lent` (the same bytes as `data`), a put of several
+    /// messages toward a UDP peer is fed from the caller's buffer
+    /// (crate::put_feed) instead of copied into the send queue at once.
+    pub(crate) fn put_fed<'a>(
+        &'a self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        data: &'a [u8],
+        lent: Option<FeedSource>,
+    ) -> Result<Handle<'a>> {
         if self.shm_put(rank, key, offset, data).is_some() {
             return Ok(Handle::ready(self, Ok(Output::None)));
         }
         let chunk = self.put_chunk(rank, false);
         let chunks = data.len().div_ceil(chunk).max(1) as u32;
         if chunks == 1 {
-            return self.start_fed(rank, 1, Landing::Nothing, Output::None, feed, |state, id| {
+            return self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
                 let repr = if data.len() <= op::INLINE_MAX {
                     OpRepr::PutInline(op::PutInline { req: id.0, key: key.0, offset, body: &[] })
                 } else {
@@ -283,21 +283,20 @@ impl Endpoint {
                 state.send_op(self.shared.now(), rank, &repr, data, Some(id))
             });
         }
-        let handle = self.start_fed(rank, chunks, Landing::Nothing, Output::None, feed, |_, _| Ok(()))?;
-        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, handle_id(&handle), None, feed) {
-            self.lock().requests.fail(handle_id(&handle), error);
+        let mut handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
+        let id = handle_id(&handle);
+        if lent.is_some() {
+            handle.set_lent();
         }
-        if feed == Feed::Whole {
-            self.shared.nudge_watchdog();
+        let issued = match lent {
+            Some(source) if self.is_udp_peer(rank) => self.issue_fed_put(rank, key, offset, id, source, chunk, None),
+            _ => self.issue_chunked_put(rank, key, offset, data, id, None),
+        };
+        if let Err(error) = issued {
+            self.lock().requests.fail(id, error);
         }
+        self.shared.nudge_watchdog();
         Ok(handle)
-    }
-
-    /// Put, waiting until the data is in the target's memory. Over UDP it
-    /// copies only a little ahead of what the window lets out
-    /// (`MW_COPY_AHEAD`), so the bytes are still cached when they leave.
-    pub fn put(&self, rank: u32, key: RegionKey, offset: u64, data: &[u8]) -> Result<()> {
-        self.put_fed(rank, key, offset, data, Feed::Whole)?.wait()
     }
 
     /// Stores a 64-bit value (little-endian) at the target (PPRAM-Link's bit-of-data write).
@@ -316,17 +315,18 @@ impl Endpoint {
         data: &'a [u8],
         signal: Signal,
     ) -> Result<Handle<'a>> {
-        self.put_signal_fed(rank, key, offset, data, signal, Feed::Whole)
+        self.put_signal_fed(rank, key, offset, data, signal, None)
     }
 
-    fn put_signal_fed<'a>(
+    /// A put_signal; `lent` as for [`put_fed`](Self::put_fed).
+    pub(crate) fn put_signal_fed<'a>(
         &'a self,
         rank: u32,
         key: RegionKey,
         offset: u64,
         data: &'a [u8],
         signal: Signal,
-        feed: Feed,
+        lent: Option<FeedSource>,
     ) -> Result<Handle<'a>> {
         if self.shm_put_signal(rank, key, offset, data, signal).is_some() {
             return Ok(Handle::ready(self, Ok(Output::None)));
@@ -346,25 +346,60 @@ impl Endpoint {
             })
         };
         if chunks == 1 {
-            return self.start_fed(rank, 1, Landing::Nothing, Output::None, feed, |state, id| {
+            return self.start(rank, 1, Landing::Nothing, Output::None, |state, id| {
                 state.send_op(self.shared.now(), rank, &build(id, offset), data, Some(id))
             });
         }
-        let handle = self.start_fed(rank, chunks, Landing::Nothing, Output::None, feed, |_, _| Ok(()))?;
+        let mut handle = self.start(rank, chunks, Landing::Nothing, Output::None, |_, _| Ok(()))?;
         let id = handle_id(&handle);
-        let last = move |at: u64, _body: &[u8]| build(id, at);
-        if let Err(error) = self.issue_chunked_put(rank, key, offset, data, id, Some(&last), feed) {
+        if lent.is_some() {
+            handle.set_lent();
+        }
+        let issued = match lent {
+            Some(source) if self.is_udp_peer(rank) => {
+                let fed = FeedSignal { key: signal.key.0, offset: signal.offset, op: signal.op, value: signal.value };
+                self.issue_fed_put(rank, key, offset, id, source, chunk, Some(fed))
+            }
+            _ => {
+                let last = move |at: u64, _body: &[u8]| build(id, at);
+                self.issue_chunked_put(rank, key, offset, data, id, Some(&last))
+            }
+        };
+        if let Err(error) = issued {
             self.lock().requests.fail(id, error);
         }
-        if feed == Feed::Whole {
-            self.shared.nudge_watchdog();
-        }
+        self.shared.nudge_watchdog();
         Ok(handle)
     }
 
-    /// put_signal, waiting for completion at the target.
-    pub fn put_signal(&self, rank: u32, key: RegionKey, offset: u64, data: &[u8], signal: Signal) -> Result<()> {
-        self.put_signal_fed(rank, key, offset, data, signal, Feed::JustAhead)?.wait()
+    /// Whether `rank` is reached over UDP (not this rank, not on this host).
+    fn is_udp_peer(&self, rank: u32) -> bool {
+        rank != self.rank() && !self.shares_memory_with(rank)
+    }
+
+    /// Queues a put of several messages (request `id`) to be fed from
+    /// `source` toward UDP peer `rank` (crate::put_feed), after making sure
+    /// the target will accept all of it, and feeds what the send queue
+    /// takes now.
+    #[allow(clippy::too_many_arguments)] // the put's fields, its request, and how it is cut
+    fn issue_fed_put(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        id: RequestId,
+        source: FeedSource,
+        chunk: usize,
+        signal: Option<FeedSignal>,
+    ) -> Result<()> {
+        let count = source.len().div_ceil(chunk) as u32;
+        if !self.probe_put_extent(rank, key, offset, source.len(), id, count)? {
+            return Ok(()); // refused: the request holds the error, nothing was written
+        }
+        let mut state = self.lock();
+        state.gets.push_put(rank, PutFeed { req: id, key: key.0, offset, source, chunk, fed: 0, signal });
+        state.pump_gets(self.shared.now());
+        Ok(())
     }
 
     /// Nonblocking get: reads `out.len()` bytes at `offset` of region `key`
@@ -774,19 +809,32 @@ const MAX_VERIFIED_PUT_ENDS: usize = 4096;
 
 impl State {
     /// Requests the get chunks the windows of their peers have room for
-    /// (crate::get_window). Returns whether any went out.
+    /// (crate::get_window), and feeds the puts waiting with them while the
+    /// send queue has room (crate::put_feed). Returns whether any went out.
     pub(crate) fn pump_gets(&mut self, now: mw_proto::time::Instant) -> bool {
         self.with_transmit_held(now, |state| state.request_get_chunks(now))
     }
 
     fn request_get_chunks(&mut self, now: mw_proto::time::Instant) -> bool {
         let mut worked = false;
-        while let Some((peer, next)) = self.gets.next() {
+        let copy_ahead = self.config.copy_ahead_bytes;
+        loop {
+            let proto = &self.proto;
+            let Some((peer, next)) = self.gets.next(|peer| State::feed_has_room(proto, copy_ahead, peer)) else {
+                break;
+            };
             let chunk = match next {
                 Next::Chunk(chunk) => chunk,
                 Next::Op(held) => {
                     worked = true;
                     self.submit_held(now, peer, held);
+                    continue;
+                }
+                Next::Put(feed) => {
+                    worked = true;
+                    if let Some(rest) = self.feed_put(now, peer, feed) {
+                        self.gets.resume_put(peer, rest);
+                    }
                     continue;
                 }
             };

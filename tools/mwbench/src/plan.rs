@@ -52,7 +52,7 @@ pub fn memwire_ops(bench: &str) -> &'static [&'static str] {
             "put_signal_auth",
             "put_signal_crc",
         ],
-        "bandwidth" => &["put", "get", "send_recv"],
+        "bandwidth" => &["put", "put_lent", "get", "send_recv"],
         "bibw" => &["put", "send_recv"],
         "rate" => &["put", "fetch_add", "send_recv", "am"],
         "overhead" => &["put", "put_signal", "send_recv"],

@@ -40,6 +40,20 @@ fn put_stream(ep: &Endpoint, key: RegionKey, peer: u32, data: &[u8], count: usiz
     drain(outstanding);
 }
 
+/// [`put_stream`] with `put_nb_lent`: each put's bytes are read from `data`
+/// as they leave (what the C API's `mw_put_nb` does), not copied at the call.
+#[allow(unsafe_code)]
+fn put_lent_stream(ep: &Endpoint, key: RegionKey, peer: u32, data: &[u8], count: usize, window: usize) {
+    let mut outstanding = VecDeque::with_capacity(window);
+    for _ in 0..count {
+        // SAFETY: `data` is borrowed for this whole function and every handle
+        // is waited on before it returns (`push_windowed`, `drain`).
+        let h = unsafe { ep.put_nb_lent(peer, key, 0, data) }.expect("put_nb_lent");
+        push_windowed(&mut outstanding, window, h);
+    }
+    drain(outstanding);
+}
+
 /// `count` gets of `size` bytes from `peer`, between `window / 2` and
 /// `window` outstanding. A handle borrows its destination, so the buffers
 /// are two halves that take turns: one half is reissued while the other is
@@ -131,6 +145,7 @@ fn one_way(ep: &Endpoint, op: &str, size: usize, count: usize, window: usize) ->
     let t0 = Instant::now();
     match (op, ep.rank()) {
         ("put", 0) => put_stream(ep, key, 1, &data, count, window),
+        ("put_lent", 0) => put_lent_stream(ep, key, 1, &data, count, window),
         ("get", 0) => get_stream(ep, key, 1, &mut bufs, count, window),
         ("send_recv", 0) => {
             send_stream(ep, 1, &mut bufs, count, window);
