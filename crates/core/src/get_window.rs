@@ -232,6 +232,20 @@ impl GetWindow {
         self.puts += 1;
     }
 
+    /// The put of request `id` still waiting, if any.
+    pub(crate) fn put_mut(&mut self, id: RequestId) -> Option<&mut PutFeed> {
+        if self.puts == 0 {
+            return None;
+        }
+        let peer = *self.waiting_peers.iter().find(|&&peer| {
+            self.peers[peer as usize].waiting.iter().any(|w| matches!(w, Waiting::Put(feed) if feed.req == id))
+        })?;
+        self.peers[peer as usize].waiting.iter_mut().find_map(|w| match w {
+            Waiting::Put(feed) if feed.req == id => Some(feed),
+            _ => None,
+        })
+    }
+
     /// Removes the put of request `id` still waiting, if any; returns
     /// whether there was one.
     pub(crate) fn remove_put(&mut self, id: RequestId) -> bool {

@@ -194,9 +194,9 @@ impl<'a> Handle<'a> {
         let unpin = Unpin { ep: self.ep, id, armed: self.pinned };
         let taken = self.ep.wait_and_take(id, bound);
         self.finished = true;
-        if self.lent {
-            // A failed put may leave part of its feed waiting: it must not
-            // read the caller's buffer once we return.
+        if self.lent && !matches!(taken, Some((Ok(()), _))) {
+            // A failed or abandoned put may leave part of its feed waiting:
+            // it must not read the caller's buffer once we return.
             self.ep.lock().forget_put_feed(id);
         }
         if let Some((Err(Error::Timeout), _)) = &taken {
@@ -254,7 +254,7 @@ impl Drop for Handle<'_> {
         if !self.finished && self.ready.is_none() {
             let mut state = self.ep.lock();
             if self.lent {
-                state.forget_put_feed(self.id);
+                state.keep_put_feed(self.id);
             }
             state.requests.release(self.id);
         }

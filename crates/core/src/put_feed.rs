@@ -9,11 +9,13 @@
 //! kernel copies them again; copying a whole large put at once leaves them
 //! cold by the time they leave.
 //!
-//! The invariant everything here rests on: a feed reads its source only
-//! while the handle of its request is alive. Every path that ends a handle
-//! (waited, timed out, dropped) removes the request's feed first
-//! ([`State::forget_put_feed`]), and a feed whose request is no longer
-//! wanted (failed, released) is dropped before it is read.
+//! The invariant everything here rests on: a feed reads the caller's
+//! buffer only while the handle of its request is alive. A handle dropped
+//! before completion copies the part not fed yet ([`State::keep_put_feed`]:
+//! the put still completes, unobserved, as any dropped operation does); a
+//! wait that ends in failure or timeout removes the feed
+//! ([`State::forget_put_feed`]); and a lent feed whose request is no
+//! longer wanted is dropped before it is read.
 //!
 //! Must not: wait, or hold a source beyond the handle that lent it.
 #![allow(unsafe_code)]
@@ -25,19 +27,29 @@ use crate::handle::Handle;
 use crate::region::RegionKey;
 use crate::request::RequestId;
 use crate::rma::Signal;
-use crate::{Error, Result};
+use crate::Result;
 
-/// Bytes a put reads from the caller's memory as they are fed.
+/// The bytes of a fed put: lent by the caller and read as they are fed, or,
+/// once the caller's handle let go of an unfinished put, a copy of the
+/// part not fed yet.
 #[derive(PartialEq, Eq)]
-pub(crate) struct FeedSource {
-    ptr: *const u8,
-    len: usize,
+pub(crate) enum FeedSource {
+    Lent {
+        ptr: *const u8,
+        len: usize,
+    },
+    /// Bytes `from..` of the put (`len` in all).
+    Kept {
+        from: usize,
+        rest: Vec<u8>,
+        len: usize,
+    },
 }
 
-// SAFETY: the source is only read (never written) through this pointer,
-// under the endpoint lock; the bytes it points to belong to the caller,
-// whose contract (see `FeedSource::lend`) keeps them valid and unmodified
-// while any thread may read them.
+// SAFETY: a lent source is only read (never written) through its pointer,
+// under the endpoint lock; the bytes belong to the caller, whose contract
+// (see `FeedSource::lend`) keeps them valid and unmodified while any
+// thread may read them.
 unsafe impl Send for FeedSource {}
 
 impl FeedSource {
@@ -46,33 +58,53 @@ impl FeedSource {
     /// # Safety
     /// `data` must stay valid and unmodified until the handle of the put it
     /// is lent to is waited on or dropped (never leaked with `mem::forget`):
-    /// those paths remove the feed (see the module doc).
+    /// those paths copy or remove the feed (see the module doc).
     pub(crate) unsafe fn lend(data: &[u8]) -> FeedSource {
-        FeedSource { ptr: data.as_ptr(), len: data.len() }
+        FeedSource::Lent { ptr: data.as_ptr(), len: data.len() }
     }
 
     /// A source that lives forever (tests of the queues that hold feeds).
     #[cfg(test)]
     pub(crate) fn from_static(data: &'static [u8]) -> FeedSource {
-        FeedSource { ptr: data.as_ptr(), len: data.len() }
+        FeedSource::Lent { ptr: data.as_ptr(), len: data.len() }
     }
 
+    /// Bytes of the whole put.
     pub(crate) fn len(&self) -> usize {
-        self.len
+        match self {
+            FeedSource::Lent { len, .. } | FeedSource::Kept { len, .. } => *len,
+        }
+    }
+
+    fn is_lent(&self) -> bool {
+        matches!(self, FeedSource::Lent { .. })
     }
 
     fn bytes(&self, start: usize, end: usize) -> &[u8] {
-        assert!(start <= end && end <= self.len, "feed range out of its source");
-        // SAFETY: `lend`'s contract keeps `ptr..ptr+len` valid and unmodified
-        // while the feed exists (its handle is alive), and the range is
-        // inside it (checked above).
-        unsafe { std::slice::from_raw_parts(self.ptr.add(start), end - start) }
+        assert!(start <= end && end <= self.len(), "feed range out of its source");
+        match self {
+            // SAFETY: `lend`'s contract keeps `ptr..ptr+len` valid and
+            // unmodified while the feed holds it (its handle is alive), and
+            // the range is inside it (checked above).
+            FeedSource::Lent { ptr, .. } => unsafe { std::slice::from_raw_parts(ptr.add(start), end - start) },
+            FeedSource::Kept { from, rest, .. } => &rest[start - from..end - from],
+        }
+    }
+
+    /// Copies what is not fed yet (bytes `fed..`) out of the caller's
+    /// buffer, which is then no longer read.
+    fn keep_rest(&mut self, fed: usize) {
+        if self.is_lent() {
+            let len = self.len();
+            let rest = self.bytes(fed.min(len), len).to_vec();
+            *self = FeedSource::Kept { from: fed.min(len), rest, len };
+        }
     }
 }
 
 impl std::fmt::Debug for FeedSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FeedSource").field("len", &self.len).finish_non_exhaustive()
+        f.debug_struct("FeedSource").field("len", &self.len()).field("lent", &self.is_lent()).finish()
     }
 }
 
@@ -120,12 +152,10 @@ impl State {
     /// when it is all queued, or was dropped (its request no longer wanted,
     /// or the protocol refused a message: the request then holds the error).
     pub(crate) fn feed_put(&mut self, now: mw_proto::time::Instant, peer: u32, mut feed: PutFeed) -> Option<PutFeed> {
-        if !self.requests.is_wanted(feed.req) {
-            // Failed, or its handle let go: nothing more is read; a released
-            // request completes now so its slot is freed.
-            if let Some(c) = self.requests.fail(feed.req, Error::Cancelled) {
-                self.completions.push(c);
-            }
+        // A failed put feeds no more. A lent source is read only while its
+        // handle holds the request (a handle letting go first keeps the rest).
+        let failed = self.requests.is_done(feed.req) != Some(false);
+        if failed || (feed.source.is_lent() && !self.requests.is_wanted(feed.req)) {
             return None;
         }
         let len = feed.source.len();
@@ -169,16 +199,20 @@ impl State {
         (!feed.done()).then_some(feed)
     }
 
-    /// Removes the feed of request `id`, if one is still waiting: its
-    /// handle is ending, so its source may go (module doc). Fails the
-    /// request, so a released slot is freed; the messages already fed
-    /// complete nothing any more.
-    pub(crate) fn forget_put_feed(&mut self, id: RequestId) {
-        if self.gets.remove_put(id) {
-            if let Some(c) = self.requests.fail(id, Error::Cancelled) {
-                self.completions.push(c);
-            }
+    /// The handle of request `id` lets go of an unfinished put (dropped
+    /// before completion): what is not fed yet is copied out of the
+    /// caller's buffer, and the put goes on unobserved.
+    pub(crate) fn keep_put_feed(&mut self, id: RequestId) {
+        if let Some(feed) = self.gets.put_mut(id) {
+            let fed = feed.fed;
+            feed.source.keep_rest(fed);
         }
+    }
+
+    /// Removes the feed of request `id`, if one is still waiting: its
+    /// handle saw it fail or time out, and its source may go.
+    pub(crate) fn forget_put_feed(&mut self, id: RequestId) {
+        self.gets.remove_put(id);
     }
 }
 
