@@ -4,18 +4,12 @@
  * team collectives (bytes; other layouts packed and unpacked around them);
  * reduce and allreduce too when memwire knows the type and operation,
  * otherwise rank-ordered reductions over the communicator's collective
- * context (so non-commutative user operations get MPI's order); the v
- * forms, scan, exscan, reduce_scatter(_block) over that context as well.
+ * context (reduce.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-
-/* Tags of the face's own messages in a collective context, one per
- * collective kind (members call collectives in the same order, and memwire
- * keeps each pair's order within a context). */
-enum { TAG_GATHERV = 1, TAG_SCATTERV, TAG_REDUCE, TAG_ALLTOALLV, TAG_SCAN };
 
 int mwmpi_coll_send(struct mwmpi_comm *c, int dest, int tag, const void *buf, size_t len) {
     mw_status st = mw_send_in(mwmpi.ep, c->ctx + 1, (uint32_t)c->world[dest], (uint64_t)tag, buf, len);

@@ -14,6 +14,9 @@
 
 #include "internal.h"
 
+/* Tags of the face's own messages in a collective context, one per kind
+ * (members call collectives in the same order, and memwire keeps each
+ * pair's order within a context). */
 enum { TAG_REDUCE = 16, TAG_SCAN, TAG_RSCATTER };
 
 #define TRY(expr)                                  \
@@ -218,10 +221,9 @@ static int reduce_scatter(const void *sendbuf, void *recvbuf, const MPI_Count *c
     if (c == NULL) return mwmpi_raise(NULL, MPI_ERR_COMM, routine, "invalid communicator");
     struct mwmpi_type *t;
     TRY(mwmpi_type_check(c, datatype, routine, &t));
-    MPI_Count total = 0, mine_at = 0;
+    MPI_Count total = 0;
     for (int i = 0; i < c->size; i++) {
         if (counts[i] < 0) return mwmpi_raise(c, MPI_ERR_COUNT, routine, "negative count");
-        if (i == c->rank) mine_at = total;
         total += counts[i];
     }
     const void *send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
@@ -240,7 +242,6 @@ static int reduce_scatter(const void *sendbuf, void *recvbuf, const MPI_Count *c
             err = recv_elems(c, 0, TAG_RSCATTER, t, counts[c->rank], recvbuf);
         }
     }
-    (void)mine_at;
     free(all.mem);
     return err == MPI_SUCCESS ? MPI_SUCCESS : mwmpi_raise(c, err, routine, NULL);
 }
