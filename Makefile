@@ -4,7 +4,7 @@ CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
 
-.PHONY: all build demo test deps lint unit miri ctest capi header install shmem shmem-test nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench bench-hosts clean
+.PHONY: all build demo test deps lint unit miri ctest capi header install shmem shmem-test mpi mpi-test nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench bench-hosts clean
 
 all: build
 
@@ -31,7 +31,7 @@ deps:
 	@faces/shmem/tests/shmem4py.sh deps
 
 ## test: install dependencies, then lint and run every test (with short fuzz and soak runs)
-test: deps lint unit miri ctest shmem-test nas fuzz-smoke soak-short
+test: deps lint unit miri ctest shmem-test mpi-test nas fuzz-smoke soak-short
 	@echo "make test: all suites passed"
 
 lint:
@@ -87,9 +87,11 @@ header:
 	MW_UPDATE_HEADER=1 $(CARGO) test -p mw-capi --test header
 
 ## install: install the C library, header, pkg-config files and mwrun under $(DESTDIR)$(PREFIX),
-## and the OpenSHMEM face (libmwshmem, shmem.h, oshcc/oshc++/oshrun, mwshmem.pc) beside them
-install: capi shmem
+## the OpenSHMEM face (libmwshmem, shmem.h, oshcc/oshc++/oshrun, mwshmem.pc) and the MPI face
+## (libmpi_abi.so.1/.a, mpi.h, mpicc/mpicxx/mpiexec/mpirun, mwmpi.pc) beside them
+install: capi shmem mpi
 	$(MAKE) --no-print-directory -C faces/shmem install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	$(MAKE) --no-print-directory -C faces/mpi install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/memwire.h $(DESTDIR)$(PREFIX)/include/memwire.h
 	@# The versioned file, the SONAME programs load, and the name they link with.
@@ -152,6 +154,16 @@ shmem: capi
 ## 2 netns hosts as root), then shmem4py's demos and unittest suite
 shmem-test: shmem
 	$(MAKE) --no-print-directory -C faces/shmem check
+
+## mpi: the MPI face on the MPI-5.0 standard ABI (faces/mpi, docs/mpi.md): libmpi_abi.so.1/.a, mpicc,
+## mpicxx, mpiexec, mpirun in target/mpi
+mpi: capi
+	$(MAKE) --no-print-directory -C faces/mpi lib
+
+## mpi-test: the MPI tests under mpiexec (1-4 ranks; shared memory, UDP, injected loss), the wrappers,
+## the static library, the ABI's layout and the unsupported list in docs/mpi.md
+mpi-test: mpi
+	$(MAKE) --no-print-directory -C faces/mpi check
 
 ## nas: NAS-style CG, FT, IS (apps/nas) over memwire, class S on 1, 2, 4 ranks, verified; MPI variants too when installed
 nas: capi

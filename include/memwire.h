@@ -2260,6 +2260,30 @@ enum mw_status mw_isend(struct mw_endpoint *ep, uint32_t dest, uint64_t tag, con
 enum mw_status mw_isend_in(struct mw_endpoint *ep, uint32_t context, uint32_t dest, uint64_t tag, const void *data, size_t len, struct mw_handle **handle);
 
 /**
+ * `mw_send_in`, but synchronous (MPI's `MPI_Ssend`): returns only once a
+ * receive on `dest` in the same context has matched the message and
+ * taken it, whatever its size (a receive whose buffer is too small also
+ * counts; it fails there with `MW_ERR_TRUNCATED`). The data goes by
+ * rendezvous, never copied on the way, so a synchronous send to oneself
+ * needs its receive posted first (`mw_irecv_in`).
+ *
+ * # Safety
+ * As for `mw_send`.
+ */
+enum mw_status mw_ssend_in(struct mw_endpoint *ep, uint32_t context, uint32_t dest, uint64_t tag, const void *data, size_t len);
+
+/**
+ * Nonblocking `mw_ssend_in` (MPI's `MPI_Issend`): `data` is copied once
+ * and announced; the handle completes when a receive on `dest` has
+ * matched the message and taken it. `data` must stay valid until the
+ * handle is consumed, as for `mw_isend`.
+ *
+ * # Safety
+ * As for `mw_isend`.
+ */
+enum mw_status mw_issend_in(struct mw_endpoint *ep, uint32_t context, uint32_t dest, uint64_t tag, const void *data, size_t len, struct mw_handle **handle);
+
+/**
  * Posts a receive from `source` (or `MW_ANY_SOURCE`) with `tag` (or
  * `MW_ANY_TAG`) into `buf` of `capacity` bytes and stores its handle in
  * `*handle`. `buf` is filled when `mw_wait_recv` (which also gives the

@@ -1,6 +1,6 @@
 /* The C API's counterparts of the Rust API, with checks: version macros and
  * mw_version(), the configuration object (bad values refused, values taking
- * effect), matching contexts for tagged messages, nonblocking and one-way
+ * effect), matching contexts for tagged messages, synchronous sends, nonblocking and one-way
  * active messages, the peer-liveness calls, and the size-versioned mw_stats
  * (an older, shorter struct is not overrun). Any number of ranks (each works
  * with its right neighbour; with one rank, itself). Run by `make ctest`
@@ -161,6 +161,44 @@ static void test_contexts(void) {
     OK(mw_wait(&send_a));
     EXPECT(MW_ERR_NULL_POINTER, mw_send_in(NULL, A, right, 5, "x", 1));
     EXPECT(MW_ERR_NULL_POINTER, mw_probe_in(ep, A, left, 5, NULL));
+    OK(mw_barrier(ep));
+}
+
+/* Synchronous sends complete only once the receive matched: an issend
+ * stays incomplete while no receive is posted, even for a message well
+ * under the eager limit; a blocking ssend (also of 0 bytes) returns once
+ * the receive posted first has taken it. */
+static void test_synchronous_send(void) {
+    enum { CTX = 11 };
+    char got[16];
+    mw_recv_status st;
+    mw_handle *send, *recv;
+    bool done = true;
+    OK(mw_issend_in(ep, CTX, right, 3, "sync", 5, &send));
+    double until = now_s() + 0.05;
+    while (now_s() < until) {
+        OK_UNCOUNTED(mw_test(send, &done));
+        if (done) break;
+    }
+    ASSERT(!done); /* nobody has posted a receive yet */
+    OK(mw_barrier(ep));
+    OK(mw_recv_in(ep, CTX, left, 3, got, sizeof got, &st));
+    ASSERT(strcmp(got, "sync") == 0 && st.len == 5 && st.source == left);
+    OK(mw_wait(&send));
+
+    /* Blocking, with the receive posted first (it may be our own). */
+    OK(mw_irecv_in(ep, CTX, left, 4, got, sizeof got, &recv));
+    OK(mw_barrier(ep));
+    OK(mw_ssend_in(ep, CTX, right, 4, "block", 6));
+    OK(mw_wait_recv(&recv, &st));
+    ASSERT(strcmp(got, "block") == 0 && st.len == 6);
+    OK(mw_irecv_in(ep, CTX, left, 5, got, sizeof got, &recv));
+    OK(mw_barrier(ep));
+    OK(mw_ssend_in(ep, CTX, right, 5, NULL, 0));
+    OK(mw_wait_recv(&recv, &st));
+    ASSERT(st.len == 0 && st.tag == 5);
+    EXPECT(MW_ERR_NULL_POINTER, mw_ssend_in(NULL, CTX, right, 5, "x", 1));
+    EXPECT(MW_ERR_NULL_POINTER, mw_issend_in(ep, CTX, right, 5, "x", 1, NULL));
     OK(mw_barrier(ep));
 }
 
@@ -435,6 +473,7 @@ int main(void) {
     init_with_config();
     test_config_took_effect();
     test_contexts();
+    test_synchronous_send();
     test_active_messages();
     test_peer_liveness();
     test_wait_timeout();

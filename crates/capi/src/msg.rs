@@ -228,6 +228,59 @@ pub unsafe extern "C" fn mw_isend_in(
     })
 }
 
+/// `mw_send_in`, but synchronous (MPI's `MPI_Ssend`): returns only once a
+/// receive on `dest` in the same context has matched the message and
+/// taken it, whatever its size (a receive whose buffer is too small also
+/// counts; it fails there with `MW_ERR_TRUNCATED`). The data goes by
+/// rendezvous, never copied on the way, so a synchronous send to oneself
+/// needs its receive posted first (`mw_irecv_in`).
+///
+/// # Safety
+/// As for `mw_send`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_ssend_in(
+    ep: *mut mw_endpoint,
+    context: u32,
+    dest: u32,
+    tag: u64,
+    data: *const c_void,
+    len: usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let (owner, data) = unsafe { (endpoint(ep)?, ffi::bytes(data, len, "data")?) };
+        Ok(owner.ep.ssend_in(context, dest, tag, data)?)
+    })
+}
+
+/// Nonblocking `mw_ssend_in` (MPI's `MPI_Issend`): `data` is copied once
+/// and announced; the handle completes when a receive on `dest` has
+/// matched the message and taken it. `data` must stay valid until the
+/// handle is consumed, as for `mw_isend`.
+///
+/// # Safety
+/// As for `mw_isend`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_issend_in(
+    ep: *mut mw_endpoint,
+    context: u32,
+    dest: u32,
+    tag: u64,
+    data: *const c_void,
+    len: usize,
+    handle: *mut *mut mw_handle,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract: `data` outlives the handle, which is the
+        // only holder of the 'static slice and is consumed before `data` may go.
+        let (owner, out, data) =
+            unsafe { (endpoint(ep)?, ffi::out(handle, "handle")?, ffi::bytes::<'static>(data, len, "data")?) };
+        let h = owner.ep.issend_in(context, dest, tag, data)?;
+        handle::give(owner, h, out);
+        Ok(())
+    })
+}
+
 /// Posts a receive from `source` (or `MW_ANY_SOURCE`) with `tag` (or
 /// `MW_ANY_TAG`) into `buf` of `capacity` bytes and stores its handle in
 /// `*handle`. `buf` is filled when `mw_wait_recv` (which also gives the

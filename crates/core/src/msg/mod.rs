@@ -29,6 +29,7 @@ mod fifo;
 mod owned;
 mod raw;
 mod rndv;
+mod sync;
 mod tagged;
 
 use std::collections::VecDeque;
