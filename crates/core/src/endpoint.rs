@@ -66,11 +66,11 @@ pub(crate) struct State {
     /// Whole datagrams with small payloads (and every datagram under fault injection).
     pub(crate) tx_buf: Vec<u8>,
     /// Header and trailer (MAC or checksum) of a datagram whose payload is sent in place.
-    head_buf: [u8; mw_wire::HEADER_LEN + mw_proto::TRAILER_RESERVE],
-    /// Datagrams of one transmit round, written in place and sent with
+    pub(crate) head_buf: [u8; mw_wire::HEADER_LEN + mw_proto::TRAILER_RESERVE],
+    /// Datagrams of one transmit round, gathered in place and sent with
     /// `sendmmsg`/GSO; `None` with loopback-sized datagrams, which go one
-    /// gathered `sendmsg` each (see [`State::transmit`]).
-    tx_batch: Option<mw_transport::udp::TxBatch>,
+    /// gathered `sendmsg` each (see `crate::transmit`).
+    pub(crate) gather: Option<crate::transmit::GatherBatch>,
     /// While set, messages queued for the protocol wait for the holder's
     /// [`State::transmit`] instead of leaving one by one: a receive batch's
     /// replies, a round of get requests (see [`State::with_transmit_held`]).
@@ -310,10 +310,7 @@ impl Endpoint {
             rx_buf: vec![0u8; 65_536],
             tx_buf: vec![0u8; max_datagram.max(2048)],
             head_buf: [0u8; mw_wire::HEADER_LEN + mw_proto::TRAILER_RESERVE],
-            tx_batch: (max_datagram <= TX_BATCH_MAX_DATAGRAM).then(|| {
-                let slots = (TX_BATCH_BYTES / max_datagram).clamp(1, mw_transport::udp::SEND_CHUNK);
-                mw_transport::udp::TxBatch::new(slots, max_datagram)
-            }),
+            gather: (max_datagram <= crate::transmit::BATCH_MAX_DATAGRAM).then(crate::transmit::GatherBatch::new),
             hold_transmit: false,
             hdr_buf: vec![0u8; op::MAX_HEADER_LEN],
             shm: shm_state,
@@ -1049,7 +1046,7 @@ impl Endpoint {
         core.requests_live = state.requests.live() as u64;
         core.udp_io = state.udp.io_counts();
         core.udp_payload_mtu = state.proto.config().max_datagram as u64;
-        core.udp_gso = state.udp.gso_enabled() && state.tx_batch.is_some();
+        core.udp_gso = state.udp.gso_enabled() && state.gather.is_some();
         core.udp_gro = state.udp.gro_enabled();
         (core.cpu_user_us, core.cpu_system_us) = crate::stats::process_cpu_us().unwrap_or_default();
         if let Some(shm) = &self.shared.shm {
@@ -1716,89 +1713,8 @@ impl State {
         }
         result
     }
-
-    /// Sends every datagram the protocol has ready now.
-    pub(crate) fn transmit(&mut self, now: ProtoInstant) -> bool {
-        match self.tx_batch {
-            Some(_) if self.fault.is_none() => self.transmit_batched(now),
-            _ => self.transmit_each(now),
-        }
-    }
-
-    /// Ethernet-sized datagrams: written straight into the batch's slots
-    /// (header, payload copied from the retransmission buffer, trailer) and
-    /// sent a batch at a time, runs to one peer as GSO super-datagrams, so
-    /// a bulk transfer costs one system call per ~64 datagrams instead of
-    /// one each.
-    fn transmit_batched(&mut self, now: ProtoInstant) -> bool {
-        let State { proto, peers, udp, stats, tx_batch, .. } = self;
-        let batch = tx_batch.as_mut().expect("transmit_batched needs the batch");
-        let mut worked = false;
-        loop {
-            while let Some(slot) = batch.slot_mut() {
-                let Some(tx) = proto.poll_transmit(now, slot) else {
-                    break;
-                };
-                batch.commit(peers[tx.peer as usize], tx.len);
-            }
-            if batch.pending() == 0 {
-                batch.clear();
-                return worked;
-            }
-            worked = true;
-            let full = batch.is_full();
-            flush_batch(udp, stats, batch);
-            batch.clear();
-            if !full {
-                return worked;
-            }
-        }
-    }
-
-    /// One datagram per system call: loopback-sized datagrams (the payload
-    /// gathered from the retransmission buffer, not copied) and everything
-    /// under fault injection.
-    fn transmit_each(&mut self, now: ProtoInstant) -> bool {
-        let mut worked = false;
-        let State { proto, tx_buf, head_buf, peers, fault, udp, stats, .. } = self;
-        while let Some(tx) = proto.poll_transmit_parts(now, head_buf) {
-            worked = true;
-            let dst = peers[tx.peer as usize];
-            match fault {
-                // DESIGN §3: bulk payloads go from the protocol's stream buffer
-                // into the kernel with one gathered sendmsg, not via a copy.
-                None if tx.payload_len() >= VECTORED_SEND_MIN => {
-                    let _ = send_retrying_with(stats, || udp.send_parts(&tx.slices(), dst));
-                }
-                None => {
-                    let len = tx.copy_to(tx_buf);
-                    let _ = send_retrying(udp, stats, &tx_buf[..len], dst);
-                }
-                Some(fault) => {
-                    let len = tx.copy_to(tx_buf);
-                    let _ = fault.send(&tx_buf[..len], dst, |bytes, to| {
-                        let _ = send_retrying(udp, stats, bytes, to);
-                        Ok(())
-                    });
-                }
-            }
-        }
-        if let Some(fault) = fault {
-            // A datagram held back for reordering must not wait forever.
-            if !worked {
-                let _ = fault.flush(|bytes, to| {
-                    let _ = send_retrying(udp, stats, bytes, to);
-                    Ok(())
-                });
-            }
-        }
-        worked
-    }
 }
 
-/// Sends one datagram. A full socket buffer is transient: retry briefly
-/// rather than lose the packet (the protocol would recover, but only after a
-/// retransmission timeout). Other errors are counted and returned.
 /// The error a refused `mw_proto` submit toward `peer` stands for.
 pub(crate) fn submit_error(error: mw_proto::SubmitError, peer: u32, size: u32) -> Error {
     match error {
@@ -1807,88 +1723,6 @@ pub(crate) fn submit_error(error: mw_proto::SubmitError, peer: u32, size: u32) -
             Error::InvalidArgument("operation message larger than the protocol's max_message (64 MiB + 64 KiB)")
         }
         _ => Error::BadRank { rank: peer, size },
-    }
-}
-
-pub(crate) fn send_retrying(
-    udp: &mut mw_transport::udp::UdpTransport,
-    stats: &mut CoreStats,
-    packet: &[u8],
-    dst: SocketAddr,
-) -> std::io::Result<()> {
-    send_retrying_with(stats, || udp.send_to(packet, dst))
-}
-
-/// Sends every pending datagram of `batch`. A full socket is transient:
-/// wait briefly and go on, as [`send_retrying`] does, rather than leave the
-/// rest to a retransmission timeout; a datagram the kernel refuses is
-/// counted and skipped (the protocol retransmits it).
-fn flush_batch(
-    udp: &mut mw_transport::udp::UdpTransport,
-    stats: &mut CoreStats,
-    batch: &mut mw_transport::udp::TxBatch,
-) {
-    let mut stalls = 0;
-    while batch.pending() > 0 {
-        match udp.send_tx_batch(batch) {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && stalls < 999 => {
-                stalls += 1;
-                std::thread::yield_now();
-            }
-            Err(_) => {
-                stats.send_errors += 1;
-                batch.skip_one();
-            }
-        }
-    }
-}
-
-/// Datagrams up to this size are sent in batches ([`State::transmit`]);
-/// larger ones (loopback's 65,000 bytes) one gathered `sendmsg` each, where
-/// batching saves little and the copy into the batch would cost.
-const TX_BATCH_MAX_DATAGRAM: usize = 16 << 10;
-
-/// Bytes of one transmit batch: about one GSO send's worth (64 KiB) and
-/// a half, so a full batch still goes in one `sendmmsg`.
-const TX_BATCH_BYTES: usize = 96 << 10;
-
-/// Payloads from this size on are sent in place with a gathered `sendmsg`;
-/// smaller ones are copied behind their header and sent with `sendto` (the
-/// copy costs less than gathering, and keeps the latency path as it was).
-const VECTORED_SEND_MIN: usize = 1024;
-
-/// [`send_retrying`] for any send attempt.
-fn send_retrying_with(stats: &mut CoreStats, mut send: impl FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
-    let mut attempt = 0;
-    loop {
-        match send() {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && attempt < 999 => {
-                attempt += 1;
-                std::thread::yield_now();
-            }
-            Err(e) => {
-                stats.send_errors += 1;
-                return Err(e);
-            }
-        }
-    }
-}
-
-/// Sends one datagram outside the protocol (a multicast segment) through the
-/// fault injector when one is configured, like every other datagram. An
-/// error is the kernel's refusal of this datagram itself.
-pub(crate) fn send_datagram(
-    udp: &mut mw_transport::udp::UdpTransport,
-    fault: Option<&mut mw_transport::fault::FaultInjector>,
-    stats: &mut CoreStats,
-    packet: &[u8],
-    dst: SocketAddr,
-) -> std::io::Result<()> {
-    match fault {
-        None => send_retrying(udp, stats, packet, dst),
-        Some(fault) => fault.send(packet, dst, |bytes, to| send_retrying(udp, stats, bytes, to)),
     }
 }
 

@@ -105,6 +105,7 @@ mod rma;
 mod shm;
 mod stats;
 mod target;
+mod transmit;
 
 pub use coll::{
     AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTrials, CollTuning, DType, Element,

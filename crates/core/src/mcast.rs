@@ -512,7 +512,7 @@ impl State {
             match fault.as_mut() {
                 Some(fault) => {
                     for &(dst, at, len) in &batch.items {
-                        let sent = crate::endpoint::send_datagram(udp, Some(fault), stats, &buf[at..at + len], dst);
+                        let sent = crate::transmit::send_datagram(udp, Some(fault), stats, &buf[at..at + len], dst);
                         failed_group |= sent.is_err() && dst == group;
                     }
                 }

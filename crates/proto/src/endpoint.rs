@@ -406,6 +406,40 @@ impl Endpoint {
         Some(TransmitParts { peer, head: &buf[..head_len], payload, trailer: &buf[head_len..head_len + trailer_len] })
     }
 
+    /// [`poll_transmit_parts`](Self::poll_transmit_parts) for sending many
+    /// datagrams at once without copying their payloads: writes the header
+    /// and, right after it, the trailer into `buf`, and returns where the
+    /// payload is ([`gather_payload`](Self::gather_payload)). Payloads of
+    /// the datagrams taken this way stay lent until the next call of any
+    /// other `&mut self` method (a submit or a received ack may move the
+    /// retransmission buffer), so take a batch, send it, then go on.
+    ///
+    /// # Panics
+    ///
+    /// If `buf` is shorter than `HEADER_LEN + TRAILER_RESERVE` (64 bytes).
+    pub fn poll_transmit_gather(&mut self, now: Instant, buf: &mut [u8]) -> Option<crate::GatherTx> {
+        assert!(buf.len() >= HEADER_LEN + auth::TRAILER_RESERVE, "transmit buffer smaller than header and trailer");
+        let (peer, emitted) = self.next_emitted(now, buf)?;
+        let payload = match &emitted.data {
+            Some(packet) => self.peers[peer as usize].send.payload(packet),
+            None => [&[][..], &[][..]],
+        };
+        let head_len = emitted.head_len;
+        let trailer_len = auth::seal_parts(&self.config, buf, head_len, payload);
+        Some(crate::GatherTx { peer, head_len, trailer_len, packet: emitted.data })
+    }
+
+    /// The payload of a datagram taken by
+    /// [`poll_transmit_gather`](Self::poll_transmit_gather) (two slices when
+    /// it wraps around the retransmission ring), valid under the rule given
+    /// there.
+    pub fn gather_payload(&self, tx: &crate::GatherTx) -> [&[u8]; 2] {
+        match &tx.packet {
+            Some(packet) => self.peers[tx.peer as usize].send.payload(packet),
+            None => [&[][..], &[][..]],
+        }
+    }
+
     /// Picks the next packet (round robin over the ready peers), writes its
     /// header into `buf` and counts it as sent.
     fn next_emitted(&mut self, now: Instant, buf: &mut [u8]) -> Option<(u32, crate::peer::Emitted)> {

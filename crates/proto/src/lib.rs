@@ -61,6 +61,30 @@ pub struct Transmit {
     pub len: usize,
 }
 
+/// A datagram chosen by [`Endpoint::poll_transmit_gather`]: its header
+/// (`head_len` bytes) and then its trailer (`trailer_len` bytes) were written
+/// at the start of the caller's buffer; its payload stays in the
+/// retransmission buffer, lent by [`Endpoint::gather_payload`]. Datagrams
+/// are taken one by one, then sent together, so several payloads are lent
+/// at once without copying any of them.
+#[derive(Debug, Clone, Copy)]
+pub struct GatherTx {
+    /// Rank to send it to.
+    pub peer: u32,
+    /// Header bytes at the start of the buffer.
+    pub head_len: usize,
+    /// Trailer bytes right after the header in the buffer (MAC or checksum).
+    pub trailer_len: usize,
+    packet: Option<peer::send::DataPacket>,
+}
+
+impl GatherTx {
+    /// Payload bytes.
+    pub fn payload_len(&self) -> usize {
+        self.packet.map_or(0, |p| p.len)
+    }
+}
+
 /// A datagram from [`Endpoint::poll_transmit_parts`]: `head`, `payload[0]`,
 /// `payload[1]` and `trailer`, concatenated, are the bytes to send (any but
 /// `head` may be empty).

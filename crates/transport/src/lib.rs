@@ -35,5 +35,5 @@ pub mod wait;
 
 pub use fault::{FaultAction, FaultConfig, FaultConfigError, FaultInjector, FaultStats};
 pub use mcast::McastSocket;
-pub use udp::{IoCounts, RecvBatch, RecvIter, RecvSegments, TxBatch, UdpConfig, UdpTransport};
+pub use udp::{IoCounts, RecvBatch, RecvIter, RecvSegments, UdpConfig, UdpTransport};
 pub use wait::{Idle, WaitPolicy, Waiter};

@@ -15,7 +15,6 @@
 mod gro_stash;
 mod plan;
 mod recv_batch;
-mod tx_batch;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -27,7 +26,6 @@ use crate::sys;
 use gro_stash::GroStash;
 use plan::{plan_groups, GsoPolicy};
 pub use recv_batch::{RecvBatch, RecvIter};
-pub use tx_batch::TxBatch;
 
 /// Largest UDP payload over IPv4 on a 1500-byte Ethernet MTU
 /// (1500 − 20 IP − 8 UDP): the default datagram size for remote peers.
@@ -306,6 +304,18 @@ impl UdpTransport {
     /// the socket filled up (retry the rest later). Errors only when not
     /// even the first datagram could be sent (`WouldBlock` if full).
     pub fn send_batch(&mut self, msgs: &[(SocketAddr, &[u8])]) -> io::Result<usize> {
+        self.send_datagrams(msgs)
+    }
+
+    /// [`send_batch`](Self::send_batch) for datagrams in pieces (e.g. a
+    /// header, a payload lent from a retransmission buffer in up to two
+    /// slices, and a trailer), gathered by the kernel: no copy into one
+    /// buffer first. Empty pieces are skipped.
+    pub fn send_gathered(&mut self, msgs: &[(SocketAddr, [&[u8]; 4])]) -> io::Result<usize> {
+        self.send_datagrams(msgs)
+    }
+
+    fn send_datagrams<D: sys::OutDatagram>(&mut self, msgs: &[D]) -> io::Result<usize> {
         let mut sent = 0;
         for chunk in msgs.chunks(self.send_scratch.capacity()) {
             match self.send_chunk(chunk) {
@@ -327,7 +337,7 @@ impl UdpTransport {
     /// fallbacks: `EIO` (device cannot offload) disables GSO for good,
     /// `EINVAL` (segment above path MTU, or a bad destination) retries this
     /// chunk once without GSO.
-    fn send_chunk(&mut self, chunk: &[(SocketAddr, &[u8])]) -> io::Result<usize> {
+    fn send_chunk<D: sys::OutDatagram>(&mut self, chunk: &[D]) -> io::Result<usize> {
         let mut policy = self.gso;
         loop {
             plan_groups(chunk, &policy, &mut self.groups);
@@ -349,39 +359,6 @@ impl UdpTransport {
                 Err(e) => return Err(e),
             }
         }
-    }
-
-    /// Sends the unsent datagrams of `batch` in order: one `sendto` when
-    /// there is just one (the cheapest call on the latency path), else
-    /// `sendmmsg` calls of up to [`SEND_CHUNK`] datagrams with runs of
-    /// equal-sized ones to one destination merged into GSO sends. Returns how
-    /// many went now and marks them sent in `batch`; fewer than were pending
-    /// means the socket filled up (the rest stay pending for the next call).
-    /// Errors only when not even the first could be sent (`WouldBlock` if
-    /// the socket is full).
-    pub fn send_tx_batch(&mut self, batch: &mut TxBatch) -> io::Result<usize> {
-        let mut total = 0;
-        while batch.pending() > 0 {
-            let outcome = {
-                let mut list = [(tx_batch::NOWHERE, &[][..]); SEND_CHUNK];
-                let n = batch.unsent(&mut list);
-                let sent =
-                    if n == 1 { self.send_to(list[0].1, list[0].0).map(|()| 1) } else { self.send_chunk(&list[..n]) };
-                sent.map(|k| (k, n))
-            };
-            match outcome {
-                Ok((k, n)) => {
-                    batch.advance(k);
-                    total += k;
-                    if k < n {
-                        break;
-                    }
-                }
-                Err(_) if total > 0 => break,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(total)
     }
 
     #[cold]

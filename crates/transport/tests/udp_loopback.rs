@@ -320,14 +320,16 @@ fn recv_n_segments(rx: &mut UdpTransport, n: usize) -> (Vec<(SocketAddr, Vec<u8>
     (got, per_call)
 }
 
-/// The endpoint's transmit path: datagrams written in place into a
-/// `TxBatch` (runs to one destination, mixed sizes, an empty one) leave in
-/// order, a run as GSO super-datagrams when the kernel has GSO, and
-/// `recv_segments` hands them back one by one, in place, from coalesced
-/// buffers when the receiver has GRO; with both offloads off, the same
-/// datagrams arrive one per receive.
+/// The endpoint's transmit path: datagrams in pieces (a header, a payload
+/// in two slices as a ring buffer lends it, a trailer; any piece but the
+/// first may be empty), gathered by `send_gathered` (runs to one
+/// destination, mixed sizes, an empty one) leave whole and in order, a run
+/// as GSO super-datagrams when the kernel has GSO, and `recv_segments`
+/// hands them back one by one, in place, from coalesced buffers when the
+/// receiver has GRO; with both offloads off, the same datagrams arrive one
+/// per receive.
 #[test]
-fn tx_batches_arrive_in_order_through_recv_segments_with_and_without_offloads() {
+fn gathered_datagrams_arrive_whole_and_in_order_through_recv_segments_with_and_without_offloads() {
     for (cfg, offloads) in [(UdpConfig::default(), true), (no_offload(), false)] {
         let mut tx = bind(&cfg);
         let mut rx1 = bind(&cfg);
@@ -341,21 +343,26 @@ fn tx_batches_arrive_in_order_through_recv_segments_with_and_without_offloads() 
             .chain((0..5).map(|i| (1, 100 + 211 * i)))
             .chain((0..30).map(|_| (0, 1472)))
             .collect();
-        let mut batch = mw_transport::TxBatch::new(plan.len(), 1472);
         let mut expected: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
-        for (i, &(to, len)) in plan.iter().enumerate() {
-            let data = payload(i, len);
-            batch.slot_mut().expect("room for every datagram")[..len].copy_from_slice(&data);
-            batch.commit(dsts[to], len);
-            expected[to].push(data);
+        let datagrams: Vec<(usize, Vec<u8>)> =
+            plan.iter().enumerate().map(|(i, &(to, len))| (to, payload(i, len))).collect();
+        let mut list = Vec::new();
+        for (i, (to, data)) in datagrams.iter().enumerate() {
+            // Cut points vary so every piece is empty in some datagram.
+            let head = data.len().min(24);
+            let rest = data.len() - head;
+            let split = head + (rest * (i % 3)) / 2;
+            let trailer_at = data.len() - (data.len() - split).min(16 * (i % 2));
+            let pieces = [&data[..head], &data[head..split], &data[split..trailer_at], &data[trailer_at..]];
+            list.push((dsts[*to], pieces));
+            expected[*to].push(data.clone());
         }
-        assert!(batch.is_full());
         let mut sent = 0;
-        while batch.pending() > 0 {
-            match tx.send_tx_batch(&mut batch) {
+        while sent < list.len() {
+            match tx.send_gathered(&list[sent..]) {
                 Ok(n) => sent += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
-                Err(e) => panic!("send_tx_batch: {e}"),
+                Err(e) => panic!("send_gathered: {e}"),
             }
         }
         assert_eq!(sent, plan.len());

@@ -11,7 +11,8 @@
 use std::collections::VecDeque;
 
 use crate::deadline::Bound;
-use crate::endpoint::{send_datagram, Endpoint};
+use crate::endpoint::Endpoint;
+use crate::transmit::send_datagram;
 use crate::{Error, Result};
 
 /// Most raw datagrams queued before new ones are dropped.

@@ -54,6 +54,43 @@ fn zeroed_mmsghdr() -> libc::mmsghdr {
     unsafe { std::mem::zeroed() }
 }
 
+/// A datagram to send: its destination and its bytes, in one or more
+/// pieces sent as one (gathered by the kernel from the iovecs).
+pub trait OutDatagram {
+    /// Where it goes.
+    fn dst(&self) -> &SocketAddr;
+    /// Its bytes, in order.
+    fn pieces(&self) -> &[&[u8]];
+    /// Total bytes.
+    fn len(&self) -> usize {
+        self.pieces().iter().map(|p| p.len()).sum()
+    }
+}
+
+impl OutDatagram for (SocketAddr, &[u8]) {
+    fn dst(&self) -> &SocketAddr {
+        &self.0
+    }
+    fn pieces(&self) -> &[&[u8]] {
+        std::slice::from_ref(&self.1)
+    }
+    fn len(&self) -> usize {
+        self.1.len()
+    }
+}
+
+impl OutDatagram for (SocketAddr, [&[u8]; 4]) {
+    fn dst(&self) -> &SocketAddr {
+        &self.0
+    }
+    fn pieces(&self) -> &[&[u8]] {
+        &self.1
+    }
+}
+
+/// Most pieces (iovecs) one datagram may have.
+pub(crate) const MAX_PIECES: usize = 4;
+
 /// One `sendmmsg` entry: datagrams `start..end` of the caller's list, all to
 /// the same destination; with `gso_size` they go as one GSO super-datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,22 +128,22 @@ impl std::fmt::Debug for SendScratch {
 }
 
 impl SendScratch {
-    /// Room for `max_datagrams` payloads per call (each group uses one header,
-    /// each payload one iovec).
+    /// Room for `max_datagrams` datagrams per call (each group uses one
+    /// header, each non-empty piece of a datagram one iovec).
     pub(crate) fn new(max_datagrams: usize) -> Self {
         let max = max_datagrams.max(1);
         let empty_iov = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
         Self {
             hdrs: vec![zeroed_mmsghdr(); max],
-            iovs: vec![empty_iov; max],
+            iovs: vec![empty_iov; max * MAX_PIECES],
             addrs: vec![zeroed_storage(); max],
             cmsgs: vec![CmsgBuf::new(); max],
         }
     }
 
-    /// The most payloads one call can carry.
+    /// The most datagrams one call can carry.
     pub(crate) fn capacity(&self) -> usize {
-        self.iovs.len()
+        self.hdrs.len()
     }
 
     /// Sends `groups` (which index into `msgs`) with one `sendmmsg` and returns
@@ -115,29 +152,33 @@ impl SendScratch {
     ///
     /// Panics if the groups need more entries than `capacity()`: the planner
     /// in `udp.rs` never builds such a list.
-    pub(crate) fn send(&mut self, fd: RawFd, msgs: &[(SocketAddr, &[u8])], groups: &[SendGroup]) -> io::Result<usize> {
+    pub(crate) fn send<D: OutDatagram>(&mut self, fd: RawFd, msgs: &[D], groups: &[SendGroup]) -> io::Result<usize> {
         assert!(groups.len() <= self.hdrs.len(), "too many send groups");
         let mut next_iov = 0;
         for (g, group) in groups.iter().enumerate() {
-            let payloads = &msgs[group.start..group.end];
-            assert!(next_iov + payloads.len() <= self.iovs.len(), "too many payloads");
+            let datagrams = &msgs[group.start..group.end];
             let iov_start = next_iov;
-            for (_, payload) in payloads {
-                self.iovs[next_iov] = libc::iovec {
-                    // The kernel only reads through this pointer (sendmmsg).
-                    iov_base: payload.as_ptr() as *mut libc::c_void,
-                    iov_len: payload.len(),
-                };
-                next_iov += 1;
+            for datagram in datagrams {
+                let pieces = datagram.pieces();
+                assert!(pieces.len() <= MAX_PIECES, "too many pieces in a datagram");
+                assert!(next_iov + pieces.len() <= self.iovs.len(), "too many payloads");
+                for piece in pieces.iter().filter(|p| !p.is_empty()) {
+                    self.iovs[next_iov] = libc::iovec {
+                        // The kernel only reads through this pointer (sendmmsg).
+                        iov_base: piece.as_ptr() as *mut libc::c_void,
+                        iov_len: piece.len(),
+                    };
+                    next_iov += 1;
+                }
             }
-            let addr_len = encode_addr(&payloads[0].0, &mut self.addrs[g]);
+            let addr_len = encode_addr(datagrams[0].dst(), &mut self.addrs[g]);
 
             let hdr = &mut self.hdrs[g];
             *hdr = zeroed_mmsghdr();
             hdr.msg_hdr.msg_name = (&mut self.addrs[g] as *mut libc::sockaddr_storage).cast();
             hdr.msg_hdr.msg_namelen = addr_len;
             hdr.msg_hdr.msg_iov = self.iovs[iov_start..].as_mut_ptr();
-            hdr.msg_hdr.msg_iovlen = payloads.len() as _;
+            hdr.msg_hdr.msg_iovlen = (next_iov - iov_start) as _;
             if let Some(segment) = group.gso_size {
                 write_gso_cmsg(&mut hdr.msg_hdr, &mut self.cmsgs[g], segment);
             }

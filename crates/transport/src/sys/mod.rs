@@ -18,6 +18,7 @@ mod poll;
 mod single;
 mod sockopt;
 
+pub(crate) use mmsg::OutDatagram;
 pub(crate) use mmsg::{RecvScratch, SendGroup, SendScratch};
 pub(crate) use poll::{allowed_cpus, confine_to, current_cpu, nudge_to_cpu, ppoll_readable, yield_cpu, PollFds};
 pub(crate) use single::{recv_from, recv_split, send_parts, send_to};

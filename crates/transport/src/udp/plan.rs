@@ -9,7 +9,7 @@
 use std::net::SocketAddr;
 
 use super::{MAX_UDP6_PAYLOAD, MAX_UDP_PAYLOAD};
-use crate::sys::SendGroup;
+use crate::sys::{OutDatagram, SendGroup};
 
 /// When a run of datagrams may be merged into one GSO send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,19 +49,19 @@ fn max_gso_bytes(dst: &SocketAddr) -> usize {
 /// a shorter, non-empty last one (the kernel cuts GSO sends into equal
 /// segments, the last may be short). Order is preserved. Writes into `out`
 /// (cleared first) so the caller's preallocated vector is reused.
-pub(super) fn plan_groups(msgs: &[(SocketAddr, &[u8])], policy: &GsoPolicy, out: &mut Vec<SendGroup>) {
+pub(super) fn plan_groups<D: OutDatagram>(msgs: &[D], policy: &GsoPolicy, out: &mut Vec<SendGroup>) {
     out.clear();
     let mut start = 0;
     while start < msgs.len() {
-        let (dst, first) = &msgs[start];
-        let segment = first.len();
+        let dst = msgs[start].dst();
+        let segment = msgs[start].len();
         let mut end = start + 1;
         if policy.allows(dst, segment) {
             let limit = max_gso_bytes(dst);
             let mut total = segment;
             while end < msgs.len() && end - start < policy.max_segments {
-                let (next_dst, payload) = &msgs[end];
-                let len = payload.len();
+                let next_dst = msgs[end].dst();
+                let len = msgs[end].len();
                 // An empty last payload would add no bytes, so the kernel
                 // would emit one datagram fewer than we count.
                 if next_dst != dst || len > segment || len == 0 || total + len > limit {
