@@ -1298,7 +1298,9 @@ enum mw_status mw_progress(struct mw_endpoint *ep);
  * (puts and their variants, atomics, FIFO pushes; also those whose handle
  * was freed unwaited) has been executed in that target's memory, so anyone
  * told afterwards, by any path, sees its effects. Gets and fetching
- * atomics complete through their handles.
+ * atomics complete through their handles. Returns the error of an
+ * implicit put toward `rank` (`mw_put_nbi`, `mw_put_signal_nbi`) that failed
+ * since the last report, if any.
  *
  * # Safety
  * `ep` must be NULL or a live endpoint.
@@ -1306,7 +1308,8 @@ enum mw_status mw_progress(struct mw_endpoint *ep);
 enum mw_status mw_flush(struct mw_endpoint *ep, uint32_t rank);
 
 /**
- * `mw_flush` toward every rank at once.
+ * `mw_flush` toward every rank at once (returning the error of an implicit
+ * put toward any rank that failed since the last report).
  *
  * # Safety
  * `ep` must be NULL or a live endpoint.
@@ -1766,6 +1769,30 @@ enum mw_status mw_get_value(struct mw_endpoint *ep, uint32_t rank, mw_key key, u
  * or readable for `len` bytes.
  */
 enum mw_status mw_put_signal(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *data, size_t len, struct mw_signal signal);
+
+/**
+ * Implicit nonblocking put (OpenSHMEM's `put_nbi`): like `mw_put_nb`
+ * without a handle. The put is complete once a later `mw_flush` toward
+ * `rank` or `mw_quiet` returns; if it fails, that call returns the error.
+ * An error found at issue is returned here. `data` must stay valid and
+ * unchanged until that flush or quiet returns (toward a peer on another
+ * host a large put's bytes are read as they leave).
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
+ * or readable for `len` bytes until a later `mw_flush(ep, rank)` or
+ * `mw_quiet(ep)` has returned.
+ */
+enum mw_status mw_put_nbi(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *data, size_t len);
+
+/**
+ * Implicit nonblocking `mw_put_signal`, completed and reported like
+ * `mw_put_nbi`.
+ *
+ * # Safety
+ * As for `mw_put_nbi`.
+ */
+enum mw_status mw_put_signal_nbi(struct mw_endpoint *ep, uint32_t rank, mw_key key, uint64_t offset, const void *data, size_t len, struct mw_signal signal);
 
 /**
  * Nonblocking `mw_put_signal`: stores the operation's handle in `*handle`.

@@ -382,6 +382,24 @@ static void test_signal(void) {
     OK(mw_wait_until(ep, S, OFF_SIGNAL, MW_CMP_LE, 42, &seen));
     ASSERT_U64(seen, 42);
 
+    /* Implicit puts: no handle, complete when a later flush returns. */
+    OK(mw_barrier(ep));
+    uint8_t fresh[128];
+    fill(fresh, sizeof fresh, me + 200);
+    sig.value = 43;
+    OK(mw_put_nbi(ep, right, skey, OFF_SIGDATA, fresh, 100));
+    OK(mw_put_signal_nbi(ep, right, skey, OFF_SIGDATA + 100, fresh + 100, 28, sig));
+    OK(mw_flush(ep, right));
+    OK(mw_wait_until(ep, S, OFF_SIGNAL, MW_CMP_EQ, 43, NULL));
+    read_local(S, OFF_SIGDATA, dst, 128);
+    check_pattern(dst, 128, left + 200, "put_nbi and put_signal_nbi data");
+    /* Out of bounds: found at issue (same host, direct) or reported by the
+     * next flush toward the target, exactly once. */
+    mw_status issued = mw_put_nbi(ep, right, skey, S_LEN - 4, fresh, 8);
+    mw_status flushed = mw_flush(ep, right);
+    ASSERT((issued == MW_ERR_OUT_OF_BOUNDS && flushed == MW_OK) || (issued == MW_OK && flushed == MW_ERR_OUT_OF_BOUNDS));
+    OK(mw_quiet(ep));
+
     sig.op = 7;
     EXPECT(MW_ERR_INVALID_ARGUMENT, mw_put_signal(ep, right, skey, OFF_SIGDATA, src, 8, sig));
     sig.op = MW_SIGNAL_SET;

@@ -207,7 +207,9 @@ pub unsafe extern "C" fn mw_progress(ep: *mut mw_endpoint) -> mw_status {
 /// (puts and their variants, atomics, FIFO pushes; also those whose handle
 /// was freed unwaited) has been executed in that target's memory, so anyone
 /// told afterwards, by any path, sees its effects. Gets and fetching
-/// atomics complete through their handles.
+/// atomics complete through their handles. Returns the error of an
+/// implicit put toward `rank` (`mw_put_nbi`, `mw_put_signal_nbi`) that failed
+/// since the last report, if any.
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint.
@@ -219,7 +221,8 @@ pub unsafe extern "C" fn mw_flush(ep: *mut mw_endpoint, rank: u32) -> mw_status 
     })
 }
 
-/// `mw_flush` toward every rank at once.
+/// `mw_flush` toward every rank at once (returning the error of an implicit
+/// put toward any rank that failed since the last report).
 ///
 /// # Safety
 /// `ep` must be NULL or a live endpoint.

@@ -221,6 +221,61 @@ pub unsafe extern "C" fn mw_put_signal(
     })
 }
 
+/// Implicit nonblocking put (OpenSHMEM's `put_nbi`): like `mw_put_nb`
+/// without a handle. The put is complete once a later `mw_flush` toward
+/// `rank` or `mw_quiet` returns; if it fails, that call returns the error.
+/// An error found at issue is returned here. `data` must stay valid and
+/// unchanged until that flush or quiet returns (toward a peer on another
+/// host a large put's bytes are read as they leave).
+///
+/// # Safety
+/// `ep` must be NULL or a live endpoint; `data` NULL (only if `len` is 0)
+/// or readable for `len` bytes until a later `mw_flush(ep, rank)` or
+/// `mw_quiet(ep)` has returned.
+#[no_mangle]
+pub unsafe extern "C" fn mw_put_nbi(
+    ep: *mut mw_endpoint,
+    rank: u32,
+    key: mw_key,
+    offset: u64,
+    data: *const c_void,
+    len: usize,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract: `data` stays readable until the flush
+        // or quiet that completes the put, as `put_nbi_lent` requires.
+        let (owner, data) = unsafe { (endpoint(ep)?, ffi::bytes::<'static>(data, len, "data")?) };
+        // SAFETY: as above.
+        unsafe { owner.ep.put_nbi_lent(rank, self::key(key), offset, data) }?;
+        Ok(())
+    })
+}
+
+/// Implicit nonblocking `mw_put_signal`, completed and reported like
+/// `mw_put_nbi`.
+///
+/// # Safety
+/// As for `mw_put_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn mw_put_signal_nbi(
+    ep: *mut mw_endpoint,
+    rank: u32,
+    key: mw_key,
+    offset: u64,
+    data: *const c_void,
+    len: usize,
+    signal: mw_signal,
+) -> mw_status {
+    guard(|| {
+        // SAFETY: as for `mw_put_nbi`.
+        let (owner, data) = unsafe { (endpoint(ep)?, ffi::bytes::<'static>(data, len, "data")?) };
+        let signal = signal_from(&signal)?;
+        // SAFETY: as for `mw_put_nbi`.
+        unsafe { owner.ep.put_signal_nbi_lent(rank, self::key(key), offset, data, signal) }?;
+        Ok(())
+    })
+}
+
 /// Nonblocking `mw_put_signal`: stores the operation's handle in `*handle`.
 /// `data` must stay valid and unchanged until the handle is consumed (it
 /// may be read as the put leaves, as for `mw_put_nb`).

@@ -915,7 +915,9 @@ impl Endpoint {
     /// same-host peer has consumed from its ring *and* messages still
     /// waiting in the overflow queue in front of that ring, and operations
     /// on this rank itself. Fails with [`Error::Timeout`] if that takes
-    /// longer than [`Config::op_timeout`].
+    /// longer than [`Config::op_timeout`], and with the error of an implicit
+    /// operation toward `rank` ([`put_nbi_lent`](Self::put_nbi_lent)) that
+    /// failed since the last report.
     pub fn flush(&self, rank: u32) -> Result<()> {
         self.check_rank(rank)?;
         {
@@ -928,12 +930,14 @@ impl Endpoint {
                 && !state.gets.must_hold(rank)
                 && state.shm_idle_toward(rank)
                 && (rank != state.rank || state.loopback.is_empty())
-        })
+        })?;
+        self.lock().requests.take_implicit_failure(Some(rank)).map_or(Ok(()), Err)
     }
 
     /// [`flush`](Self::flush) toward every rank at once: waits until every
     /// one-sided operation this rank issued before the call is complete at
-    /// its target ([`Error::Timeout`] past [`Config::op_timeout`]).
+    /// its target ([`Error::Timeout`] past [`Config::op_timeout`]; the
+    /// error of an implicit operation that failed since the last report).
     pub fn quiet(&self) -> Result<()> {
         {
             let mut state = self.lock();
@@ -949,7 +953,8 @@ impl Endpoint {
                 && state.gets.is_idle()
                 && state.loopback.is_empty()
                 && state.shm_idle()
-        })
+        })?;
+        self.lock().requests.take_implicit_failure(None).map_or(Ok(()), Err)
     }
 
     /// Orders one-sided operations per target: at each target, every put,

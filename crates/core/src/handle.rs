@@ -97,6 +97,18 @@ impl<'a> Handle<'a> {
         }
     }
 
+    /// Lets the operation complete unobserved, its failure kept for the
+    /// next `flush`/`quiet` to report (an implicit operation); an
+    /// operation already failed at issue reports it here.
+    pub(crate) fn release_implicit(mut self) -> Result<()> {
+        self.finished = true;
+        if let Some(result) = self.ready.take() {
+            return result.map(drop);
+        }
+        self.ep.lock().requests.release_implicit(self.id);
+        Ok(())
+    }
+
     /// Marks the handle of a put fed from the caller's buffer.
     pub(crate) fn set_lent(&mut self) {
         self.lent = true;

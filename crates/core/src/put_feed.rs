@@ -34,16 +34,11 @@ use crate::Result;
 /// part not fed yet.
 #[derive(PartialEq, Eq)]
 pub(crate) enum FeedSource {
-    Lent {
-        ptr: *const u8,
-        len: usize,
-    },
+    /// Valid while the handle lives or, `until_quiet`, until the caller's
+    /// next flush or quiet returns (an implicit put has no handle).
+    Lent { ptr: *const u8, len: usize, until_quiet: bool },
     /// Bytes `from..` of the put (`len` in all).
-    Kept {
-        from: usize,
-        rest: Vec<u8>,
-        len: usize,
-    },
+    Kept { from: usize, rest: Vec<u8>, len: usize },
 }
 
 // SAFETY: a lent source is only read (never written) through its pointer,
@@ -60,13 +55,23 @@ impl FeedSource {
     /// is lent to is waited on or dropped (never leaked with `mem::forget`):
     /// those paths copy or remove the feed (see the module doc).
     pub(crate) unsafe fn lend(data: &[u8]) -> FeedSource {
-        FeedSource::Lent { ptr: data.as_ptr(), len: data.len() }
+        FeedSource::Lent { ptr: data.as_ptr(), len: data.len(), until_quiet: false }
+    }
+
+    /// Lends `data` to the feed of an implicit put.
+    ///
+    /// # Safety
+    /// `data` must stay valid and unmodified until a `flush` toward the
+    /// put's target or a `quiet` issued after the put has returned: those
+    /// wait until every byte is fed.
+    pub(crate) unsafe fn lend_until_quiet(data: &[u8]) -> FeedSource {
+        FeedSource::Lent { ptr: data.as_ptr(), len: data.len(), until_quiet: true }
     }
 
     /// A source that lives forever (tests of the queues that hold feeds).
     #[cfg(test)]
     pub(crate) fn from_static(data: &'static [u8]) -> FeedSource {
-        FeedSource::Lent { ptr: data.as_ptr(), len: data.len() }
+        FeedSource::Lent { ptr: data.as_ptr(), len: data.len(), until_quiet: false }
     }
 
     /// Bytes of the whole put.
@@ -78,6 +83,11 @@ impl FeedSource {
 
     fn is_lent(&self) -> bool {
         matches!(self, FeedSource::Lent { .. })
+    }
+
+    /// Lent for as long as a handle holds the put (not until a quiet).
+    fn is_lent_to_handle(&self) -> bool {
+        matches!(self, FeedSource::Lent { until_quiet: false, .. })
     }
 
     fn bytes(&self, start: usize, end: usize) -> &[u8] {
@@ -155,7 +165,7 @@ impl State {
         // A failed put feeds no more. A lent source is read only while its
         // handle holds the request (a handle letting go first keeps the rest).
         let failed = self.requests.is_done(feed.req) != Some(false);
-        if failed || (feed.source.is_lent() && !self.requests.is_wanted(feed.req)) {
+        if failed || (feed.source.is_lent_to_handle() && !self.requests.is_wanted(feed.req)) {
             return None;
         }
         let len = feed.source.len();
@@ -257,6 +267,42 @@ impl Endpoint {
         // SAFETY: forwarded to our caller.
         let source = unsafe { FeedSource::lend(data) };
         self.put_signal_fed(rank, key, offset, data, signal, Some(source))
+    }
+
+    /// Implicit nonblocking put (OpenSHMEM's `put_nbi`): no handle; the put
+    /// is complete once a later [`flush`](Self::flush) toward `rank` or
+    /// [`quiet`](Self::quiet) returns, and if it fails there, that call
+    /// reports the error. Toward a same-host peer it is usually done when
+    /// this returns; toward a peer on another host its bytes are read from
+    /// `data` as they leave, as for [`put_nb_lent`](Self::put_nb_lent).
+    /// An error found at issue (bad rank, unknown key, out of bounds) is
+    /// returned here.
+    ///
+    /// # Safety
+    /// `data` must stay valid and unmodified until a `flush(rank)` or
+    /// `quiet()` called after this returns has returned.
+    pub unsafe fn put_nbi_lent(&self, rank: u32, key: RegionKey, offset: u64, data: &[u8]) -> Result<()> {
+        // SAFETY: forwarded to our caller.
+        let source = unsafe { FeedSource::lend_until_quiet(data) };
+        self.put_fed(rank, key, offset, data, Some(source))?.release_implicit()
+    }
+
+    /// Implicit nonblocking put_signal (OpenSHMEM's `put_signal_nbi`), as
+    /// [`put_nbi_lent`](Self::put_nbi_lent).
+    ///
+    /// # Safety
+    /// As for [`put_nbi_lent`](Self::put_nbi_lent).
+    pub unsafe fn put_signal_nbi_lent(
+        &self,
+        rank: u32,
+        key: RegionKey,
+        offset: u64,
+        data: &[u8],
+        signal: Signal,
+    ) -> Result<()> {
+        // SAFETY: forwarded to our caller.
+        let source = unsafe { FeedSource::lend_until_quiet(data) };
+        self.put_signal_fed(rank, key, offset, data, signal, Some(source))?.release_implicit()
     }
 
     /// Put, waiting until the data is in the target's memory. Over UDP it

@@ -53,6 +53,9 @@ struct Slot {
     generation: u16,
     in_use: bool,
     released: bool,
+    /// Released at issue (an implicit operation, completed by flush or
+    /// quiet): a failure is kept for them to report.
+    implicit: bool,
     /// Parts (chunks, acks, responses) still to arrive before completion.
     pending: u32,
     result: Option<Result<(), Error>>,
@@ -68,6 +71,9 @@ pub struct Requests {
     slots: Vec<Slot>,
     free: Vec<usize>,
     live: usize,
+    /// The first failure of an implicit operation not yet reported, and
+    /// its target (see [`Requests::release_implicit`]).
+    implicit_failure: Option<(u32, Error)>,
 }
 
 impl Requests {
@@ -83,6 +89,7 @@ impl Requests {
                     generation: 0,
                     in_use: false,
                     released: false,
+                    implicit: false,
                     pending: 0,
                     result: None,
                     output: Output::None,
@@ -96,6 +103,7 @@ impl Requests {
         slot.generation = (slot.generation + 1) & 0xfff;
         slot.in_use = true;
         slot.released = false;
+        slot.implicit = false;
         slot.pending = pending;
         slot.result = if pending == 0 { Some(Ok(())) } else { None };
         slot.output = Output::None;
@@ -157,8 +165,41 @@ impl Requests {
         if slot.result.is_some() {
             return None;
         }
+        let implicit = slot.implicit.then_some((slot.target, error.clone()));
         slot.result = Some(Err(error));
+        if let Some(failure) = implicit {
+            self.implicit_failure.get_or_insert(failure);
+        }
         Some(self.finish(id))
+    }
+
+    /// Releases request `id` at issue: nothing waits on it; it completes
+    /// unobserved, and if it fails, the failure is kept until
+    /// [`take_implicit_failure`](Self::take_implicit_failure) reports it.
+    pub fn release_implicit(&mut self, id: RequestId) {
+        let failed = match self.slot_mut(id) {
+            Some(slot) => {
+                slot.implicit = true;
+                match &slot.result {
+                    Some(Err(error)) => Some((slot.target, error.clone())),
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        if let Some(failure) = failed {
+            self.implicit_failure.get_or_insert(failure);
+        }
+        self.release(id);
+    }
+
+    /// The first failure of an implicit operation toward `target` (any
+    /// target with `None`) not reported yet; reports it.
+    pub fn take_implicit_failure(&mut self, target: Option<u32>) -> Option<Error> {
+        match &self.implicit_failure {
+            Some((t, _)) if target.is_none_or(|want| want == *t) => self.implicit_failure.take().map(|(_, e)| e),
+            _ => None,
+        }
     }
 
     fn finish(&mut self, id: RequestId) -> Completion {

@@ -193,3 +193,59 @@ fn a_lent_put_that_does_not_fit_writes_nothing() {
         ep.barrier().unwrap();
     });
 }
+
+/// Implicit puts (`put_nbi_lent`, `put_signal_nbi_lent`: no handle) are
+/// complete when a later `quiet` or `flush` returns, on every path; a
+/// failure found only at the target is reported by that call, once.
+#[test]
+fn implicit_puts_complete_at_quiet_and_report_failures_there() {
+    for (name, cfg) in common::transports().into_iter().chain([("ethernet", ethernet(Config::default()))]) {
+        run_job(2, cfg, move |ep| {
+            const LEN: usize = 1 << 20;
+            let region = ep.alloc_symmetric(LEN + 8, Access::ALL).unwrap();
+            let key = region.key();
+            let data = pattern(3, LEN);
+            let small: Vec<[u8; 8]> = (0..64u64).map(|i| (i * 7).to_le_bytes()).collect();
+            if ep.rank() == 0 {
+                for (i, word) in small.iter().enumerate() {
+                    // SAFETY: `small` outlives the quiet below.
+                    unsafe { ep.put_nbi_lent(1, key, (LEN - 1024 + 8 * i) as u64, word).unwrap() };
+                }
+                // SAFETY: `data` outlives the quiet below.
+                unsafe { ep.put_nbi_lent(1, key, 0, &data[..LEN - 1024]).unwrap() };
+                let sig = Signal { key, offset: LEN as u64, op: SignalOp::Add, value: 1 };
+                // SAFETY: as above.
+                unsafe { ep.put_signal_nbi_lent(1, key, 0, &data[..64], sig).unwrap() };
+                ep.quiet().unwrap();
+                // A put that fits no region fails at the target: reported by
+                // the next flush toward it, once.
+                // SAFETY: `data` outlives the flush below.
+                let issued = unsafe { ep.put_nbi_lent(1, key, LEN as u64 - 4, &data[..64]) };
+                let flushed = ep.flush(1);
+                // Found at issue on the direct same-host path, else at the target.
+                let once = matches!(
+                    (&issued, &flushed),
+                    (Err(Error::OutOfBounds), Ok(())) | (Ok(()), Err(Error::OutOfBounds))
+                );
+                assert!(once, "{name}: the failure is reported exactly once: {issued:?}, {flushed:?}");
+                ep.flush(1).unwrap();
+                ep.quiet().unwrap();
+            }
+            ep.barrier().unwrap();
+            if ep.rank() == 1 {
+                let mut got = vec![0u8; LEN];
+                region.read(0, &mut got).unwrap();
+                let mut want = data.clone();
+                want[LEN - 512..].fill(0); // nothing is put there
+                for (i, word) in small.iter().enumerate() {
+                    want[LEN - 1024 + 8 * i..LEN - 1024 + 8 * i + 8].copy_from_slice(word);
+                }
+                let bad = got.iter().zip(&want).position(|(a, b)| a != b);
+                assert!(bad.is_none(), "{name}: implicit puts landed; first difference at {bad:?} of {LEN}");
+                assert_eq!(region.load_u64(LEN as u64).unwrap(), 1, "{name}: one signal");
+            }
+            assert_requests_freed(ep);
+            ep.barrier().unwrap();
+        });
+    }
+}

@@ -54,6 +54,9 @@ struct mwshmem_ctx {
     pthread_mutex_t lock;
     struct mwshmem_pending *pending;
     size_t npending, cap;
+    /* Set (atomically) when an implicit put (mw_put_nbi) was issued on the
+     * context since its last quiet: the quiet then calls mw_quiet. */
+    int implicit;
 };
 
 struct mwshmem_state {

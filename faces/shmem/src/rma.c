@@ -2,8 +2,9 @@
  * rma.c: put, get, p, g, iput, iget, ibput, ibget, put_nbi, get_nbi and
  * put-with-signal, typed, sized and mem forms, with and without a context.
  * A blocking put returns once the data is in the target's memory
- * (memwire's mw_put), which is stronger than the spec asks; the _nbi forms
- * keep their memwire handle on the context until its quiet. Strided forms
+ * (memwire's mw_put), which is stronger than the spec asks; put_nbi and
+ * put_signal_nbi are memwire's implicit puts (completed by mw_quiet at the
+ * context's quiet), get_nbi keeps its handle on the context until then. Strided forms
  * are memwire's strided put and get: one operation, not one per element.
  */
 #include <string.h>
@@ -37,12 +38,13 @@ static void get_bytes(const char *routine, shmem_ctx_t ctx, void *dest, const vo
     mwshmem_check(routine, mw_get(mwshmem.ep, (uint32_t)t.pe, t.at.key, t.at.offset, dest, bytes));
 }
 
+/* memwire's implicit put: no handle to keep; the context's quiet calls
+ * mw_quiet, which completes it and reports its failure. */
 static void put_bytes_nbi(const char *routine, shmem_ctx_t ctx, void *dest, const void *source, size_t bytes, int pe) {
     struct target t = locate(routine, ctx, "dest", dest, bytes, pe);
     if (bytes == 0) return;
-    mw_handle *h;
-    mwshmem_check(routine, mw_put_nb(mwshmem.ep, (uint32_t)t.pe, t.at.key, t.at.offset, source, bytes, &h));
-    mwshmem_ctx_add(ctx, h, NULL, 0);
+    mwshmem_check(routine, mw_put_nbi(mwshmem.ep, (uint32_t)t.pe, t.at.key, t.at.offset, source, bytes));
+    __atomic_store_n(&ctx->implicit, 1, __ATOMIC_RELAXED);
 }
 
 static void get_bytes_nbi(const char *routine, shmem_ctx_t ctx, void *dest, const void *source, size_t bytes, int pe) {
@@ -89,9 +91,8 @@ static void put_signal(const char *routine, shmem_ctx_t ctx, void *dest, const v
         mwshmem_check(routine, mw_put_signal(mwshmem.ep, (uint32_t)t.pe, t.at.key, t.at.offset, source, bytes, s));
         return;
     }
-    mw_handle *h;
-    mwshmem_check(routine, mw_put_signal_nb(mwshmem.ep, (uint32_t)t.pe, t.at.key, t.at.offset, source, bytes, s, &h));
-    mwshmem_ctx_add(ctx, h, NULL, 0);
+    mwshmem_check(routine, mw_put_signal_nbi(mwshmem.ep, (uint32_t)t.pe, t.at.key, t.at.offset, source, bytes, s));
+    __atomic_store_n(&ctx->implicit, 1, __ATOMIC_RELAXED);
 }
 
 #define D SHMEM_CTX_DEFAULT

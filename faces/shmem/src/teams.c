@@ -216,6 +216,7 @@ void mwshmem_ctx_complete(const char *routine, struct mwshmem_ctx *ctx) {
     pthread_mutex_lock(&ctx->lock);
     complete_locked(routine, ctx);
     pthread_mutex_unlock(&ctx->lock);
+    if (__atomic_exchange_n(&ctx->implicit, 0, __ATOMIC_ACQ_REL)) mwshmem_check(routine, mw_quiet(mwshmem.ep));
     /* Stores through shmem_ptr pointers are ordered too. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
