@@ -1,8 +1,10 @@
-//! The endpoint: one per process. Owns the protocol instance, the UDP
-//! transport, the peer table, the region table, the outstanding requests and
-//! the progress engine that ties them together (including the IP multicast
-//! engine's state, `crate::mcast`, whose sockets it polls and whose timers
-//! it honours).
+//! The endpoint: one per process. Owns the endpoint's state (the protocol
+//! instance, the UDP transport, the peer table, the region table, the
+//! outstanding requests, and the IP multicast engine's state,
+//! `crate::mcast`), its creation from a configuration and a bootstrap, the
+//! background threads (progress thread, watchdog), flush/quiet/fence,
+//! finalization and statistics. The progress engine is `crate::progress`,
+//! the send path `crate::transmit`, the wait loop `crate::wait`.
 //!
 //! Must not: implement reliability (crate proto does, sans-IO) or touch raw
 //! memory outside `region::raw`. Same-host peers are reached through
@@ -21,13 +23,12 @@ use mw_proto::time::Instant as ProtoInstant;
 use mw_wire::op::{self, OpRepr};
 
 use crate::config::{Config, ProgressMode};
-use crate::deadline::Bound;
 use crate::internal::Internal;
 use crate::lock::{StateGuard, StateLock};
 use crate::region::RegionTable;
-use crate::request::{Completion, Output, RequestId, Requests};
+use crate::request::{Completion, RequestId, Requests};
 use crate::stats::CoreStats;
-use crate::target::{Reply, Target};
+use crate::target::Reply;
 use crate::{Error, Result};
 
 /// Mutable endpoint state, guarded by the endpoint lock.
@@ -74,7 +75,7 @@ pub(crate) struct State {
     /// While set, messages queued for the protocol wait for the holder's
     /// [`State::transmit`] instead of leaving one by one: a receive batch's
     /// replies, a round of get requests (see [`State::with_transmit_held`]).
-    hold_transmit: bool,
+    pub(crate) hold_transmit: bool,
     /// Scratch for operation headers (`MAX_HEADER_LEN`: a 256-segment iov header).
     pub hdr_buf: Vec<u8>,
     /// The shared-memory ring engine, when some peers share this host.
@@ -89,29 +90,29 @@ pub(crate) struct Shared {
     pub chunk_bytes: usize,
     /// Payload bytes of one UDP datagram (the protocol's segment size).
     pub udp_segment: usize,
-    fd: std::os::fd::RawFd,
+    pub(crate) fd: std::os::fd::RawFd,
     /// The multicast group socket's descriptor once opened (-1 before):
     /// waiters poll it next to `fd`.
-    mcast_fd: AtomicI32,
-    stop: AtomicBool,
+    pub(crate) mcast_fd: AtomicI32,
+    pub(crate) stop: AtomicBool,
     /// The `Auto` mode's watchdog thread, woken when a nonblocking transfer
     /// over UDP starts (`Shared::nudge_watchdog`).
-    watchdog: std::sync::OnceLock<std::thread::Thread>,
+    pub(crate) watchdog: std::sync::OnceLock<std::thread::Thread>,
     /// Bumped on every application call into the endpoint; the watchdog
     /// (`ProgressMode::Auto`) steps in only when it stops moving.
-    app_calls: AtomicU64,
+    pub(crate) app_calls: AtomicU64,
     /// Nonzero while application threads are inside `wait_for` (driving
     /// progress themselves): the watchdog stays out of their way.
-    app_waiting: AtomicU64,
+    pub(crate) app_waiting: AtomicU64,
     /// A progress thread runs: it may consume the datagram a waiter sleeps on.
-    threaded: AtomicBool,
-    clock_base: std::time::Instant,
-    wait_policy: mw_transport::wait::WaitPolicy,
+    pub(crate) threaded: AtomicBool,
+    pub(crate) clock_base: std::time::Instant,
+    pub(crate) wait_policy: mw_transport::wait::WaitPolicy,
     /// Same-host peers: read without the lock on the direct path.
     pub shm: Option<Arc<crate::shm::ShmShared>>,
     /// Every peer is reached through shared memory: a waiter may poll the
     /// rings alone (no receive syscall) between full progress rounds.
-    all_shm: bool,
+    pub(crate) all_shm: bool,
     /// Every rank of the job runs on this host (by the launcher's host
     /// names), whether or not shared memory connects them.
     pub one_host: bool,
@@ -494,416 +495,6 @@ impl Endpoint {
         state.progress(now);
     }
 
-    /// Locks the state for an application call (which counts as activity:
-    /// the watchdog leaves an active application alone).
-    pub(crate) fn lock(&self) -> StateGuard<'_, State> {
-        // A load and a store, not a locked increment (this is on every
-        // call): the watchdog only asks whether the count moved, and an
-        // increment lost to a concurrent one still moves it.
-        let calls = &self.shared.app_calls;
-        calls.store(calls.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
-        self.shared.lock()
-    }
-
-    /// The state lock, not counted as an application call: for a look that
-    /// makes no progress (`is_complete`), so that an application polling
-    /// it while it computes still has the `Auto` mode's watchdog drive its
-    /// transfers, and is not taken for a rank that serves its peers.
-    pub(crate) fn lock_without_progress(&self) -> StateGuard<'_, State> {
-        self.shared.lock()
-    }
-
-    /// Makes progress until `done` says so, busy-polling, then yielding, then
-    /// blocking (seed 004: PM/UDP hands the CPU over when polling finds nothing).
-    pub(crate) fn wait_for(&self, done: impl FnMut(&mut State) -> bool) {
-        self.wait_for_until(done, None);
-    }
-
-    /// Waits until request `id` completes and takes its outcome (`None`: it
-    /// was already collected, or never existed). One lock when it is
-    /// complete already (an eager send's is at once), and collected under
-    /// the lock that saw it complete otherwise: not a second one after.
-    pub(crate) fn wait_and_take(&self, id: RequestId, bound: Bound) -> Option<(Result<()>, Output)> {
-        self.wait_and_take_with(id, false, bound, |_| false)
-    }
-
-    /// [`wait_and_take`](Self::wait_and_take) with `advance`, which may
-    /// complete the request itself (a receive taking its message from a
-    /// ring) and says whether it did: tried first under the same single
-    /// lock, before any of the waiting machinery. `ring_spin`: what completes
-    /// the request arrives through a same-host ring, so the wait starts with
-    /// [`spin_for_ring_record`](Self::spin_for_ring_record) (only once the
-    /// first look found the request incomplete: a window of requests whose
-    /// replies progress already executed must not spin for nothing).
-    /// Past `bound`'s deadline the outcome is `Err(Timeout)` and the request
-    /// stays where it is: the caller retires or keeps it.
-    pub(crate) fn wait_and_take_with(
-        &self,
-        id: RequestId,
-        ring_spin: bool,
-        bound: Bound,
-        mut advance: impl FnMut(&mut State) -> bool,
-    ) -> Option<(Result<()>, Output)> {
-        let mut ready = |state: &mut State| state.requests.is_done(id) != Some(false) || advance(state);
-        let first_look = {
-            let mut state = self.lock();
-            if ready(&mut state) {
-                return state.requests.take(id);
-            }
-            state
-        };
-        let mut taken = None;
-        if !ring_spin {
-            drop(first_look);
-        } else if self.spin_for_ring_record(first_look, |state, _| {
-            if !ready(state) {
-                return false;
-            }
-            taken = state.requests.take(id);
-            true
-        }) {
-            return taken;
-        }
-        let until = self.deadline(bound);
-        let finished = self.wait_for_until(
-            |state| {
-                if !ready(state) {
-                    return false;
-                }
-                taken = state.requests.take(id);
-                true
-            },
-            until,
-        );
-        if !finished {
-            return Some((Err(Error::Timeout), Output::None));
-        }
-        taken
-    }
-
-    /// The first microseconds of a wait for a record from a same-host ring
-    /// (a receive's message, an active message's reply): only the rings'
-    /// stamps are polled (no lock, no clock, no progress round), and the
-    /// first record that lands is offered to `take` under the lock at once.
-    /// Returns whether `take` took it. A record `take` leaves (another
-    /// tag, a credit grant, someone else's reply), or a quiet spell of a
-    /// few microseconds, hands over to [`wait_for`](Self::wait_for), which
-    /// executes it and serves every other path. That loop reaches the same
-    /// record through more layers: an 8-byte send/recv ping-pong over shared
-    /// memory took 0.121-0.126 µs per hop through it and 0.106-0.111 with
-    /// this spin in front (alternating runs, before the rings' lap jumps).
-    /// Only for waits a ring ends: a UDP reply would wait out the spin.
-    ///
-    /// `first_look` is the guard of the caller's first look (which found
-    /// nothing): the spin keeps the lock while it peeks, so the record is
-    /// taken without another locked instruction between its landing and the
-    /// caller's return (~6 ns a hop on the Intel Xeon test VM, where an
-    /// uncontended compare-exchange costs more than on the EPYC: an 8-byte
-    /// send_recv ping-pong over shared memory does two per hop, one here
-    /// and one in the send). It lets go as soon as another thread waits
-    /// for the lock (`StateLock::is_wanted`: the progress thread, another
-    /// application thread), and peeks without it from then on. `take`'s
-    /// second argument says whether the lock was held throughout: the state
-    /// is then exactly as the first look left it, and what that look
-    /// checked need not be checked again (a receive's matching queues).
-    pub(crate) fn spin_for_ring_record(
-        &self,
-        first_look: StateGuard<'_, State>,
-        take: impl FnOnce(&mut State, bool) -> bool,
-    ) -> bool {
-        let Some(shm) = self.shared.shm.as_deref() else { return false };
-        let mut held = Some(first_look);
-        for _ in 0..RING_SPIN_ROUNDS {
-            if shm.inbound_pending() {
-                let (mut state, unchanged) = match held {
-                    Some(state) => (state, true),
-                    None => (self.lock(), false),
-                };
-                return take(&mut state, unchanged);
-            }
-            if held.is_some() && self.shared.state.is_wanted() {
-                held = None;
-            }
-            std::hint::spin_loop();
-        }
-        false
-    }
-
-    /// [`spin_for_ring_record`](Self::spin_for_ring_record) for a caller
-    /// that must not let go of the lock until it has finished what it
-    /// started under it (`am_begin`: a request published under the id the
-    /// next allocation gives, not allocated yet). Polls the rings' stamps
-    /// with `held` kept, offers the first record that lands to `take`, and
-    /// hands the guard back: after `take` (with what it returned), or with
-    /// `false` as soon as another thread waits for the lock or the spin
-    /// (~4 µs) is over.
-    pub(crate) fn spin_holding_lock<'a>(
-        &'a self,
-        mut held: StateGuard<'a, State>,
-        take: impl FnOnce(&mut State) -> bool,
-    ) -> (StateGuard<'a, State>, bool) {
-        let Some(shm) = self.shared.shm.as_deref() else { return (held, false) };
-        for _ in 0..RING_SPIN_ROUNDS {
-            if shm.inbound_pending() {
-                let taken = take(&mut held);
-                return (held, taken);
-            }
-            if self.shared.state.is_wanted() {
-                break;
-            }
-            std::hint::spin_loop();
-        }
-        (held, false)
-    }
-
-    /// [`wait_for`](Self::wait_for), giving up at `until`: returns whether
-    /// `done` said so.
-    pub(crate) fn wait_for_until(
-        &self,
-        mut done: impl FnMut(&mut State) -> bool,
-        until: Option<std::time::Instant>,
-    ) -> bool {
-        let mut waiter = mw_transport::wait::Waiter::new(self.shared.wait_policy);
-        let mut waiting = WaitingMark::new(&self.shared);
-        // The mark ends where the wait succeeds, under the lock `done` runs
-        // with (no locked instruction on the way back to the caller).
-        let mut done = |state: &mut State| {
-            let finished = done(state);
-            if finished {
-                waiting.end(state);
-            }
-            finished
-        };
-        // Whether to (re)enter the ring spin: at the start, and whenever the
-        // slower loop below found work after a quiet spell (a peer that went
-        // quiet for a while, then starts a ping-pong, must be served at ring
-        // speed again, not at the pace of the socket and the doorbell).
-        let mut spin_rings = self.shared.all_shm;
-        loop {
-            if spin_rings {
-                spin_rings = false;
-                if let Some(done_now) = self.spin_on_rings(&mut done, until) {
-                    return done_now;
-                }
-            }
-            // One clock read a round serves the deadline and the protocol.
-            let clock = std::time::Instant::now();
-            if until.is_some_and(|t| clock >= t) {
-                return false;
-            }
-            let deadline = {
-                let mut state = self.shared.lock();
-                let now = self.shared.at(clock);
-                // One datagram per round: the caller's condition is checked
-                // as soon as something arrived, instead of after another
-                // receive syscall that would only report an empty socket.
-                let worked = state.progress_with(now, 1) | state.assist_pulls();
-                if done(&mut state) {
-                    return true;
-                }
-                if worked {
-                    waiter.reset();
-                    spin_rings = self.shared.all_shm;
-                    continue;
-                }
-                state.next_timeout()
-            };
-            let mut deadline = deadline.map(|t| self.shared.to_std(t));
-            if let Some(until) = until {
-                deadline = Some(deadline.map_or(until, |d| d.min(until)));
-            }
-            if self.shared.threaded.load(Ordering::Relaxed) || self.shared.app_waiting.load(Ordering::Relaxed) > 1 {
-                // Another thread (the progress thread, or a second
-                // application thread waiting too) may receive what we wait
-                // for (the datagram, or the shared-memory doorbell) and the
-                // socket then stays quiet: never sleep long on it alone.
-                // (The Auto watchdog never runs while we wait.)
-                let cap = std::time::Instant::now() + Duration::from_micros(500);
-                deadline = Some(deadline.map_or(cap, |d| d.min(cap)));
-            }
-            // About to sleep with same-host peers: announce it so that their
-            // next store or ring record rings our doorbell, then poll once
-            // more (see crate::shm on why neither side can miss the other).
-            let _sleeping = match &self.shared.shm {
-                Some(shm) if waiter.blocks_next() => Some(shm.announce_sleep(false)),
-                _ => None,
-            };
-            if _sleeping.is_some() {
-                let mut state = self.shared.lock();
-                let worked = state.progress(self.shared.now());
-                if done(&mut state) {
-                    return true;
-                }
-                if worked {
-                    waiter.reset();
-                    spin_rings = self.shared.all_shm;
-                    continue;
-                }
-            }
-            let fds = self.shared.fds();
-            let _ = waiter.idle(fds.as_slice(), deadline);
-        }
-    }
-
-    /// The first phase of a wait when every peer shares this host: what we
-    /// wait for arrives in a ring or by a direct store, so poll the rings
-    /// and `done` alone (no receive syscall, which costs more than a whole
-    /// shared-memory message), with a full progress round every few µs for
-    /// the socket (raw datagrams, timers). After 20 µs each round also
-    /// yields (a peer sharing our core runs at once, see `wait_until`);
-    /// after `MW_SHM_SPIN_US` the caller's kernel-blocking loop takes over.
-    /// `Some(result)` when the wait ended here.
-    fn spin_on_rings(
-        &self,
-        done: &mut impl FnMut(&mut State) -> bool,
-        until: Option<std::time::Instant>,
-    ) -> Option<bool> {
-        const FULL_EVERY: Duration = Duration::from_micros(10);
-        const LOCAL_EVERY: Duration = Duration::from_micros(1);
-        const YIELD_AFTER: Duration = Duration::from_micros(20);
-        let shm = self.shared.shm.as_deref()?;
-        let spin = shm.spin;
-        // The clock is read every few idle rounds only: a read costs about
-        // as much as polling every ring once, and a protocol time stale by
-        // well under a microsecond changes no timer's outcome.
-        const CLOCK_EVERY: u32 = 8;
-        // A record already waiting (a receive whose message is there) is
-        // taken before the first clock read.
-        if shm.inbound_pending() && done(&mut self.shared.lock()) {
-            return Some(true);
-        }
-        let mut clock = std::time::Instant::now();
-        let mut idle_since = clock;
-        let mut last_full = clock;
-        let mut last_local = clock;
-        // Whether the last locked round left local work (messaging, queued
-        // ring records, unacknowledged operations): then the locked rounds
-        // come every CLOCK_EVERY rounds, otherwise every LOCAL_EVERY only.
-        let mut busy = true;
-        // The first round only peeks (the clock was just read).
-        let mut rounds_since_clock = 1u32;
-        // A record-driven round did work since the last clock read.
-        let mut restart_idle = false;
-        // Record-driven rounds since the last clock read (see below).
-        const RECORDS_BEFORE_CLOCK: u32 = 16;
-        let mut records_unclocked = 0u32;
-        // The lock, kept from the last locked round while the spin only
-        // peeks, so that a record is executed without a locked instruction
-        // between its landing and the reply (module docs of `lock`,
-        // "Holding while spinning"); dropped when another thread wants it
-        // and before the CPU is yielded.
-        let mut held: Option<StateGuard<'_, State>> = None;
-        loop {
-            if held.is_some() && self.shared.state.is_wanted() {
-                held = None;
-            }
-            // Between the rounds that take the lock (periodic ones, and any
-            // with a record waiting in a ring) the spin only peeks at the
-            // rings: a locked round of progress is a few hundred
-            // instructions, a peek two loads per peer, so a record is seen
-            // and popped sooner after it lands. A record that lands during a
-            // locked round waits for it to end: with nothing else to do,
-            // those rounds are rare (measured: a ping-pong of 8-byte
-            // messages went from 0.22 to 0.19 us when they were 8 times
-            // rarer).
-            let periodic = rounds_since_clock == 0 && (busy || clock - last_local >= LOCAL_EVERY);
-            if periodic || shm.inbound_pending() {
-                let record_driven = !periodic;
-                let worked = {
-                    let mut state = match held.take() {
-                        Some(state) => state,
-                        None => self.shared.lock(),
-                    };
-                    // An active-message request at a ring's front runs
-                    // first: its reply is on the peer's critical path.
-                    // `done` never takes a request from a ring itself, and
-                    // executing one first only brings forward what `done`
-                    // may be waiting for (an internal collective's step).
-                    let served = record_driven && state.serve_ring_requests(|| self.shared.at(clock));
-                    // The condition first when a record is there: a receive
-                    // takes its own message straight from the ring
-                    // (`State::recv_from_ring`). A record-driven round saw
-                    // one a moment ago: no second look (taken meanwhile by
-                    // another thread, `done` just finds nothing).
-                    if (record_driven || shm.inbound_pending()) && done(&mut state) {
-                        return Some(true);
-                    }
-                    let now = self.shared.at(clock);
-                    let mut worked = served;
-                    worked |= if periodic && clock - last_full >= FULL_EVERY {
-                        last_full = clock;
-                        last_local = clock;
-                        state.progress_with(now, 1)
-                    } else if periodic {
-                        last_local = clock;
-                        state.progress_local(now)
-                    } else {
-                        // Execute the record (and what it set off in
-                        // messaging); the rest waits for the next periodic
-                        // round.
-                        state.progress_rings(now)
-                    };
-                    worked |= state.assist_pulls();
-                    if done(&mut state) {
-                        return Some(true);
-                    }
-                    busy = worked || state.local_work_pending();
-                    held = Some(state);
-                    worked
-                };
-                if worked && record_driven && records_unclocked < RECORDS_BEFORE_CLOCK {
-                    // Straight back to peeking: the next record (a
-                    // request-reply partner's next request) often lands
-                    // within ~100 ns, and a clock read and a periodic round
-                    // right here were in its way (8-byte am target waiting
-                    // in a barrier: 0.118 -> 0.113 us per half round trip,
-                    // `examples/pingpong_blocks`). The clock read that ends
-                    // the next few idle rounds restarts the idle time; a
-                    // stream of records with no idle round between them
-                    // still reads it (deadline, periodic round: sockets and
-                    // timers) every RECORDS_BEFORE_CLOCK records.
-                    records_unclocked += 1;
-                    rounds_since_clock = 1;
-                    restart_idle = true;
-                    continue;
-                }
-                if worked {
-                    clock = std::time::Instant::now();
-                    rounds_since_clock = 0;
-                    records_unclocked = 0;
-                    idle_since = clock;
-                    continue;
-                }
-            }
-            rounds_since_clock += 1;
-            if rounds_since_clock < CLOCK_EVERY {
-                std::hint::spin_loop();
-                continue;
-            }
-            clock = std::time::Instant::now();
-            rounds_since_clock = 0;
-            records_unclocked = 0;
-            if std::mem::take(&mut restart_idle) {
-                idle_since = clock;
-            }
-            if until.is_some_and(|t| clock >= t) {
-                return Some(false);
-            }
-            let idle = clock - idle_since;
-            if idle >= spin {
-                return None;
-            }
-            if idle >= YIELD_AFTER {
-                held = None;
-                std::thread::yield_now();
-            } else {
-                // One pause only: it costs ~14 ns on these CPUs, and every
-                // pause here is latency added to the message we wait for.
-                std::hint::spin_loop();
-            }
-        }
-    }
-
     /// Waits until every one-sided operation this rank issued toward `rank`
     /// before the call is complete at the target: every put and its variants
     /// (put_signal, strided, iov, masked, to a register), atomic and FIFO
@@ -1190,69 +781,21 @@ impl Endpoint {
     }
 }
 
-/// Rounds of the spins that wait for a ring record (`Endpoint::
-/// spin_for_ring_record`, `Endpoint::spin_holding_lock`): ~15 ns a round
-/// (a pause and a peek per ring), ~4 µs in all.
-const RING_SPIN_ROUNDS: u32 = 256;
-
-/// Marks an application thread as waiting inside the library (in
-/// `Shared::app_waiting`) until [`end`](WaitingMark::end) or its drop (also
-/// when the wait unwinds). The count changes only under the endpoint lock,
-/// so a load and a store change it: the mark's end, on the critical path of
-/// every wait that succeeds, costs no locked instruction (measured: ~4 ns
-/// per 8-byte same-host message).
-struct WaitingMark<'a> {
-    shared: &'a Shared,
-    marked: bool,
-}
-
-impl<'a> WaitingMark<'a> {
-    /// Marks before the wait first looks at the state (the watchdog relies
-    /// on it: see `start_watchdog`).
-    fn new(shared: &'a Shared) -> WaitingMark<'a> {
-        let _locked = shared.lock();
-        Self::add(&shared.app_waiting, 1);
-        WaitingMark { shared, marked: true }
-    }
-
-    /// Ends the mark; `_locked` proves the caller holds the endpoint lock.
-    fn end(&mut self, _locked: &mut State) {
-        if std::mem::take(&mut self.marked) {
-            Self::add(&self.shared.app_waiting, u64::MAX); // -1
-        }
-    }
-
-    /// Adds `delta` (wrapping) with a plain load and store: callers hold
-    /// the endpoint lock, so no other change races with this one.
-    fn add(counter: &AtomicU64, delta: u64) {
-        counter.store(counter.load(Ordering::Relaxed).wrapping_add(delta), Ordering::Relaxed);
-    }
-}
-
-impl Drop for WaitingMark<'_> {
-    fn drop(&mut self) {
-        if self.marked {
-            let _locked = self.shared.lock();
-            Self::add(&self.shared.app_waiting, u64::MAX);
-        }
-    }
-}
-
 /// The descriptors a waiter polls: the data path's socket and, once open,
 /// the multicast group socket.
-struct Fds {
+pub(crate) struct Fds {
     fds: [std::os::fd::RawFd; 2],
     len: usize,
 }
 
 impl Fds {
-    fn as_slice(&self) -> &[std::os::fd::RawFd] {
+    pub(crate) fn as_slice(&self) -> &[std::os::fd::RawFd] {
         &self.fds[..self.len]
     }
 }
 
 impl Shared {
-    fn fds(&self) -> Fds {
+    pub(crate) fn fds(&self) -> Fds {
         let mcast = self.mcast_fd.load(Ordering::Acquire);
         Fds { fds: [self.fd, mcast], len: if mcast >= 0 { 2 } else { 1 } }
     }
@@ -1262,7 +805,7 @@ impl Shared {
         self.mcast_fd.store(fd, Ordering::Release);
     }
 
-    fn lock(&self) -> StateGuard<'_, State> {
+    pub(crate) fn lock(&self) -> StateGuard<'_, State> {
         // A panic while holding the lock (a bug) unlocks it on unwind: it
         // does not wedge every later call.
         self.state.lock()
@@ -1282,441 +825,19 @@ impl Shared {
     }
 
     /// The protocol's time at `clock`, a reading the caller already took.
-    fn at(&self, clock: std::time::Instant) -> ProtoInstant {
+    pub(crate) fn at(&self, clock: std::time::Instant) -> ProtoInstant {
         ProtoInstant::from_nanos(clock.saturating_duration_since(self.clock_base).as_nanos() as u64)
     }
 
-    fn to_std(&self, t: ProtoInstant) -> std::time::Instant {
+    pub(crate) fn to_std(&self, t: ProtoInstant) -> std::time::Instant {
         self.clock_base + Duration::from_nanos(t.as_nanos())
     }
 
-    fn until(&self, deadline: Option<ProtoInstant>) -> Duration {
+    pub(crate) fn until(&self, deadline: Option<ProtoInstant>) -> Duration {
         match deadline {
             Some(t) => Duration::from_nanos(t.as_nanos()).saturating_sub(self.clock_base.elapsed()),
             None => Duration::from_millis(5),
         }
-    }
-}
-
-impl State {
-    /// One round of progress. Returns whether anything happened.
-    pub(crate) fn progress(&mut self, now: ProtoInstant) -> bool {
-        self.progress_with(now, 64)
-    }
-
-    /// A round of progress without the sockets: loopback, the shared-memory
-    /// rings, and what their deliveries set in motion. For waiters whose
-    /// every peer shares this host (a full round now and then still reads
-    /// the socket).
-    pub(crate) fn progress_local(&mut self, now: ProtoInstant) -> bool {
-        let mut worked = self.drain_loopback(now);
-        worked |= self.poll_shm(now);
-        self.internal_progress(now);
-        worked |= self.msg_progress(now);
-        worked
-    }
-
-    /// Whether something local may need a progress round soon even with no
-    /// ring record arriving: messaging work (pulls, an outbox, sends held for
-    /// credit), records queued for a full ring, loopback or internal
-    /// traffic, operations waiting to be acknowledged (a ring's consumption).
-    pub(crate) fn local_work_pending(&self) -> bool {
-        !self.msg.is_idle()
-            || !self.shm_idle()
-            || !self.loopback.is_empty()
-            || !self.internal.outgoing.is_empty()
-            || self.ack_waiters.iter().any(|w| !w.is_empty())
-    }
-
-    /// The part of [`progress_local`](Self::progress_local) that executes
-    /// ring arrivals: the rings, then messaging and internal traffic they
-    /// may have set off (a receive's pull, a credit return, a collective's
-    /// next step).
-    ///
-    /// When every record it took was an active message executed in place
-    /// (`State::am_from_ring`: the reply and what the handler queued are
-    /// sent before it returns), nothing is set off, and messaging and
-    /// internal traffic wait for the next periodic round: an 8-byte am
-    /// target waiting in a barrier answered 1-3 ns sooner per half round
-    /// trip without their idle checks (in-process alternation, EPYC VM).
-    pub(crate) fn progress_rings(&mut self, now: ProtoInstant) -> bool {
-        let (popped, in_place) = (self.stats.shm_ring_received, self.msg.stats.am_in_place);
-        let mut worked = self.poll_shm_rings(now, crate::shm::engine::BATCH);
-        if self.stats.shm_ring_received - popped != self.msg.stats.am_in_place - in_place {
-            self.internal_progress(now);
-            worked |= self.msg_progress(now);
-        }
-        worked
-    }
-
-    /// One round of progress receiving at most `max_datagrams`.
-    pub(crate) fn progress_with(&mut self, now: ProtoInstant, max_datagrams: usize) -> bool {
-        let mut worked = self.drain_loopback(now);
-        let mut taken = 0;
-        while taken < max_datagrams {
-            // One receive: a datagram, or (GRO) a run of them from one
-            // sender, each handled in place in `rx_buf`. Their acks leave
-            // together at the end of the round.
-            let Ok(Some(rx)) = self.udp.recv_segments(&mut self.rx_buf) else {
-                break;
-            };
-            worked = true;
-            taken += rx.count();
-            self.with_transmit_held(now, |state| {
-                let mut start = 0;
-                for _ in 0..rx.count() {
-                    let end = (start + rx.segment).min(rx.len);
-                    state.receive_datagram(now, start..end);
-                    start = end;
-                }
-            });
-        }
-        worked |= self.mcast_receive(now, max_datagrams);
-        worked |= self.poll_shm(now);
-        if self.proto.poll_timeout().is_some_and(|t| t <= now) {
-            self.proto.handle_timeout(now);
-            worked = true;
-        }
-        worked |= self.drain_events(now);
-        // After the acknowledgements: the room they made takes more get
-        // requests and fed puts this round.
-        if !self.gets.is_idle() {
-            worked |= self.pump_gets(now);
-        }
-        self.internal_progress(now);
-        worked |= self.msg_progress(now);
-        worked |= self.mcast_progress(now);
-        worked |= self.transmit(now);
-        worked
-    }
-
-    /// Whether data toward or from a UDP peer is still in flight: sent and
-    /// not yet acknowledged, queued behind the window, or gets still to be
-    /// requested (what the `Auto` mode's watchdog drives while the
-    /// application computes).
-    pub(crate) fn udp_transfer_pending(&self) -> bool {
-        !self.gets.is_idle() || !self.proto.is_quiescent()
-    }
-
-    /// When the progress engine must run again even if nothing arrives:
-    /// the protocol's timers and the multicast members'.
-    pub(crate) fn next_timeout(&self) -> Option<ProtoInstant> {
-        // Same-host peers have no protocol timers: a blocked waiter wakes
-        // for the liveness check, or a peer that died would never be noticed.
-        let shm = self.shm.as_ref().and_then(|shm| shm.next_liveness_check(&self.dead));
-        [self.proto.poll_timeout(), self.mcast.poll_timeout(), shm].into_iter().flatten().min()
-    }
-
-    /// One received datagram, `rx_buf[at]`.
-    fn receive_datagram(&mut self, now: ProtoInstant, at: std::ops::Range<usize>) {
-        let datagram = &self.rx_buf[at.clone()];
-        if datagram == crate::shm::DOORBELL {
-            return; // a same-host peer woke us; the rings are polled in the round
-        }
-        if mw_wire::peek_packet_type(datagram) == Some(mw_wire::PacketType::Mcast) {
-            self.mcast_datagram(now, at); // a repair, by unicast
-            return;
-        }
-        let State { proto, regions, requests, gets, replies, completions, stats, rx_buf, internal, msg, mcast, .. } =
-            self;
-        let mut target = Target { regions, requests, gets, replies, completions, stats, internal, msg, mcast };
-        // Rejected packets are counted by the protocol; nothing else to do.
-        let _ = proto.handle_datagram(now, &rx_buf[at], &mut |peer, msg| target.on_message(peer, msg));
-        self.after_delivery(now);
-    }
-
-    fn drain_loopback(&mut self, now: ProtoInstant) -> bool {
-        let mut worked = false;
-        while let Some((msg, waiter)) = self.loopback.pop_front() {
-            worked = true;
-            let me = self.rank;
-            let State { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast, .. } = self;
-            Target { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast }
-                .on_message(me, &msg);
-            if let Some(id) = waiter {
-                // A put to ourselves completes on delivery (there is no ack),
-                // so a rejection must fail it now: its status reply, queued
-                // behind this message, would find the request already done.
-                let rejected = self.replies.iter().position(|reply| reply.refuses(me, id.0));
-                let completion = match rejected.map(|i| self.replies.remove(i)).and_then(|r| r.status()) {
-                    Some(status) => self.requests.fail(id, crate::target::fail_status(status)),
-                    None => self.requests.part_done(id),
-                };
-                if let Some(c) = completion {
-                    self.completions.push(c);
-                }
-            }
-            self.after_delivery(now);
-        }
-        worked
-    }
-
-    /// Executes one message from `peer` that arrived outside the protocol
-    /// (a shared-memory ring). The caller then sends the replies it queued
-    /// ([`State::after_delivery`]).
-    pub(crate) fn deliver(&mut self, peer: u32, msg: &[u8]) {
-        let State { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast, .. } = self;
-        Target { regions, requests, gets, replies, completions, stats, internal, msg: m, mcast }.on_message(peer, msg);
-    }
-
-    /// Submits the replies the delivered operations asked for, then applies
-    /// completion notifications.
-    pub(crate) fn after_delivery(&mut self, now: ProtoInstant) {
-        let replies = std::mem::take(&mut self.replies);
-        for reply in &replies {
-            self.send_reply(now, reply);
-        }
-        if !replies.is_empty() && !self.hold_transmit {
-            self.transmit(now);
-        }
-        let mut replies = replies;
-        replies.clear();
-        if self.replies.is_empty() {
-            self.replies = replies;
-        }
-        if self.completions.is_empty() {
-            return;
-        }
-        // Drained in place: the vector keeps its capacity (taking it would
-        // free it here and allocate again at the next completion).
-        let mut completions = std::mem::take(&mut self.completions);
-        for completion in completions.drain(..) {
-            if let Some((key, offset)) = completion.notify {
-                if let Ok(region) = self.regions.get(key) {
-                    if region.mem.is_aligned(offset as usize, 8) && offset + 8 <= region.mem.len() as u64 {
-                        region.mem.atomic_u64(offset as usize).fetch_add(1, Ordering::Release);
-                    }
-                }
-            }
-        }
-        if self.completions.is_empty() {
-            self.completions = completions;
-        }
-    }
-
-    fn send_reply(&mut self, now: ProtoInstant, reply: &Reply) {
-        match *reply {
-            Reply::Status { peer, req, status } => {
-                let repr = OpRepr::OpStatus(op::OpStatus { req, status });
-                let _ = self.send_op(now, peer, &repr, &[], None);
-            }
-            Reply::Atomic { peer, req, status, value } => {
-                let repr = OpRepr::AtomicResponse(op::AtomicResponse { req, status, value });
-                let _ = self.send_op(now, peer, &repr, &[], None);
-            }
-            Reply::GetError { peer, req, status } => {
-                let repr = OpRepr::GetResponse(op::GetResponse { req, status, body: &[] });
-                let _ = self.send_op(now, peer, &repr, &[], None);
-            }
-            Reply::Get { peer, req, key, offset, len } => {
-                let Ok(region) = self.regions.get(key) else {
-                    // Deregistered since the check: still answered.
-                    return self.send_reply(now, &Reply::GetError { peer, req, status: op::Status::BadKey });
-                };
-                let mem = region.mem;
-                mem.with_slice(offset, len, |data| self.send_get_data(now, peer, req, data));
-            }
-            Reply::GetData { peer, req, ref data } => self.send_get_data(now, peer, req, data),
-            Reply::GetStrided { peer, req, .. } => match reply.read(&self.regions) {
-                Some(Ok(gathered)) => {
-                    let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
-                    let _ = self.send_op(now, peer, &repr, &gathered, None);
-                }
-                _ => self.send_reply(now, &Reply::GetError { peer, req, status: op::Status::BadKey }),
-            },
-        }
-    }
-
-    /// Sends a get's answer, `data`, to `peer`.
-    fn send_get_data(&mut self, now: ProtoInstant, peer: u32, req: u32, data: &[u8]) {
-        let repr = OpRepr::GetResponse(op::GetResponse { req, status: op::Status::Ok, body: &[] });
-        let hlen = repr.emit_header(&mut self.hdr_buf);
-        if self.is_shm_peer(peer) {
-            let hdr = std::mem::take(&mut self.hdr_buf);
-            let _ = self.shm_send(peer, &[&hdr[..hlen], data], None, false);
-            self.hdr_buf = hdr;
-            return;
-        }
-        let hdr = &self.hdr_buf[..hlen];
-        if peer == self.rank {
-            let mut msg = Vec::with_capacity(hlen + data.len());
-            msg.extend_from_slice(hdr);
-            msg.extend_from_slice(data);
-            self.loopback.push_back((msg, None));
-            return;
-        }
-        // Over UDP one response per datagram, so the requester lands each
-        // straight from its receive buffer; a span asked for at once
-        // (crate::get_window) goes back as a run of them.
-        let proto = &mut self.proto;
-        let piece = proto.config().segment_size().saturating_sub(hlen).max(1);
-        if data.is_empty() {
-            let _ = proto.submit(now, peer, &[hdr]);
-        } else {
-            for part in data.chunks(piece) {
-                let _ = proto.submit(now, peer, &[hdr, part]);
-            }
-        }
-    }
-
-    /// Sends one operation message (header from `repr`, then `body`) to
-    /// `peer`; `waiter` is completed by the peer's ack. Loopback for self.
-    pub(crate) fn send_op(
-        &mut self,
-        now: ProtoInstant,
-        peer: u32,
-        repr: &OpRepr<'_>,
-        body: &[u8],
-        waiter: Option<RequestId>,
-    ) -> Result<()> {
-        if self.queue_op(now, peer, repr, body, waiter)? && !self.hold_transmit {
-            // Out now rather than at the end of the next progress round,
-            // which would first spend a receive syscall (latency: the
-            // initiator's request and the target's reply both leave here).
-            self.transmit(now);
-        }
-        Ok(())
-    }
-
-    /// [`send_op`](Self::send_op) without sending: returns `true` when the
-    /// message went to the protocol and leaves at the next
-    /// [`transmit`](Self::transmit) (the caller queues several, then
-    /// transmits them as one batch), `false` when it was delivered or queued
-    /// by another path (loopback, shared memory).
-    pub(crate) fn queue_op(
-        &mut self,
-        now: ProtoInstant,
-        peer: u32,
-        repr: &OpRepr<'_>,
-        body: &[u8],
-        waiter: Option<RequestId>,
-    ) -> Result<bool> {
-        let hlen = repr.emit_header(&mut self.hdr_buf);
-        if peer == self.rank {
-            let mut msg = Vec::with_capacity(hlen + body.len());
-            msg.extend_from_slice(&self.hdr_buf[..hlen]);
-            msg.extend_from_slice(body);
-            self.loopback.push_back((msg, waiter));
-            return Ok(false);
-        }
-        if self.dead[peer as usize] {
-            return Err(Error::PeerUnreachable { rank: peer });
-        }
-        // Replies and the internal collective's messages are not operations
-        // a later direct access (shm) or a get still waiting for its window
-        // (UDP) must keep order with.
-        let ordered = match repr {
-            OpRepr::OpStatus(_) | OpRepr::AtomicResponse(_) | OpRepr::GetResponse(_) => false,
-            OpRepr::AmRequest(am) => am.handler < crate::internal::RESERVED_HANDLER_BASE,
-            _ => true,
-        };
-        if self.is_shm_peer(peer) {
-            let hdr = std::mem::take(&mut self.hdr_buf);
-            let sent = self.shm_send(peer, &[&hdr[..hlen], body], waiter, ordered);
-            self.hdr_buf = hdr;
-            return sent.map(|()| false);
-        }
-        // A get request toward a UDP peer comes only from the window, in
-        // order; anything else issued while a get waits there waits behind it.
-        if ordered && !matches!(repr, OpRepr::GetRequest(_)) && self.gets.must_hold(peer) {
-            self.hold_behind_gets(peer, hlen, body, waiter);
-            return Ok(false);
-        }
-        match self.proto.submit(now, peer, &[&self.hdr_buf[..hlen], body]) {
-            Ok(id) => {
-                if let Some(w) = waiter {
-                    self.ack_waiters[peer as usize].push_back((id.0, w));
-                }
-                Ok(true)
-            }
-            Err(error) => Err(submit_error(error, peer, self.size)),
-        }
-    }
-
-    #[cold]
-    fn hold_behind_gets(&mut self, peer: u32, hlen: usize, body: &[u8], waiter: Option<RequestId>) {
-        let mut msg = Vec::with_capacity(hlen + body.len());
-        msg.extend_from_slice(&self.hdr_buf[..hlen]);
-        msg.extend_from_slice(body);
-        self.gets.hold(peer, crate::get_window::HeldOp { msg, waiter });
-    }
-
-    /// Rank 0 sends completed internal gathers to the others.
-    fn internal_progress(&mut self, now: ProtoInstant) {
-        for (seq, body) in std::mem::take(&mut self.internal.outgoing) {
-            for peer in 1..self.size {
-                let repr = internal_am(crate::internal::HANDLER_RESULT, seq);
-                if self.send_op(now, peer, &repr, &body, None).is_err() {
-                    self.internal.peer_failed(peer);
-                }
-            }
-        }
-    }
-
-    fn drain_events(&mut self, now: ProtoInstant) -> bool {
-        let mut worked = false;
-        while let Some(event) = self.proto.poll_event() {
-            worked = true;
-            match event {
-                mw_proto::Event::Acked { peer, upto } => {
-                    let waiters = &mut self.ack_waiters[peer as usize];
-                    while waiters.front().is_some_and(|(id, _)| *id <= upto.0) {
-                        let (_, req) = waiters.pop_front().expect("front checked");
-                        if let Some(c) = self.requests.part_done(req) {
-                            self.completions.push(c);
-                        }
-                    }
-                }
-                mw_proto::Event::PeerDead { peer } => {
-                    let error = Error::PeerUnreachable { rank: peer };
-                    // Its requests are failed below, with everything else toward it.
-                    let _ = self.gets.clear_peer(peer);
-                    self.dead[peer as usize] = true;
-                    self.peer_events.push_back(PeerEvent::Down { rank: peer });
-                    self.ack_waiters[peer as usize].clear();
-                    let done = self.requests.fail_target(peer, &error);
-                    self.completions.extend(done);
-                    self.internal.peer_failed(peer);
-                }
-                mw_proto::Event::PeerRestarted { peer, .. } => {
-                    // Everything outstanding toward the peer was addressed to
-                    // its old incarnation: its regions and keys died with it
-                    // (a restarted process allocates new, random keys), and a
-                    // get or fetching atomic it had accepted will never be
-                    // answered. Fail them all rather than let a caller hang;
-                    // operations issued from now on use the new connection.
-                    self.dead[peer as usize] = false;
-                    self.peer_events.push_back(PeerEvent::Restarted { rank: peer });
-                    let error = Error::PeerUnreachable { rank: peer };
-                    let _ = self.gets.clear_peer(peer);
-                    self.ack_waiters[peer as usize].clear();
-                    let done = self.requests.fail_target(peer, &error);
-                    self.completions.extend(done);
-                    self.internal.peer_failed(peer);
-                }
-                mw_proto::Event::Raw { peer, data } => self.msg.raw.push(peer, data),
-                #[allow(unreachable_patterns)]
-                _ => {}
-            }
-        }
-        if !self.completions.is_empty() {
-            self.after_delivery(now);
-        }
-        worked
-    }
-
-    /// Runs `body` with messages to the protocol held back, then transmits
-    /// them together: what a batch of received datagrams or a round of get
-    /// requests sets off leaves as one batch of datagrams (GSO runs), not
-    /// one system call each. Nested holds transmit once, at the outermost.
-    pub(crate) fn with_transmit_held<R>(&mut self, now: ProtoInstant, body: impl FnOnce(&mut State) -> R) -> R {
-        let outer = !std::mem::replace(&mut self.hold_transmit, true);
-        let result = body(self);
-        if outer {
-            self.hold_transmit = false;
-            self.transmit(now);
-        }
-        result
     }
 }
 

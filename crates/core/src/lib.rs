@@ -96,6 +96,7 @@ mod lock;
 mod mcast;
 mod memory;
 mod msg;
+mod progress;
 mod put_feed;
 // Private: `RawMem` views, `AlignedBuf`, `PeerWindow` and `RegionTable` are
 // the unsafe island's internals; only its value types are re-exported below.
@@ -106,6 +107,7 @@ mod shm;
 mod stats;
 mod target;
 mod transmit;
+mod wait;
 
 pub use coll::{
     AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollTrials, CollTuning, DType, Element,
