@@ -23,9 +23,12 @@ demo: build
 # the netns test cluster (scripts/netns-cluster); fonts-dejavu-core: the
 # font mwbench's plots (and their test) draw text with; python3-venv and
 # python3-dev: shmem4py (from PyPI, in a venv under target/py-shmem) built
-# against our oshcc in shmem-test.
+# against our oshcc in shmem-test; slurmctld, slurmd, slurm-client, munge:
+# the real Slurm cluster of slurm-test (scripts/slurm-cluster); libpmix2 and
+# libpmix-dev: the PMIx library the ranks load under srun --mpi=pmix and
+# Open MPI's mpirun (Debian's Slurm and Open MPI use the same one).
 DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libopenmpi-dev iproute2 nftables fonts-dejavu-core \
-	python3-venv python3-dev
+	python3-venv python3-dev slurmctld slurmd slurm-client munge libpmix2 libpmix-dev
 deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
 	@faces/shmem/tests/shmem4py.sh deps
