@@ -4,7 +4,7 @@ CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
 
-.PHONY: all build demo test deps lint unit miri ctest capi header install shmem shmem-test nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench bench-hosts clean
+.PHONY: all build demo test deps lint unit miri slurm-test ctest capi header install shmem shmem-test nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench bench-hosts clean
 
 all: build
 
@@ -34,7 +34,7 @@ deps:
 	@faces/shmem/tests/shmem4py.sh deps
 
 ## test: install dependencies, then lint and run every test (with short fuzz and soak runs)
-test: deps lint unit miri ctest shmem-test nas fuzz-smoke soak-short
+test: deps lint unit miri slurm-test ctest shmem-test nas fuzz-smoke soak-short
 	@echo "make test: all suites passed"
 
 lint:
@@ -52,6 +52,15 @@ unit:
 	@# The compile_fail doctests' error codes (memwire's "Safety by construction")
 	@# are only checked by a nightly rustdoc: this proves each fails for its reason.
 	$(CARGO) +nightly test --doc -p memwire
+
+## slurm-test: memwire jobs under a real Slurm on this machine (root; scripts/slurm-cluster starts
+## munged, slurmctld, slurmd and stops them after): srun --mpi=pmi2 and --mpi=pmix with 1, 2, 4
+## tasks, an sbatch job, a failing task, mwrun inside an allocation (crates/memwire/tests/slurm.rs)
+slurm-test:
+	$(CARGO) build --release -p mwrun -p memwire --examples
+	scripts/slurm-cluster up
+	$(CARGO) test --release -p memwire --test slurm -- --ignored --test-threads=1; \
+	    status=$$?; scripts/slurm-cluster down; exit $$status
 
 ## miri: the unsafe modules' in-memory tests under Miri (nightly + miri component, which `make deps` adds)
 miri:

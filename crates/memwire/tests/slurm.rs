@@ -1,0 +1,171 @@
+//! memwire programs under a real Slurm: Debian's munged, slurmctld and
+//! slurmd on this machine (scripts/slurm-cluster, as root), jobs started by
+//! `srun --mpi=pmi2`, `srun --mpi=pmix`, `sbatch`, and mwrun inside an
+//! allocation.
+//!
+//! These start daemons, so they are `#[ignore]`d in a plain `cargo test`
+//! and run by `make slurm-test` (`--ignored --test-threads=1`: they share
+//! one cluster), which brings the cluster up first and down afterwards.
+//! Run alone, the first case brings it up and it stays up. Not root: they
+//! print SKIPPED, except under `CI=true`, where they fail.
+//!
+//! Each job runs the `hello_rma` example, which checks its own data (puts
+//! read back, every fetch_add applied exactly once) and exits non-zero
+//! otherwise.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use support::{assert_hello_rma_ok, hello_rma, run};
+
+/// A job's time limit: far above the half second these take, there to
+/// turn a hang into a failure.
+const LIMIT: Duration = Duration::from_secs(90);
+
+/// Whether the cluster is up (bringing it up once); false (after saying
+/// so) when this process may not start daemons, which fails under CI.
+fn slurm(test: &str) -> bool {
+    if !support::is_root() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{test}: needs root to start Slurm, and CI=true");
+        eprintln!("SKIPPED {test}: not root (the Slurm daemons run as root); CI runs make test as root");
+        return false;
+    }
+    static UP: OnceLock<()> = OnceLock::new();
+    UP.get_or_init(|| {
+        let idle = Command::new("sinfo").args(["-h", "-o", "%t"]).output();
+        if idle.is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("idle")) {
+            return;
+        }
+        let out = Command::new(support::script("slurm-cluster")).arg("up").output().expect("slurm-cluster runs");
+        assert!(
+            out.status.success(),
+            "slurm-cluster up failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    true
+}
+
+/// `srun --mpi=MPI -n N hello_rma`, with the job's environment cleaned of
+/// what a surrounding launcher may have set.
+fn srun(mpi: &str, n: u32) -> Command {
+    let mut command = Command::new("srun");
+    command.args([&format!("--mpi={mpi}"), "-n", &n.to_string()]).arg(hello_rma());
+    clean(&mut command);
+    command
+}
+
+fn clean(command: &mut Command) -> &mut Command {
+    for var in ["MW_PMI", "MW_RANK", "MW_SIZE", "MW_BOOTSTRAP", "MW_JOB_KEY", "SLURM_JOB_ID", "SLURM_JOBID"] {
+        command.env_remove(var);
+    }
+    command
+}
+
+/// The MPI plugins this Slurm offers (`srun --mpi=list`).
+fn mpi_plugins() -> String {
+    let out = Command::new("srun").arg("--mpi=list").output().expect("srun --mpi=list");
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+#[test]
+#[ignore = "starts real Slurm daemons: make slurm-test runs it"]
+fn srun_pmi2_runs_jobs_of_1_2_and_4_tasks() {
+    if !slurm("srun_pmi2_runs_jobs_of_1_2_and_4_tasks") {
+        return;
+    }
+    for n in [1, 2, 4] {
+        assert_hello_rma_ok(&run(&mut srun("pmi2", n), LIMIT), n);
+    }
+}
+
+/// Debian's Slurm 22.05 has the `mpi/pmix` plugin (pmix_v4), built against
+/// the same libpmix2 the ranks load; a Slurm without it fails this test.
+#[test]
+#[ignore = "starts real Slurm daemons: make slurm-test runs it"]
+fn srun_pmix_runs_jobs_of_1_2_and_4_tasks() {
+    if !slurm("srun_pmix_runs_jobs_of_1_2_and_4_tasks") {
+        return;
+    }
+    let plugins = mpi_plugins();
+    assert!(plugins.lines().any(|l| l.trim() == "pmix"), "this Slurm has no mpi/pmix plugin:\n{plugins}");
+    for n in [1, 2, 4] {
+        assert_hello_rma_ok(&run(&mut srun("pmix", n), LIMIT), n);
+    }
+}
+
+/// A scratch directory under the target directory (the batch job writes
+/// its output there).
+fn scratch(name: &str) -> PathBuf {
+    let dir = support::target_dir().join("slurm-test").join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `sbatch --wait` of a script that runs 4 tasks with srun; the job's
+/// output file holds every rank's checked line, and sbatch exits 0.
+#[test]
+#[ignore = "starts real Slurm daemons: make slurm-test runs it"]
+fn sbatch_runs_a_batch_job_whose_output_is_checked() {
+    if !slurm("sbatch_runs_a_batch_job_whose_output_is_checked") {
+        return;
+    }
+    let dir = scratch("sbatch");
+    let script = dir.join("job.sh");
+    let output = dir.join("job.out");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n#SBATCH --ntasks=4\n#SBATCH --time=5\n#SBATCH --output={}\nsrun --mpi=pmi2 {}\n",
+            output.display(),
+            hello_rma().display()
+        ),
+    )
+    .unwrap();
+    let mut command = Command::new("sbatch");
+    command.args(["--wait", "--parsable"]).arg(&script);
+    let out = run(clean(&mut command), LIMIT);
+    let job_output = std::fs::read(&output).unwrap_or_default();
+    let combined = Output { status: out.status, stdout: job_output, stderr: out.stderr };
+    assert_hello_rma_ok(&combined, 4);
+    let job_id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(job_id.parse::<u64>().is_ok(), "sbatch --parsable printed {job_id:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One task of four exits 3 before joining: srun reports that task's
+/// status, and the other three, left waiting for it in the join, fail
+/// within the bootstrap deadline, each naming its rank and the step.
+#[test]
+#[ignore = "starts real Slurm daemons: make slurm-test runs it"]
+fn a_failing_task_fails_the_job_and_slurm_reports_it() {
+    if !slurm("a_failing_task_fails_the_job_and_slurm_reports_it") {
+        return;
+    }
+    let deadline = Duration::from_secs(5);
+    for mpi in ["pmi2", "pmix"] {
+        let mut command = Command::new("srun");
+        command
+            .args([&format!("--mpi={mpi}"), "-n", "4", "sh", "-c"])
+            .arg(format!("if [ \"$SLURM_PROCID\" = 2 ]; then exit 3; fi; exec {}", hello_rma().display()))
+            .env("MW_BOOTSTRAP_TIMEOUT", deadline.as_secs().to_string());
+        let start = Instant::now();
+        let out = run(clean(&mut command), LIMIT);
+        let took = start.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{mpi}: the job succeeded:\n{stderr}");
+        assert!(stderr.contains("task 2: Exited with exit code 3"), "{mpi}: srun did not report task 2:\n{stderr}");
+        for rank in [0, 1, 3] {
+            let named = format!("rank {rank}: ");
+            assert!(stderr.contains(&named) && stderr.contains("join"), "{mpi}: rank {rank} did not say why:\n{stderr}");
+        }
+        assert!(stderr.contains(&format!("{deadline:?}")), "{mpi}: the deadline is not named:\n{stderr}");
+        assert!(took < deadline + Duration::from_secs(20), "{mpi}: the job took {took:?}");
+    }
+}
