@@ -163,9 +163,44 @@ fn a_failing_task_fails_the_job_and_slurm_reports_it() {
         assert!(stderr.contains("task 2: Exited with exit code 3"), "{mpi}: srun did not report task 2:\n{stderr}");
         for rank in [0, 1, 3] {
             let named = format!("rank {rank}: ");
-            assert!(stderr.contains(&named) && stderr.contains("join"), "{mpi}: rank {rank} did not say why:\n{stderr}");
+            assert!(
+                stderr.contains(&named) && stderr.contains("join"),
+                "{mpi}: rank {rank} did not say why:\n{stderr}"
+            );
         }
         assert!(stderr.contains(&format!("{deadline:?}")), "{mpi}: the deadline is not named:\n{stderr}");
         assert!(took < deadline + Duration::from_secs(20), "{mpi}: the job took {took:?}");
     }
+}
+
+/// `salloc -n 4 mwrun -n 4 hello_rma`: mwrun takes the allocation's nodes
+/// (SLURM_JOB_NODELIST) and starts every rank as a step of the job with
+/// srun (each sees a SLURM_STEP_ID of its own); a rank that exits 3 ends
+/// the job with status 3 and mwrun names it.
+#[test]
+#[ignore = "starts real Slurm daemons: make slurm-test runs it"]
+fn mwrun_inside_an_allocation_starts_the_ranks_with_srun() {
+    if !slurm("mwrun_inside_an_allocation_starts_the_ranks_with_srun") {
+        return;
+    }
+    let salloc = |n: &str| {
+        let mut command = Command::new("salloc");
+        command.args(["-n", n]).arg(support::mwrun()).args(["-n", n]);
+        clean(&mut command);
+        command
+    };
+    assert_hello_rma_ok(&run(salloc("4").arg("-q").arg(hello_rma()), LIMIT), 4);
+
+    let out = run(salloc("2").args(["-q", "sh", "-c", "echo step=$SLURM_STEP_ID rank=$MW_RANK"]), LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let mut steps: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("step=")?.split(' ').next()).collect();
+    steps.sort_unstable();
+    steps.dedup();
+    assert!(steps.len() == 2 && steps.iter().all(|s| s.parse::<u32>().is_ok()), "not one step per rank:\n{stdout}");
+
+    let out = run(salloc("3").args(["sh", "-c", "[ $MW_RANK = 1 ] && exit 3; exec sleep 60"]), LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("mwrun: rank 1 ") && stderr.contains("exited with status 3"), "{stderr}");
 }

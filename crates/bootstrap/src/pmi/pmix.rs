@@ -62,7 +62,8 @@ impl Pmix {
             ),
         })?;
         let timeout = plan.timeout;
-        let me = bounded(timeout, move || lib.init()).map_err(|e| failure(plan.rank, Step::Join, "PMIx_Init", e, timeout))?;
+        let me = bounded(timeout, move || lib.init())
+            .map_err(|e| failure(plan.rank, Step::Join, "PMIx_Init", e, timeout))?;
         let (namespace, rank) = (me.nspace(), me.rank());
         if (namespace.as_str(), rank) != (plan.namespace.as_str(), plan.rank) {
             return Err(BootstrapError::Pmix {
@@ -72,8 +73,7 @@ impl Pmix {
                 ),
             });
         }
-        let mut session =
-            Pmix { lib, namespace, rank, size: 0, local: None, host: None, timeout, healthy: true };
+        let mut session = Pmix { lib, namespace, rank, size: 0, local: None, host: None, timeout, healthy: true };
         session.size = match session.number(RANK_WILDCARD, "pmix.job.size")? {
             Some(size) if size > rank => size,
             other => {
@@ -131,7 +131,9 @@ enum Waited {
 
 fn failure(rank: u32, step: Step, call: &str, error: Waited, timeout: Duration) -> BootstrapError {
     let detail = match error {
-        Waited::Refused(status) => format!("rank {rank}: {call} during {step} failed: {} ({})", status.text, status.code),
+        Waited::Refused(status) => {
+            format!("rank {rank}: {call} during {step} failed: {} ({})", status.text, status.code)
+        }
         Waited::Gone => format!(
             "rank {rank}: {call} during {step} got no answer within {timeout:?}: some rank has not reached \
              it, or the launcher's PMIx server is gone (set MW_BOOTSTRAP_TIMEOUT to wait longer)"
