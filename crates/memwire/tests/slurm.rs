@@ -17,7 +17,7 @@ mod support;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use support::{assert_hello_rma_ok, hello_rma, run};
@@ -26,36 +26,71 @@ use support::{assert_hello_rma_ok, hello_rma, run};
 /// turn a hang into a failure.
 const LIMIT: Duration = Duration::from_secs(90);
 
-/// Whether the cluster is up (bringing it up once); false (after saying
-/// so) when this process may not start daemons, which fails under CI.
-fn slurm(test: &str) -> bool {
+/// The netns hosts of the multi-host case: names and /24 of their own, so
+/// they never meet the clusters of other suites.
+const NETNS_PREFIX: &str = "mwsl";
+const NETNS_SUBNET: &str = "10.78.9";
+const NETNS_HOSTS: u32 = 4;
+
+/// Which cluster a case needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// One node, this host (`slurm-cluster up`).
+    Local,
+    /// One node per netns host (`slurm-cluster up-netns 4`).
+    Netns,
+}
+
+/// Whether the cluster of `shape` is up (bringing it up, or switching to
+/// it); false (after saying so) when this process may not start daemons,
+/// which fails under CI.
+fn slurm(test: &str, shape: Shape) -> bool {
     if !support::is_root() {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "{test}: needs root to start Slurm, and CI=true");
         eprintln!("SKIPPED {test}: not root (the Slurm daemons run as root); CI runs make test as root");
         return false;
     }
-    static UP: OnceLock<()> = OnceLock::new();
-    UP.get_or_init(|| {
-        let idle = Command::new("sinfo").args(["-h", "-o", "%t"]).output();
-        if idle.is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("idle")) {
-            return;
+    static CURRENT: Mutex<Option<Shape>> = Mutex::new(None);
+    let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+    if *current == Some(shape) {
+        return true;
+    }
+    // What sinfo shows when the cluster of that shape is up and idle.
+    let want = match shape {
+        Shape::Local => {
+            let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            format!("{} idle", name.trim().split('.').next().unwrap_or_default())
         }
-        let out = Command::new(support::script("slurm-cluster")).arg("up").output().expect("slurm-cluster runs");
+        Shape::Netns => format!("{NETNS_PREFIX}[1-{NETNS_HOSTS}] idle"),
+    };
+    let nodes = Command::new("sinfo").args(["-h", "-o", "%N %t"]).output();
+    let nodes = nodes.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default();
+    if nodes != want {
+        let mut command = Command::new(support::script("slurm-cluster"));
+        match shape {
+            Shape::Local => command.arg("up"),
+            Shape::Netns => command
+                .args(["up-netns", &NETNS_HOSTS.to_string()])
+                .env("NETNS_PREFIX", NETNS_PREFIX)
+                .env("NETNS_SUBNET", NETNS_SUBNET),
+        };
+        let out = command.output().expect("slurm-cluster runs");
         assert!(
             out.status.success(),
-            "slurm-cluster up failed:\n{}\n{}",
+            "slurm-cluster {shape:?} failed:\n{}\n{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-    });
+    }
+    *current = Some(shape);
     true
 }
 
-/// `srun --mpi=MPI -n N hello_rma`, with the job's environment cleaned of
-/// what a surrounding launcher may have set.
-fn srun(mpi: &str, n: u32) -> Command {
+/// `srun --mpi=MPI -n N [OPTIONS] hello_rma`, with the job's environment
+/// cleaned of what a surrounding launcher may have set.
+fn srun(mpi: &str, n: u32, options: &[&str]) -> Command {
     let mut command = Command::new("srun");
-    command.args([&format!("--mpi={mpi}"), "-n", &n.to_string()]).arg(hello_rma());
+    command.args([&format!("--mpi={mpi}"), "-n", &n.to_string()]).args(options).arg(hello_rma());
     clean(&mut command);
     command
 }
@@ -76,11 +111,11 @@ fn mpi_plugins() -> String {
 #[test]
 #[ignore = "starts real Slurm daemons: make slurm-test runs it"]
 fn srun_pmi2_runs_jobs_of_1_2_and_4_tasks() {
-    if !slurm("srun_pmi2_runs_jobs_of_1_2_and_4_tasks") {
+    if !slurm("srun_pmi2_runs_jobs_of_1_2_and_4_tasks", Shape::Local) {
         return;
     }
     for n in [1, 2, 4] {
-        assert_hello_rma_ok(&run(&mut srun("pmi2", n), LIMIT), n);
+        assert_hello_rma_ok(&run(&mut srun("pmi2", n, &[]), LIMIT), n);
     }
 }
 
@@ -89,13 +124,13 @@ fn srun_pmi2_runs_jobs_of_1_2_and_4_tasks() {
 #[test]
 #[ignore = "starts real Slurm daemons: make slurm-test runs it"]
 fn srun_pmix_runs_jobs_of_1_2_and_4_tasks() {
-    if !slurm("srun_pmix_runs_jobs_of_1_2_and_4_tasks") {
+    if !slurm("srun_pmix_runs_jobs_of_1_2_and_4_tasks", Shape::Local) {
         return;
     }
     let plugins = mpi_plugins();
     assert!(plugins.lines().any(|l| l.trim() == "pmix"), "this Slurm has no mpi/pmix plugin:\n{plugins}");
     for n in [1, 2, 4] {
-        assert_hello_rma_ok(&run(&mut srun("pmix", n), LIMIT), n);
+        assert_hello_rma_ok(&run(&mut srun("pmix", n, &[]), LIMIT), n);
     }
 }
 
@@ -113,7 +148,7 @@ fn scratch(name: &str) -> PathBuf {
 #[test]
 #[ignore = "starts real Slurm daemons: make slurm-test runs it"]
 fn sbatch_runs_a_batch_job_whose_output_is_checked() {
-    if !slurm("sbatch_runs_a_batch_job_whose_output_is_checked") {
+    if !slurm("sbatch_runs_a_batch_job_whose_output_is_checked", Shape::Local) {
         return;
     }
     let dir = scratch("sbatch");
@@ -145,7 +180,7 @@ fn sbatch_runs_a_batch_job_whose_output_is_checked() {
 #[test]
 #[ignore = "starts real Slurm daemons: make slurm-test runs it"]
 fn a_failing_task_fails_the_job_and_slurm_reports_it() {
-    if !slurm("a_failing_task_fails_the_job_and_slurm_reports_it") {
+    if !slurm("a_failing_task_fails_the_job_and_slurm_reports_it", Shape::Local) {
         return;
     }
     let deadline = Duration::from_secs(5);
@@ -180,7 +215,7 @@ fn a_failing_task_fails_the_job_and_slurm_reports_it() {
 #[test]
 #[ignore = "starts real Slurm daemons: make slurm-test runs it"]
 fn mwrun_inside_an_allocation_starts_the_ranks_with_srun() {
-    if !slurm("mwrun_inside_an_allocation_starts_the_ranks_with_srun") {
+    if !slurm("mwrun_inside_an_allocation_starts_the_ranks_with_srun", Shape::Local) {
         return;
     }
     let salloc = |n: &str| {
@@ -203,4 +238,44 @@ fn mwrun_inside_an_allocation_starts_the_ranks_with_srun() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("mwrun: rank 1 ") && stderr.contains("exited with status 3"), "{stderr}");
+}
+
+/// Four hosts (network namespaces, one slurmd each, NodeName/NodeAddr per
+/// host) with 10% of every IP packet arriving at each dropped (nftables;
+/// Slurm's and PMI's TCP too): srun --mpi=pmi2 with 8 tasks (two a host:
+/// shared memory within, UDP between), srun --mpi=pmix with 4, and mwrun
+/// inside `salloc -N 4` reaching its rendezvous by this host's name (the
+/// hosts' /etc/hosts give it). The rules must have dropped packets.
+#[test]
+#[ignore = "starts real Slurm daemons: make slurm-test runs it"]
+fn jobs_across_four_netns_hosts_under_loss() {
+    if !slurm("jobs_across_four_netns_hosts_under_loss", Shape::Netns) {
+        return;
+    }
+    let hosts: Vec<String> = (1..=NETNS_HOSTS).map(|i| format!("{NETNS_PREFIX}{i}")).collect();
+    for host in &hosts {
+        let out = Command::new(support::script("netns-cluster"))
+            .args(["loss", host, "10"])
+            .env("NETNS_PREFIX", NETNS_PREFIX)
+            .env("NETNS_SUBNET", NETNS_SUBNET)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "loss: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_hello_rma_ok(&run(&mut srun("pmi2", 8, &["-N", "4"]), LIMIT), 8);
+    assert_hello_rma_ok(&run(&mut srun("pmix", 4, &["-N", "4"]), LIMIT), 4);
+    let mut salloc = Command::new("salloc");
+    salloc.args(["-N", "4", "-n", "4"]).arg(support::mwrun()).args(["-n", "4", "-q"]).arg(hello_rma());
+    assert_hello_rma_ok(&run(clean(&mut salloc), LIMIT), 4);
+    for host in &hosts {
+        let rules = Command::new("ip").args(["netns", "exec", host, "nft", "list", "ruleset"]).output().unwrap();
+        let rules = String::from_utf8_lossy(&rules.stdout);
+        let dropped: u64 = rules
+            .split("counter packets ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(dropped > 0, "{host} dropped nothing:\n{rules}");
+    }
 }
