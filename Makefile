@@ -4,7 +4,7 @@ CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
 
-.PHONY: all build demo test deps lint unit miri ctest capi header install shmem shmem-test mpi mpi-test nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench bench-hosts clean
+.PHONY: all build demo test deps lint unit miri slurm-test ctest capi header install shmem shmem-test mpi mpi-test nas nas-bench fuzz fuzz-smoke soak soak-short soak-netns bench bench-hosts clean
 
 all: build
 
@@ -23,15 +23,18 @@ demo: build
 # the netns test cluster (scripts/netns-cluster); fonts-dejavu-core: the
 # font mwbench's plots (and their test) draw text with; python3-venv and
 # python3-dev: shmem4py (from PyPI, in a venv under target/py-shmem) built
-# against our oshcc in shmem-test.
+# against our oshcc in shmem-test; slurmctld, slurmd, slurm-client, munge:
+# the real Slurm cluster of slurm-test (scripts/slurm-cluster); libpmix2 and
+# libpmix-dev: the PMIx library the ranks load under srun --mpi=pmix and
+# Open MPI's mpirun (Debian's Slurm and Open MPI use the same one).
 DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libopenmpi-dev iproute2 nftables fonts-dejavu-core \
-	python3-venv python3-dev
+	python3-venv python3-dev slurmctld slurmd slurm-client munge libpmix2 libpmix-dev
 deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
 	@faces/shmem/tests/shmem4py.sh deps
 
 ## test: install dependencies, then lint and run every test (with short fuzz and soak runs)
-test: deps lint unit miri ctest shmem-test mpi-test nas fuzz-smoke soak-short
+test: deps lint unit miri slurm-test ctest shmem-test mpi-test nas fuzz-smoke soak-short
 	@echo "make test: all suites passed"
 
 lint:
@@ -49,6 +52,15 @@ unit:
 	@# The compile_fail doctests' error codes (memwire's "Safety by construction")
 	@# are only checked by a nightly rustdoc: this proves each fails for its reason.
 	$(CARGO) +nightly test --doc -p memwire
+
+## slurm-test: memwire jobs under a real Slurm on this machine (root; scripts/slurm-cluster starts
+## munged, slurmctld, slurmd and stops them after): srun --mpi=pmi2 and --mpi=pmix with 1, 2, 4
+## tasks, an sbatch job, a failing task, mwrun inside an allocation (crates/memwire/tests/slurm.rs)
+slurm-test:
+	$(CARGO) build --release -p mwrun -p memwire --examples
+	scripts/slurm-cluster up
+	$(CARGO) test --release -p memwire --test slurm -- --ignored --test-threads=1; \
+	    status=$$?; scripts/slurm-cluster down; exit $$status
 
 ## miri: the unsafe modules' in-memory tests under Miri (nightly + miri component, which `make deps` adds)
 miri:

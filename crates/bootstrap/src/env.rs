@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::error::BootstrapError;
 use crate::job::job_key_from_hex;
+use crate::pmi::pmix::PmixPlan;
 use crate::pmi::PmiPlan;
 
 /// This process's rank, `0..MW_SIZE`.
@@ -30,10 +31,14 @@ pub const LOCAL_SIZE: &str = "MW_LOCAL_SIZE";
 pub const HOST: &str = "MW_HOST";
 /// Seconds any one bootstrap step may wait (decimal allowed).
 pub const TIMEOUT: &str = "MW_BOOTSTRAP_TIMEOUT";
-/// Which PMI wire protocol to speak under a PMI launcher: `1`, `2`, or
-/// `off` to ignore the launcher (default: 2 when `PMI_JOBID` is set, as
-/// Slurm's `--mpi=pmi2` does, else 1).
+/// Which launcher interface to use: `pmix`, `2`, `1`, or `off` to ignore
+/// the launcher (default: PMIx when `PMIX_RANK` and `PMIX_NAMESPACE` are
+/// set, else PMI-2 when `PMI_JOBID` is, as Slurm's `--mpi=pmi2` sets it,
+/// else PMI-1).
 pub const PMI: &str = "MW_PMI";
+/// The PMIx library to load under a PMIx launcher (default `libpmix.so.2`,
+/// then `libpmix.so`, found as the dynamic loader finds libraries).
+pub const PMIX_LIB: &str = "MW_PMIX_LIB";
 
 /// Every variable this crate reads, with a one-line description, for help
 /// texts and documentation.
@@ -46,7 +51,8 @@ pub const VARS: &[(&str, &str)] = &[
     (LOCAL_SIZE, "number of ranks on this host (set together with MW_LOCAL_RANK)"),
     (HOST, "name of this rank's host (default: the kernel's host name)"),
     (TIMEOUT, "seconds one bootstrap step may wait before failing (default 60)"),
-    (PMI, "PMI protocol under mpiexec/srun: 1, 2 or off (default: 2 if PMI_JOBID is set, else 1)"),
+    (PMI, "launcher interface: pmix, 2, 1 or off (default: pmix if PMIX_RANK is set, else 2 if PMI_JOBID is, else 1)"),
+    (PMIX_LIB, "the PMIx library to load under a PMIx launcher (default: libpmix.so.2, then libpmix.so)"),
 ];
 
 /// How long a bootstrap step waits when `MW_BOOTSTRAP_TIMEOUT` is not set.
@@ -61,6 +67,8 @@ pub(crate) enum Launch {
     Rendezvous(RendezvousPlan),
     /// Ranks meet through a PMI launcher's key-value space.
     Pmi(PmiPlan),
+    /// Ranks meet through a PMIx launcher, by its library.
+    Pmix(PmixPlan),
 }
 
 /// What a rank needs to join a TCP rendezvous.
@@ -88,8 +96,9 @@ impl RendezvousPlan {
 /// Chooses the launch mode. Empty variables count as unset.
 ///
 /// Order: any of `MW_RANK`/`MW_SIZE`/`MW_BOOTSTRAP` set → the MW rendezvous
-/// (they must then be complete and consistent); otherwise a PMI launcher's
-/// variables → PMI-2 or PMI-1 ([`detect_pmi`]); otherwise a job of one.
+/// (they must then be complete and consistent); otherwise a PMIx launcher's
+/// variables → PMIx ([`detect_pmix`]); otherwise a PMI launcher's → PMI-2
+/// or PMI-1 ([`detect_pmi`]); otherwise a job of one.
 pub(crate) fn detect(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Launch, BootstrapError> {
     let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
     let rank = get(RANK);
@@ -99,6 +108,9 @@ pub(crate) fn detect(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Launch, 
     let host = get(HOST).map(|h| h.trim().to_owned());
 
     if rank.is_none() && size.is_none() && addr.is_none() {
+        if let Some(plan) = detect_pmix(&get, job_key)? {
+            return Ok(Launch::Pmix(plan));
+        }
         return match detect_pmi(&get, job_key)? {
             Some(plan) => Ok(Launch::Pmi(plan)),
             None => Ok(Launch::Single { job_key, host }),
@@ -132,6 +144,37 @@ pub(crate) fn detect(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Launch, 
     Ok(Launch::Rendezvous(RendezvousPlan { addr, rank, size, job_key, local, host, timeout }))
 }
 
+/// The PMIx launch, if a PMIx launcher started this process: it sets
+/// `PMIX_RANK` and `PMIX_NAMESPACE` (Slurm's `mpi/pmix`, Open MPI's
+/// `mpirun`, PRRTE), and the library finds its server from the other
+/// `PMIX_*` variables. `MW_PMI=1|2|off` skips it.
+fn detect_pmix(
+    get: &dyn Fn(&str) -> Option<String>,
+    job_key: Option<[u8; 16]>,
+) -> Result<Option<PmixPlan>, BootstrapError> {
+    let choice = get(PMI).map(|v| v.trim().to_ascii_lowercase());
+    let forced = match choice.as_deref() {
+        None => false,
+        Some("pmix" | "x") => true,
+        Some("1" | "2" | "off" | "0" | "none") => return Ok(None),
+        Some(other) => return Err(invalid(PMI, other.to_owned(), "must be pmix, 2, 1 or off")),
+    };
+    let (Some(rank), Some(namespace)) = (get("PMIX_RANK"), get("PMIX_NAMESPACE")) else {
+        if forced {
+            return Err(BootstrapError::MissingEnv {
+                var: "PMIX_RANK",
+                because: "MW_PMI=pmix asks for a PMIx launcher, which sets it and PMIX_NAMESPACE".into(),
+            });
+        }
+        return Ok(None);
+    };
+    let rank = parse_u32("PMIX_RANK", &rank)?;
+    let host = get(HOST).map(|h| h.trim().to_owned());
+    let library = get(PMIX_LIB).map(|l| l.trim().to_owned());
+    let timeout = get(TIMEOUT).map(|v| parse_timeout(&v)).transpose()?.unwrap_or(DEFAULT_TIMEOUT);
+    Ok(Some(PmixPlan { rank, namespace: namespace.trim().to_owned(), library, host, job_key, timeout }))
+}
+
 /// The PMI launch, if the launcher left its socket (`PMI_FD`).
 ///
 /// Hydra and Slurm both set `PMI_FD`, `PMI_RANK` and `PMI_SIZE`, and both
@@ -159,7 +202,7 @@ fn detect_pmi(
         }
         Some("1") => 1,
         Some("2") => 2,
-        Some(other) => return Err(invalid(PMI, other.to_owned(), "must be 1, 2 or off")),
+        Some(other) => return Err(invalid(PMI, other.to_owned(), "must be pmix, 2, 1 or off")),
     };
     let Some(fd) = get("PMI_FD") else {
         // PMI_PORT (a TCP address instead of an inherited socket) is how
@@ -350,6 +393,30 @@ mod tests {
         assert_eq!(forced.version, 2);
         let forced = pmi_plan(&[("PMI_FD", "5"), ("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("PMI_JOBID", "7"), (PMI, "1")]);
         assert_eq!(forced.version, 1);
+    }
+
+    #[test]
+    fn a_pmix_launch_is_chosen_before_pmi() {
+        let vars = [
+            ("PMIX_RANK", "3"),
+            ("PMIX_NAMESPACE", "slurm.pmix.3.0"),
+            ("PMI_FD", "5"),
+            ("PMI_RANK", "3"),
+            ("PMI_SIZE", "4"),
+            (PMIX_LIB, "/opt/pmix/lib/libpmix.so"),
+        ];
+        let Launch::Pmix(plan) = detect_with(&vars).unwrap() else { panic!() };
+        assert_eq!((plan.rank, plan.namespace.as_str()), (3, "slurm.pmix.3.0"));
+        assert_eq!(plan.library.as_deref(), Some("/opt/pmix/lib/libpmix.so"));
+        let mut pmi2 = vars.to_vec();
+        pmi2.push((PMI, "2"));
+        assert!(matches!(detect_with(&pmi2).unwrap(), Launch::Pmi(PmiPlan { version: 2, .. })));
+        let mut mw = vars.to_vec();
+        mw.extend([(RANK, "0"), (SIZE, "1")]);
+        assert!(matches!(detect_with(&mw).unwrap(), Launch::Single { .. }));
+        assert!(err(&[(PMI, "pmix")]).starts_with("PMIX_RANK is not set, but MW_PMI=pmix"));
+        assert!(err(&[("PMIX_RANK", "x"), ("PMIX_NAMESPACE", "n")]).starts_with("PMIX_RANK=\"x\""));
+        assert!(err(&[("PMIX_RANK", "0"), ("PMIX_NAMESPACE", "n"), (PMI, "3")]).contains("pmix, 2, 1 or off"));
     }
 
     #[test]

@@ -188,6 +188,13 @@ pub enum BootstrapError {
         /// What went wrong, naming the request.
         detail: String,
     },
+    /// The PMIx launcher (Slurm's `--mpi=pmix`, Open MPI's `mpirun`) or its
+    /// library failed a call, did not answer in time, or cannot be loaded.
+    #[error("PMIx launcher: {detail}")]
+    Pmix {
+        /// What went wrong: the rank, the call, the step and the cause.
+        detail: String,
+    },
     /// No local address could be found that the other ranks reach.
     #[error("cannot choose the local address for the data path: {0}")]
     Address(io::Error),

@@ -11,7 +11,10 @@
 //! Must not: move data-path bytes, know memwire's protocol, or wait forever.
 //! Every step is bounded by `MW_BOOTSTRAP_TIMEOUT` (default 60 s), and a rank
 //! that dies is noticed by its connection closing, so others fail with
-//! [`BootstrapError::RankLost`] instead of hanging. It is not a security
+//! [`BootstrapError::RankLost`] instead of hanging. Under a launcher, a step
+//! that gets no answer in time (a rank that never joins or never reaches a
+//! collective, a server that is gone) fails with an error naming this rank,
+//! the step and the deadline. It is not a security
 //! boundary: like PMI, the rendezvous is plain TCP; the job key only stops a
 //! rank of another job from joining by mistake.
 //!
@@ -27,14 +30,22 @@
 //!      as they join; they retry connecting until rank 0 is up. Rank 0 keeps
 //!      serving after its own finalize until the others have left (at most
 //!      the timeout), so it should be the last to exit.
-//! 2. **PMI-2**: `PMI_FD`, `PMI_RANK`, `PMI_SIZE` and `PMI_JOBID` are set,
+//! 2. **PMIx**: `PMIX_RANK` and `PMIX_NAMESPACE` are set, as Slurm's
+//!    `srun --mpi=pmix`, Open MPI's `mpirun` and PRRTE set them. The launcher's
+//!    PMIx library (`libpmix.so.2`, or `MW_PMIX_LIB`) is loaded at run time
+//!    and does the talking: `PMIx_Init` gives the rank, `PMIx_Get` the job
+//!    size, the local rank and size and the host name; the collectives are
+//!    `PMIx_Put`, `PMIx_Commit`, `PMIx_Fence` (collecting data) and
+//!    `PMIx_Get`. Without the library such a launch fails with a message
+//!    saying so rather than running as single ranks.
+//! 3. **PMI-2**: `PMI_FD`, `PMI_RANK`, `PMI_SIZE` and `PMI_JOBID` are set,
 //!    as Slurm's `srun --mpi=pmi2` does. The rank speaks PMI-2 on the
 //!    inherited socket `PMI_FD`: `fullinit`, then `kvs-put`/`kvs-fence`/
 //!    `kvs-get` carry the collectives, `finalize` when the `Bootstrap` is
 //!    dropped.
-//! 3. **PMI-1**: `PMI_FD`, `PMI_RANK`, `PMI_SIZE` without `PMI_JOBID`, as
+//! 4. **PMI-1**: `PMI_FD`, `PMI_RANK`, `PMI_SIZE` without `PMI_JOBID`, as
 //!    MPICH's `mpiexec` (Hydra) sets them: the simple PMI-1 protocol, `put`,
-//!    `barrier_in`, `get`. `MW_PMI=1|2` forces either protocol, `MW_PMI=off`
+//!    `barrier_in`, `get`. `MW_PMI=pmix|2|1` forces an interface, `MW_PMI=off`
 //!    ignores the launcher. Under PMI, rank 0 draws the job key (or takes
 //!    `MW_JOB_KEY`) and publishes it in the launcher's key-value space; the
 //!    host name is the launcher's (`MPIR_CVAR_CH3_INTERFACE_HOSTNAME` from
@@ -42,7 +53,7 @@
 //!    `PMI_RANK` without `PMI_FD` (Slurm's `--mpi=pmi1` library mode, or
 //!    `PMI_PORT` launchers) is refused with
 //!    [`BootstrapError::UnsupportedLauncher`] rather than ignored.
-//! 4. **A job of one**: nothing set. Rank 0 of 1, collectives complete at once.
+//! 5. **A job of one**: nothing set. Rank 0 of 1, collectives complete at once.
 //!
 //! The other variables are listed in [`env::VARS`].
 //!
@@ -62,7 +73,8 @@
 //! # Ok(()) }
 //! ```
 // Denied, not forbidden: adopting the launcher's PMI socket needs one
-// `unsafe` call, allowed in `pmi/fd.rs` alone.
+// `unsafe` call, allowed in `pmi/fd.rs`, and calling the PMIx library needs
+// `dlopen` and foreign calls, allowed in `pmi/pmix_lib.rs`; nowhere else.
 #![deny(unsafe_code)]
 
 mod client;
@@ -81,8 +93,8 @@ pub use error::{BootstrapError, Step};
 pub use job::{job_key_from_hex, job_key_to_hex, random_job_key, JobInfo};
 pub use server::{RendezvousHandle, RendezvousServer, ServerSummary};
 
-/// A minimal PMI-1/PMI-2 server for tests (there is no Slurm on the test
-/// machines); only with the `testing` feature, which only dev-dependencies
+/// A minimal PMI-1/PMI-2 server for tests of malformed and refused answers
+/// (the real Slurm runs in `make slurm-test`); only with the `testing` feature, which only dev-dependencies
 /// enable, so it never ships in a program's build.
 #[cfg(feature = "testing")]
 #[doc(hidden)]
@@ -107,7 +119,7 @@ enum Backend {
     Single,
     /// The TCP rendezvous at `addr`, served by mwrun or by `hosted` (rank 0 in env mode).
     Rendezvous { client: RendezvousClient, hosted: Option<RendezvousHandle>, timeout: Duration, addr: String },
-    /// A PMI-1 or PMI-2 launcher's key-value space.
+    /// A PMI-1, PMI-2 or PMIx launcher's key-value space.
     Pmi(PmiSession),
     /// After `abort`: nothing left to say goodbye to.
     Closed,
@@ -134,7 +146,12 @@ impl Bootstrap {
             Launch::Rendezvous(plan) => Bootstrap::join(plan),
             Launch::Pmi(plan) => {
                 let kvs = pmi::connect(&plan)?;
-                let (session, info) = PmiSession::join(kvs, &plan)?;
+                let (session, info) = PmiSession::join(kvs, &plan.member())?;
+                Ok(Bootstrap { info, backend: Backend::Pmi(session) })
+            }
+            Launch::Pmix(plan) => {
+                let (kvs, member) = pmi::connect_pmix(&plan)?;
+                let (session, info) = PmiSession::join(kvs, &member)?;
                 Ok(Bootstrap { info, backend: Backend::Pmi(session) })
             }
         }

@@ -1,7 +1,9 @@
 //! memwire programs started by other launchers, unchanged: MPICH's
-//! `mpiexec` (Hydra, PMI-1 by default and PMI-2 on request), a PMI-2 server
-//! that answers like Slurm's `srun --mpi=pmi2`, and, across the netns test
-//! hosts (root only), both mwrun and Hydra's ssh launcher.
+//! `mpiexec` (Hydra, PMI-1 by default and PMI-2 on request), Open MPI's
+//! `mpirun` (PMIx, through the PMIx library), a PMI-2 server that answers
+//! like Slurm's `srun --mpi=pmi2` (the real Slurm is in `slurm.rs`), and,
+//! across the netns test hosts (root only), both mwrun and Hydra's ssh
+//! launcher.
 //!
 //! Each test runs 4 ranks of the `hello_rma` example, which checks its own
 //! data (puts read back, every fetch_add applied exactly once) and exits
@@ -40,6 +42,37 @@ fn mpiexec_starts_a_job_over_pmi2_when_asked() {
     let Some(mpiexec) = hydra() else { return };
     let out = run(Command::new(&mpiexec).args(["-n", "4", "-genv", "MW_PMI", "2"]).arg(hello_rma()), LIMIT);
     assert_hello_rma_ok(&out, 4);
+}
+
+/// Open MPI's `mpirun` serves PMIx to the processes it starts (Debian's
+/// Open MPI 4.1 uses the system's libpmix2, which the ranks load too):
+/// jobs of 1, 2 and 4 ranks, then one whose rank 1 exits 3 before joining:
+/// mpirun ends the job, says a process failed and exits with its status.
+#[test]
+fn mpirun_starts_jobs_over_pmix() {
+    let Some(mpirun) = support::which(&["mpirun.openmpi"]) else {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "Open MPI's mpirun.openmpi is missing under CI=true");
+        eprintln!("SKIPPED: Open MPI's mpirun.openmpi is not installed (make deps installs openmpi-bin)");
+        return;
+    };
+    let job = |n: u32| {
+        let mut command = Command::new(&mpirun);
+        command
+            .args(["--oversubscribe", "-n", &n.to_string()])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env_remove("MW_PMI");
+        command
+    };
+    for n in [1, 2, 4] {
+        assert_hello_rma_ok(&run(job(n).arg(hello_rma()), LIMIT), n);
+    }
+    let wrapped = format!("if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then exit 3; fi; exec {}", hello_rma().display());
+    let out = run(job(3).args(["sh", "-c", &wrapped]).env("MW_BOOTSTRAP_TIMEOUT", "3"), LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("1 process returned\na non-zero exit code"), "{stderr}");
 }
 
 /// Slurm's `srun --mpi=pmi2`, played by the test PMI server: each rank gets

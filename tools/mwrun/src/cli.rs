@@ -28,6 +28,8 @@ pub struct Cli {
     pub np: u32,
 
     /// Hosts to spread ranks over, comma-separated, each `host[:slots]`.
+    /// Default: inside a Slurm allocation (salloc, sbatch), its nodes and
+    /// task slots; else this host.
     #[arg(long, value_name = "H1,H2,...", conflicts_with = "hostfile")]
     pub hosts: Option<String>,
 
@@ -41,9 +43,11 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = MapBy::Block, value_name = "POLICY")]
     pub map_by: MapBy,
 
-    /// How ranks on other hosts are started.
-    #[arg(long, value_enum, default_value_t = Launcher::Ssh, value_name = "LAUNCHER")]
-    pub launcher: Launcher,
+    /// How ranks on other hosts are started. Default: `srun` inside a
+    /// Slurm allocation when the hosts are its nodes (every rank then runs
+    /// as a step of the job, on this node too), else `ssh`.
+    #[arg(long, value_enum, value_name = "LAUNCHER")]
+    pub launcher: Option<Launcher>,
 
     /// Start ranks on other hosts as `CMD HOST env VAR=VAL... PROG ARGS...`
     /// instead (CMD is split on whitespace), e.g. `ip netns exec`.
@@ -95,7 +99,8 @@ const AFTER_HELP: &str = "\
 Examples:
   mwrun -n 4 ./app
   mwrun -n 8 --hosts node1:4,node2:4 ./app
-  mwrun -n 2 --hosts a,b --launcher-exec 'ip netns exec' --bootstrap-addr 10.0.0.1 ./app";
+  mwrun -n 2 --hosts a,b --launcher-exec 'ip netns exec' --bootstrap-addr 10.0.0.1 ./app
+  salloc -N 2 -n 8 mwrun -n 8 ./app      (inside an allocation: its nodes, ranks started by srun)";
 
 /// Rank placement policy over host slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -112,6 +117,10 @@ pub enum Launcher {
     /// `ssh -o BatchMode=yes HOST env VAR=VAL... PROG ARGS...`, arguments
     /// quoted for the remote shell.
     Ssh,
+    /// `srun --nodes=1 --ntasks=1 --overlap --mpi=none ... --nodelist HOST
+    /// env VAR=VAL... PROG ARGS...`: a step of the Slurm job mwrun runs in,
+    /// for every rank, this host's included.
+    Srun,
 }
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {
@@ -179,6 +188,8 @@ mod tests {
         assert!(parse(&["-n", "2", "--hosts", "a", "--hostfile", "f", "true"]).is_err());
         assert!(parse(&["-n", "2", "--timeout", "soon", "true"]).is_err());
         assert!(parse(&["-n", "2", "--launcher", "ssh", "--launcher-exec", "x", "true"]).is_err());
+        assert!(parse(&["-n", "2", "--launcher", "rsh", "true"]).is_err());
+        assert_eq!(parse(&["-n", "2", "--launcher", "srun", "true"]).unwrap().launcher, Some(Launcher::Srun));
         assert!(parse(&["-n", "2", "--cpu-bind", "socket", "true"]).is_err());
     }
 }

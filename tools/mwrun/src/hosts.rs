@@ -27,6 +27,9 @@ pub enum HostError {
     /// The hostfile names no host.
     #[error("{path}: no hosts listed")]
     EmptyFile { path: String },
+    /// A Slurm allocation variable mwrun cannot read.
+    #[error("{var}={value:?}: {reason}")]
+    Slurm { var: &'static str, value: String, reason: String },
     /// The hostfile cannot be read.
     #[error("cannot read hostfile {path}: {source}")]
     Read { path: String, source: std::io::Error },

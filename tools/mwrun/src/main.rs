@@ -2,7 +2,8 @@
 //!
 //! Owns: parsing the command line, placing ranks on hosts, running the job's
 //! rendezvous server (from `mw-bootstrap`), starting the ranks (directly, or
-//! through ssh or `--launcher-exec`), forwarding their output, and stopping
+//! through ssh, srun inside a Slurm allocation, or `--launcher-exec`),
+//! forwarding their output, and stopping
 //! the job when a rank fails or mwrun is told to stop.
 //!
 //! Must not: know anything of memwire's protocol (ranks may be any program,
@@ -10,6 +11,7 @@
 //! it exits. `unsafe` is denied except in `sys`, the libc island.
 #![deny(unsafe_code)]
 
+mod allocation;
 mod cli;
 mod cpus;
 mod hosts;
@@ -70,18 +72,34 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<i32, MwrunError> {
     let my_hostname = hosts::my_hostname();
-    let host_specs = match (&cli.hosts, &cli.hostfile) {
-        (Some(list), _) => hosts::parse_host_list(list)?,
-        (None, Some(path)) => {
+    // Inside a Slurm allocation, with no hosts named, its nodes are the hosts.
+    let slurm_nodes = match (&cli.hosts, &cli.hostfile) {
+        (None, None) => allocation::from_env(|name| std::env::var(name).ok())?,
+        _ => None,
+    };
+    let in_allocation = slurm_nodes.is_some();
+    let host_specs = match (&cli.hosts, &cli.hostfile, slurm_nodes) {
+        (Some(list), _, _) => hosts::parse_host_list(list)?,
+        (None, Some(path), _) => {
             let shown = path.display().to_string();
             let text =
                 std::fs::read_to_string(path).map_err(|source| HostError::Read { path: shown.clone(), source })?;
             hosts::parse_hostfile(&shown, &text)?
         }
-        (None, None) => vec![HostSpec { name: my_hostname.clone(), slots: None }],
+        (None, None, Some(nodes)) => nodes,
+        (None, None, None) => vec![HostSpec { name: my_hostname.clone(), slots: None }],
     };
     let placements = hosts::place(&host_specs, cli.np, cli.map_by);
-    let local: Vec<bool> = placements.iter().map(|p| hosts::is_local_host(&p.host, &my_hostname)).collect();
+    let launcher = match cli.launcher {
+        Some(launcher) => launcher,
+        None if in_allocation && cli.launcher_exec.is_none() => cli::Launcher::Srun,
+        None => cli::Launcher::Ssh,
+    };
+    // srun starts every rank, so that each is a step Slurm accounts, signals and cleans up.
+    let local: Vec<bool> = placements
+        .iter()
+        .map(|p| launcher != cli::Launcher::Srun && hosts::is_local_host(&p.host, &my_hostname))
+        .collect();
     let remote = match &cli.launcher_exec {
         Some(command) => {
             let words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
@@ -94,14 +112,16 @@ fn run(cli: Cli) -> Result<i32, MwrunError> {
             }
             RemoteExec::Exec(words)
         }
-        None => match cli.launcher {
+        None => match launcher {
             cli::Launcher::Ssh => RemoteExec::Ssh,
+            cli::Launcher::Srun => RemoteExec::Exec(allocation::SRUN_WORDS.map(str::to_owned).to_vec()),
         },
     };
     let user_env = launch::parse_env_options(&cli.env, |name| std::env::var_os(name))?;
 
     let job_key = random_job_key()?;
-    let all_local = local.iter().all(|&l| l);
+    // Ranks srun starts on this very node still reach a loopback rendezvous.
+    let all_local = placements.iter().all(|p| hosts::is_local_host(&p.host, &my_hostname));
     let (bind, advertised) = rendezvous_addresses(cli.bind.as_deref(), cli.bootstrap_addr.as_deref(), all_local)?;
     let server = RendezvousServer::bind(&bind.to_string(), cli.np, job_key)?;
     let bootstrap_addr = advertised.with_port(server.local_addr().port(), &my_hostname);

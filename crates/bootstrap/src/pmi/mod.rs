@@ -1,8 +1,10 @@
-//! Joining a job through a PMI launcher: MPICH's Hydra (`mpiexec`, PMI-1)
-//! or Slurm (`srun --mpi=pmi2`, PMI-2).
+//! Joining a job through a PMI launcher: MPICH's Hydra (`mpiexec`, PMI-1),
+//! Slurm (`srun --mpi=pmi2`, PMI-2), or a PMIx one (`srun --mpi=pmix`,
+//! Open MPI's `mpirun`).
 //!
 //! Owns: connecting to the launcher's socket (`PMI_FD`), the two wire
-//! clients ([`pmi1`], [`pmi2`]) behind the [`Kvs`] trait, and the
+//! clients ([`pmi1`], [`pmi2`]) and the PMIx library's session ([`pmix`])
+//! behind the [`Kvs`] trait, and the
 //! [`PmiSession`] that builds the crate's collectives on a key-value space:
 //! an allgather is a put of each rank's blob (hex, cut into values the
 //! launcher accepts), a fence, and a get of every rank's; a barrier is a
@@ -19,6 +21,8 @@ mod conn;
 mod fd;
 mod pmi1;
 mod pmi2;
+pub(crate) mod pmix;
+mod pmix_lib;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -54,8 +58,8 @@ pub(crate) struct PmiPlan {
 
 /// A PMI key-value space with a fence, as both wire protocols offer it.
 pub(crate) trait Kvs: Debug + Send {
-    /// 1 or 2.
-    fn version(&self) -> u8;
+    /// The error this launcher's client reports `detail` as.
+    fn error(&self, detail: String) -> BootstrapError;
     /// Longest value this client may put.
     fn max_value_len(&self) -> usize;
     /// Stages `key=value`; other ranks see it after the next fence.
@@ -98,6 +102,39 @@ pub(crate) fn connect_stream(
     }
 }
 
+/// Who a rank is, as its launcher says, before it joins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Member {
+    pub rank: u32,
+    pub size: u32,
+    /// The launcher's name for this host, when it gave one.
+    pub host: Option<String>,
+    /// `MW_JOB_KEY`, used by rank 0 instead of a random key when set.
+    pub job_key: Option<[u8; 16]>,
+    /// `(local_rank, local_size)` when the launcher said; else computed
+    /// from the host names.
+    pub local: Option<(u32, u32)>,
+}
+
+impl PmiPlan {
+    pub(crate) fn member(&self) -> Member {
+        Member { rank: self.rank, size: self.size, host: self.host.clone(), job_key: self.job_key, local: None }
+    }
+}
+
+/// Starts a PMIx session as `plan` says; returns it with who this rank is.
+pub(crate) fn connect_pmix(plan: &pmix::PmixPlan) -> Result<(Box<dyn Kvs>, Member), BootstrapError> {
+    let session = pmix::Pmix::init(plan)?;
+    let member = Member {
+        rank: session.rank,
+        size: session.size,
+        host: plan.host.clone().or_else(|| session.host.clone()),
+        job_key: plan.job_key,
+        local: session.local,
+    };
+    Ok((Box::new(session), member))
+}
+
 /// A joined rank's PMI session: the collectives of [`Bootstrap`](crate::Bootstrap).
 #[derive(Debug)]
 pub(crate) struct PmiSession {
@@ -113,7 +150,7 @@ pub(crate) struct PmiSession {
 
 impl PmiSession {
     /// Joins: agrees on the job key and exchanges host names.
-    pub(crate) fn join(kvs: Box<dyn Kvs>, plan: &PmiPlan) -> Result<(PmiSession, JobInfo), BootstrapError> {
+    pub(crate) fn join(kvs: Box<dyn Kvs>, plan: &Member) -> Result<(PmiSession, JobInfo), BootstrapError> {
         let mut session = PmiSession { kvs, rank: plan.rank, size: plan.size, next_round: 0, hosts: Vec::new() };
         let host = plan.host.clone().unwrap_or_else(job::kernel_hostname);
         if plan.rank == 0 {
@@ -121,13 +158,13 @@ impl PmiSession {
                 Some(key) => key,
                 None => random_job_key()?,
             };
-            session.kvs.put(Step::Join, JOB_KEY_KEY, &job_key_to_hex(&key))?;
+            session.kvs.put(Step::Join, JOB_KEY_KEY, &job_key_to_hex(&key)).map_err(|e| session.named(e))?;
         }
-        let hosts = session.allgather(host.as_bytes()).map_err(BootstrapError::during_join)?;
-        let hex = session.kvs.get(Step::Join, JOB_KEY_KEY)?;
+        let hosts = session.allgather_in(Step::Join, host.as_bytes()).map_err(|e| session.named(e))?;
+        let hex = session.kvs.get(Step::Join, JOB_KEY_KEY).map_err(|e| session.named(e))?;
         let job_key = job_key_from_hex(&hex).map_err(|_| session.protocol("rank 0 published a malformed job key"))?;
         let names: Vec<&[u8]> = hosts.iter().map(Vec::as_slice).collect();
-        let (local_rank, local_size) = job::local_placement(&names, plan.rank);
+        let (local_rank, local_size) = plan.local.unwrap_or_else(|| job::local_placement(&names, plan.rank));
         session.hosts = hosts.iter().map(|h| String::from_utf8_lossy(h).into_owned()).collect();
         let info = JobInfo { rank: plan.rank, size: plan.size, job_key, local_rank, local_size, host };
         Ok((session, info))
@@ -135,8 +172,14 @@ impl PmiSession {
 
     /// Every rank's blob, indexed by rank.
     pub(crate) fn allgather(&mut self, blob: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        let step = Step::Allgather { round: self.next_round };
+        self.allgather_in(step, blob).map_err(|e| self.named(e))
+    }
+
+    /// [`allgather`](PmiSession::allgather) as the user knows it: `step`
+    /// is what errors call it (the join's host exchange is "join").
+    fn allgather_in(&mut self, step: Step, blob: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
         let round = self.next_round;
-        let step = Step::Allgather { round };
         let chunk = self.chunk_hex_len();
         let hex = to_hex(blob);
         let pieces: Vec<&str> = if hex.is_empty() {
@@ -169,7 +212,7 @@ impl PmiSession {
 
     pub(crate) fn barrier(&mut self) -> Result<(), BootstrapError> {
         let step = Step::Barrier { round: self.next_round };
-        self.kvs.fence(step)?;
+        self.kvs.fence(step).map_err(|e| self.named(e))?;
         self.next_round += 1;
         Ok(())
     }
@@ -182,13 +225,34 @@ impl PmiSession {
         self.kvs.finalize();
     }
 
+    /// The wire clients' timeouts and lost connections, said as this
+    /// launcher's error naming this rank, which the user sees once per rank.
+    fn named(&self, error: BootstrapError) -> BootstrapError {
+        let rank = self.rank;
+        match error {
+            BootstrapError::Timeout { step, after } => self.kvs.error(format!(
+                "rank {rank}: {step} got no answer within {after:?}: some rank has not {}, or the launcher is \
+                 gone (set MW_BOOTSTRAP_TIMEOUT to wait longer)",
+                if step == Step::Join { "joined" } else { "reached it" }
+            )),
+            BootstrapError::ServerClosed { step } => self.kvs.error(format!(
+                "rank {rank}: the launcher closed the PMI connection during {step} (did the launcher or its \
+                 step daemon die?)"
+            )),
+            BootstrapError::Io { step, source } => {
+                self.kvs.error(format!("rank {rank}: the PMI connection failed during {step}: {source}"))
+            }
+            other => other,
+        }
+    }
+
     /// Hex characters per value, leaving room for the `N:` count prefix.
     fn chunk_hex_len(&self) -> usize {
         (self.kvs.max_value_len().saturating_sub(12) & !1).max(2)
     }
 
     fn protocol(&self, what: &str) -> BootstrapError {
-        BootstrapError::Pmi { version: self.kvs.version(), detail: what.to_owned() }
+        self.kvs.error(what.to_owned())
     }
 }
 

@@ -74,8 +74,8 @@ impl Pmi1 {
 }
 
 impl Kvs for Pmi1 {
-    fn version(&self) -> u8 {
-        1
+    fn error(&self, detail: String) -> BootstrapError {
+        BootstrapError::Pmi { version: 1, detail }
     }
 
     /// A request line holds the command, the space name, the key and the

@@ -86,8 +86,8 @@ impl Pmi2 {
 }
 
 impl Kvs for Pmi2 {
-    fn version(&self) -> u8 {
-        2
+    fn error(&self, detail: String) -> BootstrapError {
+        BootstrapError::Pmi { version: 2, detail }
     }
 
     fn max_value_len(&self) -> usize {

@@ -40,7 +40,7 @@ fn run_job<T: Send + 'static>(
             thread::spawn(move || {
                 let plan = plan(version, rank as u32, size);
                 let kvs = connect_stream(&plan, stream)?;
-                let (session, info) = PmiSession::join(kvs, &plan)?;
+                let (session, info) = PmiSession::join(kvs, &plan.member())?;
                 Ok(body(session, info))
             })
         })
