@@ -77,6 +77,8 @@ int PMPI_Init(int *argc, char ***argv) {
 
 int PMPI_Finalize(void) {
     MWMPI_REQUIRE_INIT("MPI_Finalize");
+    int err = mwmpi_comms_delete_attrs();
+    if (err != MPI_SUCCESS) return mwmpi_raise(NULL, err, "MPI_Finalize", "an attribute delete callback failed");
     mwmpi_requests_fini();
     /* MPI-5.0 11.2.2: Finalize is collective over the connected processes. */
     mw_status st = mw_barrier(mwmpi.ep);

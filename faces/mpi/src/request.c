@@ -27,6 +27,8 @@ struct mwmpi_req *mwmpi_req_new(enum mwmpi_req_kind kind, struct mwmpi_comm *com
 
 void mwmpi_req_free(struct mwmpi_req *r) {
     if (r->mw != NULL) mw_handle_free(&r->mw);
+    if (r->bsend_charge > 0) mwmpi_bsend_release(r->bsend_charge);
+    mwmpi_nbc_free(r->nbc);
     free(r->staging);
     if (r->type != NULL) mwmpi_type_release(r->type);
     mwmpi_obj_unregister(&r->obj);
@@ -36,6 +38,7 @@ void mwmpi_req_free(struct mwmpi_req *r) {
 /* Whether r's operation is done (making progress once when `test`). */
 static bool req_done(struct mwmpi_req *r) {
     if (r->persistent) return r->inner == NULL || req_done(r->inner);
+    if (r->nbc != NULL) return r->complete || mwmpi_nbc_test(r->nbc);
     if (r->complete || r->mw == NULL) return true;
     bool done = false;
     if (mw_test(r->mw, &done) != MW_OK) return true; /* the wait reports the error */
@@ -45,6 +48,11 @@ static bool req_done(struct mwmpi_req *r) {
 /* Completes r, waiting for it if need be: its status and error are set. */
 static void req_finish(struct mwmpi_req *r) {
     if (r->complete) return;
+    if (r->nbc != NULL) {
+        r->error = mwmpi_nbc_wait(r->nbc);
+        mwmpi_status_empty(&r->status);
+        r->status.MPI_ERROR = r->error;
+    }
     if (r->mw != NULL) {
         if (r->kind == REQ_RECV) {
             mw_recv_status env;
@@ -356,6 +364,13 @@ int PMPI_Request_free(MPI_Request *request) {
     *request = MPI_REQUEST_NULL;
     return MPI_SUCCESS;
 }
+
+void mwmpi_req_detach(struct mwmpi_req *r) {
+    r->next_detached = detached;
+    detached = r;
+}
+
+void mwmpi_requests_sweep(void) { sweep_detached(); }
 
 /* Completes every detached request (Finalize). */
 void mwmpi_requests_fini(void) {
