@@ -339,6 +339,70 @@ int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) 
     return MPI_SUCCESS;
 }
 
+/* The array forms of Request_get_status: like Testall / Testany /
+ * Testsome, but the requests stay as they are. */
+int PMPI_Request_get_status_all(int count, const MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+    static const char routine[] = "MPI_Request_get_status_all";
+    if (flag == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL flag");
+    int err = check_array(count, (MPI_Request *)requests, routine);
+    if (err != MPI_SUCCESS) return err;
+    sweep_detached();
+    bool all = true;
+    for (int i = 0; i < count; i++) all &= req_inactive(mwmpi_req_of(requests[i])) || req_done(mwmpi_req_of(requests[i]));
+    *flag = all;
+    for (int i = 0; all && i < count; i++) PMPI_Request_get_status(requests[i], &(int){0}, status_at(statuses, i));
+    return MPI_SUCCESS;
+}
+
+int PMPI_Request_get_status_any(int count, const MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+    static const char routine[] = "MPI_Request_get_status_any";
+    if (flag == NULL || index == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL argument");
+    int err = check_array(count, (MPI_Request *)requests, routine);
+    if (err != MPI_SUCCESS) return err;
+    sweep_detached();
+    bool active = false;
+    *index = MPI_UNDEFINED;
+    *flag = 0;
+    for (int i = 0; i < count; i++) {
+        struct mwmpi_req *r = mwmpi_req_of(requests[i]);
+        if (req_inactive(r)) continue;
+        active = true;
+        if (req_done(r)) {
+            *index = i;
+            *flag = 1;
+            return PMPI_Request_get_status(requests[i], &(int){0}, status);
+        }
+    }
+    if (!active) {
+        *flag = 1;
+        mwmpi_status_empty(status);
+    }
+    return MPI_SUCCESS;
+}
+
+int PMPI_Request_get_status_some(int incount, const MPI_Request requests[], int *outcount, int indices[],
+                                 MPI_Status statuses[]) {
+    static const char routine[] = "MPI_Request_get_status_some";
+    if (outcount == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL outcount");
+    int err = check_array(incount, (MPI_Request *)requests, routine);
+    if (err != MPI_SUCCESS) return err;
+    sweep_detached();
+    bool active = false;
+    *outcount = 0;
+    for (int i = 0; i < incount; i++) {
+        struct mwmpi_req *r = mwmpi_req_of(requests[i]);
+        if (req_inactive(r)) continue;
+        active = true;
+        if (req_done(r)) {
+            indices[*outcount] = i;
+            PMPI_Request_get_status(requests[i], &(int){0}, status_at(statuses, *outcount));
+            ++*outcount;
+        }
+    }
+    if (!active) *outcount = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+
 int PMPI_Request_free(MPI_Request *request) {
     static const char routine[] = "MPI_Request_free";
     if (request == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL request");
