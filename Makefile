@@ -29,6 +29,7 @@ DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libop
 deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
 	@faces/shmem/tests/shmem4py.sh deps
+	@faces/mpi/tests/mpi4py.sh deps
 
 ## test: install dependencies, then lint and run every test (with short fuzz and soak runs)
 test: deps lint unit miri ctest shmem-test mpi-test nas fuzz-smoke soak-short
@@ -161,7 +162,8 @@ mpi: capi
 	$(MAKE) --no-print-directory -C faces/mpi lib
 
 ## mpi-test: the MPI tests under mpiexec (1-4 ranks; shared memory, UDP, injected loss), the wrappers,
-## the static library, the ABI's layout and the unsupported list in docs/mpi.md
+## the static library, the ABI's layout and the unsupported list in docs/mpi.md; then mpi4py from PyPI:
+## its benchmarks on 2-4 ranks and its test suite on 2 ranks (docs/mpi.md)
 mpi-test: mpi
 	$(MAKE) --no-print-directory -C faces/mpi check
 

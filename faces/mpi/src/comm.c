@@ -302,6 +302,10 @@ int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name) {
 }
 
 int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen) {
+    if (comm == MPI_COMM_NULL && comm_name != NULL && resultlen != NULL) {
+        *resultlen = snprintf(comm_name, MPI_MAX_OBJECT_NAME, "MPI_COMM_NULL"); /* MPI-4.1 7.8 */
+        return MPI_SUCCESS;
+    }
     MWMPI_COMM(c, comm, "MPI_Comm_get_name");
     if (comm_name == NULL || resultlen == NULL) return mwmpi_raise(c, MPI_ERR_ARG, "MPI_Comm_get_name", "NULL argument");
     snprintf(comm_name, MPI_MAX_OBJECT_NAME, "%s", c->name);
@@ -364,16 +368,25 @@ int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
     return PMPI_Comm_idup_with_info(comm, MPI_INFO_NULL, newcomm, request);
 }
 
-/* Comm_split_type: MPI_COMM_TYPE_SHARED groups the members on one host
- * (same processor name), the color being the lowest comm rank there; the
- * hardware types, which this library cannot tell apart, give the same. */
+/* Whether `info` holds key = value. */
+static bool info_says(MPI_Info info, const char *key, const char *value) {
+    struct mwmpi_info *i = info != MPI_INFO_NULL ? mwmpi_info_of(info) : NULL;
+    for (int k = 0; i != NULL && k < i->n; k++)
+        if (strcmp(i->keys[k], key) == 0) return strcmp(i->values[k], value) == 0;
+    return false;
+}
+
+/* Comm_split_type (MPI-5.0 7.4.2): the one hardware domain this library
+ * knows is the host (same processor name; the color is the lowest comm
+ * rank there). MPI_COMM_TYPE_SHARED splits by host; HW_GUIDED and
+ * RESOURCE_GUIDED do when the info asks for "mpi_shared_memory" and give
+ * MPI_COMM_NULL otherwise; HW_UNGUIDED splits by host when that is a
+ * strict subset, else gives MPI_COMM_NULL. Collective in every case. */
 int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
     static const char routine[] = "MPI_Comm_split_type";
-    (void)info;
     MWMPI_REQUIRE_INIT(routine);
     MWMPI_COMM(c, comm, routine);
-    if (split_type == MPI_UNDEFINED) return PMPI_Comm_split(comm, MPI_UNDEFINED, key, newcomm);
-    if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_COMM_TYPE_HW_GUIDED &&
+    if (split_type != MPI_UNDEFINED && split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_COMM_TYPE_HW_GUIDED &&
         split_type != MPI_COMM_TYPE_HW_UNGUIDED && split_type != MPI_COMM_TYPE_RESOURCE_GUIDED)
         return mwmpi_raise(c, MPI_ERR_ARG, routine, "unknown split type %d", split_type);
     size_t len = sizeof mwmpi.processor_name;
@@ -388,12 +401,18 @@ int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, 
     } else {
         memcpy(names, mwmpi.processor_name, len);
     }
-    int color = c->rank;
+    int color = -1, same_host = 0;
     for (int i = 0; i < c->size; i++)
         if (strncmp(names + (size_t)i * len, mwmpi.processor_name, len) == 0) {
-            color = i;
-            break;
+            if (color < 0) color = i;
+            same_host++;
         }
     free(names);
-    return PMPI_Comm_split(comm, color, key, newcomm);
+    bool by_host = split_type == MPI_COMM_TYPE_SHARED ||
+                   (split_type == MPI_COMM_TYPE_HW_GUIDED &&
+                    info_says(info, "mpi_hw_subdomain_type", "mpi_shared_memory")) ||
+                   (split_type == MPI_COMM_TYPE_RESOURCE_GUIDED &&
+                    info_says(info, "mpi_hw_resource_type", "mpi_shared_memory")) ||
+                   (split_type == MPI_COMM_TYPE_HW_UNGUIDED && same_host < c->size);
+    return PMPI_Comm_split(comm, by_host ? color : MPI_UNDEFINED, key, newcomm);
 }

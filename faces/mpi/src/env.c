@@ -75,6 +75,21 @@ int PMPI_Init(int *argc, char ***argv) {
     return PMPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
 }
 
+/* What the program left behind that holds memwire resources: MPI lets a
+ * program finalize with communicators not freed, and a request it never
+ * completed is its error, but neither may keep memwire from finalizing. */
+static void release_leftover(struct mwmpi_obj *obj) {
+    if (obj->magic == MWMPI_MAGIC_COMM) {
+        struct mwmpi_comm *c = (struct mwmpi_comm *)obj;
+        if (c->team != NULL) mw_team_free(&c->team);
+    } else if (obj->magic == MWMPI_MAGIC_REQ) {
+        struct mwmpi_req *r = (struct mwmpi_req *)obj;
+        if (r->mw != NULL) mw_handle_free(&r->mw);
+        for (int i = 0; r->nbc != NULL && i < r->nbc->nhandles; i++)
+            if (r->nbc->handles[i] != NULL) mw_handle_free(&r->nbc->handles[i]);
+    }
+}
+
 int PMPI_Finalize(void) {
     MWMPI_REQUIRE_INIT("MPI_Finalize");
     int err = mwmpi_comms_delete_attrs();
@@ -84,6 +99,7 @@ int PMPI_Finalize(void) {
     mw_status st = mw_barrier(mwmpi.ep);
     if (st != MW_OK) return mwmpi_raise_mw(NULL, st, "MPI_Finalize");
     mwmpi_comms_fini();
+    mwmpi_objs_each(release_leftover);
     bool removed;
     mw_unregister_handler(mwmpi.ep, MWMPI_AM_ABORT, &removed);
     mwmpi.initialized = 0;

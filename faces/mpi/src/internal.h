@@ -252,7 +252,7 @@ struct mwmpi_req {
     size_t bsend_charge; /* a buffered send's share of the attached buffer */
 };
 
-enum { MWMPI_PERSIST_SEND, MWMPI_PERSIST_SSEND, MWMPI_PERSIST_RECV };
+enum { MWMPI_PERSIST_SEND, MWMPI_PERSIST_SSEND, MWMPI_PERSIST_BSEND, MWMPI_PERSIST_RECV };
 
 /* ---- library state --------------------------------------------------- */
 
@@ -306,6 +306,9 @@ extern struct mwmpi_errh mwmpi_errors_are_fatal, mwmpi_errors_return;
 /* Gives `obj` an integer handle; frees it again. */
 void mwmpi_obj_register(struct mwmpi_obj *obj, uint32_t magic);
 void mwmpi_obj_unregister(struct mwmpi_obj *obj);
+
+/* Calls fn on every live user object (Finalize). */
+void mwmpi_objs_each(void (*fn)(struct mwmpi_obj *obj));
 
 /* The object behind a handle, or NULL when the handle is invalid (or null). */
 struct mwmpi_comm *mwmpi_comm_of(MPI_Comm h);

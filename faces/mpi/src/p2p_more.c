@@ -245,6 +245,19 @@ int PMPI_Buffer_flush(void) {
     return MPI_SUCCESS;
 }
 
+int PMPI_Buffer_iflush(MPI_Request *request) {
+    static const char routine[] = "MPI_Buffer_iflush";
+    MWMPI_REQUIRE_INIT(routine);
+    if (request == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL request");
+    /* Flushed at the call; the request is complete. */
+    drain();
+    struct mwmpi_req *r = mwmpi_req_new(REQ_DONE, &mwmpi_comm_self);
+    if (r == NULL) return mwmpi_raise(NULL, MPI_ERR_NO_MEM, routine, NULL);
+    r->complete = true;
+    *request = (MPI_Request)r;
+    return MPI_SUCCESS;
+}
+
 /* Starts a buffered send: a copy sent in the background. */
 static int bsend(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                  MPI_Request *request, const char *routine) {

@@ -501,6 +501,16 @@ int PMPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, i
     return persistent_init(MWMPI_PERSIST_SSEND, buf, count, datatype, dest, tag, comm, request, "MPI_Ssend_init");
 }
 
+int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                    MPI_Request *request) {
+    return persistent_init(MWMPI_PERSIST_BSEND, buf, count, datatype, dest, tag, comm, request, "MPI_Bsend_init");
+}
+
+int PMPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                      MPI_Request *request) {
+    return persistent_init(MWMPI_PERSIST_BSEND, buf, count, datatype, dest, tag, comm, request, "MPI_Bsend_init");
+}
+
 int PMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                    MPI_Request *request) {
     return persistent_init(MWMPI_PERSIST_RECV, buf, count, datatype, source, tag, comm, request, "MPI_Recv_init");
@@ -527,6 +537,9 @@ int PMPI_Start(MPI_Request *request) {
         break;
     case MWMPI_PERSIST_SSEND:
         err = PMPI_Issend_c(r->p_buf, r->p_count, r->p_type, r->peer, r->tag, comm, &inner);
+        break;
+    case MWMPI_PERSIST_BSEND:
+        err = PMPI_Ibsend_c(r->p_buf, r->p_count, r->p_type, r->peer, r->tag, comm, &inner);
         break;
     default:
         err = PMPI_Irecv_c((void *)r->p_buf, r->p_count, r->p_type, r->peer, r->tag, comm, &inner);
