@@ -23,7 +23,8 @@ demo: build
 # the netns test cluster (scripts/netns-cluster); fonts-dejavu-core: the
 # font mwbench's plots (and their test) draw text with; python3-venv and
 # python3-dev: shmem4py (from PyPI, in a venv under target/py-shmem) built
-# against our oshcc in shmem-test.
+# against our oshcc in shmem-test, and mpi4py (target/py-mpi) against our
+# mpicc in mpi-test.
 DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libopenmpi-dev iproute2 nftables fonts-dejavu-core \
 	python3-venv python3-dev
 deps:
