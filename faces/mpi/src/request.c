@@ -559,3 +559,35 @@ int PMPI_Startall(int count, MPI_Request requests[]) {
     }
     return MPI_SUCCESS;
 }
+
+/* MPI_Cancel: a receive that no message has matched is withdrawn (its
+ * request completes with Test_cancelled true and nothing in the buffer);
+ * one already matched completes with its message. Sends are not
+ * cancelled (the standard lets a cancel fail; MPI-4.1 deprecated
+ * cancelling them): they complete as sent. Cancelling a collective's
+ * request is erroneous (MPI-5.0 6.12). */
+int PMPI_Cancel(MPI_Request *request) {
+    static const char routine[] = "MPI_Cancel";
+    if (request == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL request");
+    struct mwmpi_req *r;
+    int err = req_get(*request, &r, routine);
+    if (err != MPI_SUCCESS) return err;
+    if (r == NULL) return mwmpi_raise(NULL, MPI_ERR_REQUEST, routine, "MPI_REQUEST_NULL");
+    struct mwmpi_req *op = r->persistent ? r->inner : r;
+    if (op == NULL) return MPI_SUCCESS; /* an inactive persistent request */
+    if (op->nbc != NULL) return mwmpi_raise(op->comm, MPI_ERR_REQUEST, routine, "a collective cannot be cancelled");
+    if (op->kind != REQ_RECV || op->complete || op->mw == NULL) return MPI_SUCCESS;
+    bool cancelled = false;
+    mw_status st = mw_cancel_recv(&op->mw, &cancelled);
+    if (st != MW_OK) return mwmpi_raise_mw(op->comm, st, routine);
+    if (cancelled) {
+        free(op->staging);
+        op->staging = NULL;
+        if (op->type != NULL) mwmpi_type_release(op->type);
+        op->type = NULL;
+        op->complete = true;
+        mwmpi_status_empty(&op->status);
+        op->status.MPI_internal[2] = 1; /* Test_cancelled */
+    }
+    return MPI_SUCCESS;
+}

@@ -6,7 +6,8 @@
  * matched probes (a message taken by Mprobe is not seen by a later probe
  * or receive; Improbe; PROC_NULL), buffered sends (return before any
  * receive is posted, the data copied at the call; one larger than the
- * attached buffer fails with MPI_ERR_BUFFER), Comm_idup,
+ * attached buffer fails with MPI_ERR_BUFFER), MPI_Cancel (of receives,
+ * matched or not, of a send, of a persistent receive), Comm_idup,
  * Comm_split_type(SHARED) (every rank of this job runs on one host),
  * Dims_create, Alloc_mem. */
 #include <stdlib.h>
@@ -266,6 +267,49 @@ static void bsend(void) {
     free(buf), free(data), free(in);
 }
 
+/* Cancel: a receive nothing matched is cancelled (Test_cancelled, buffer
+ * untouched, the message sent later goes to the next receive); one a
+ * message matched is not; a send's cancel leaves it to complete as sent. */
+static void cancel(void) {
+    int right = (me + 1) % np, left = (me + np - 1) % np;
+    int buf[4] = {-1, -1, -1, -1}, flag;
+    MPI_Request req;
+    MPI_Status st;
+    OK(MPI_Irecv(buf, 4, MPI_INT, left, 40, MPI_COMM_WORLD, &req));
+    OK(MPI_Cancel(&req));
+    OK(MPI_Wait(&req, &st));
+    OK(MPI_Test_cancelled(&st, &flag));
+    CHECK(flag && buf[0] == -1, "an unmatched receive was not cancelled");
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    int out[4] = {me, me, me, me};
+    OK(MPI_Send(out, 4, MPI_INT, right, 40, MPI_COMM_WORLD));
+    OK(MPI_Probe(left, 40, MPI_COMM_WORLD, &st)); /* arrived: the next receive matches it at once */
+    OK(MPI_Irecv(buf, 4, MPI_INT, left, 40, MPI_COMM_WORLD, &req));
+    OK(MPI_Cancel(&req));
+    OK(MPI_Wait(&req, &st));
+    OK(MPI_Test_cancelled(&st, &flag));
+    CHECK(!flag && buf[3] == left && st.MPI_SOURCE == left, "a matched receive was cancelled");
+    OK(MPI_Isend(out, 4, MPI_INT, right, 41, MPI_COMM_WORLD, &req));
+    OK(MPI_Cancel(&req));
+    OK(MPI_Recv(buf, 4, MPI_INT, left, 41, MPI_COMM_WORLD, &st));
+    OK(MPI_Wait(&req, &st));
+    OK(MPI_Test_cancelled(&st, &flag));
+    CHECK(!flag && buf[0] == left, "a send's cancel");
+    /* A persistent receive: cancelled while active, then started again. */
+    OK(MPI_Recv_init(buf, 4, MPI_INT, left, 42, MPI_COMM_WORLD, &req));
+    OK(MPI_Start(&req));
+    OK(MPI_Cancel(&req));
+    OK(MPI_Wait(&req, &st));
+    OK(MPI_Test_cancelled(&st, &flag));
+    CHECK(flag, "an active persistent receive was not cancelled");
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Start(&req));
+    OK(MPI_Send(out, 4, MPI_INT, right, 42, MPI_COMM_WORLD));
+    OK(MPI_Wait(&req, &st));
+    CHECK(buf[0] == left, "the restarted persistent receive");
+    OK(MPI_Request_free(&req));
+}
+
 static void comms(void) {
     MPI_Comm node, dup;
     OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
@@ -304,6 +348,7 @@ int main(int argc, char **argv) {
     contents();
     mprobe();
     bsend();
+    cancel();
     comms();
     OK(MPI_Barrier(MPI_COMM_WORLD));
     printf("misc_test: rank %d of %d: %lu checks passed\n", me, np, checks);
