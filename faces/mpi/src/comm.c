@@ -379,8 +379,8 @@ static bool info_says(MPI_Info info, const char *key, const char *value) {
 /* Comm_split_type (MPI-5.0 7.4.2): the one hardware domain this library
  * knows is the host (same processor name; the color is the lowest comm
  * rank there). MPI_COMM_TYPE_SHARED splits by host; HW_GUIDED and
- * RESOURCE_GUIDED do when the info asks for "mpi_shared_memory" and give
- * MPI_COMM_NULL otherwise; HW_UNGUIDED splits by host when that is a
+ * RESOURCE_GUIDED do when the info's "mpi_hw_resource_type" is
+ * "mpi_shared_memory", and give MPI_COMM_NULL otherwise; HW_UNGUIDED splits by host when that is a
  * strict subset, else gives MPI_COMM_NULL. Collective in every case. */
 int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
     static const char routine[] = "MPI_Comm_split_type";
@@ -410,7 +410,7 @@ int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, 
     free(names);
     bool by_host = split_type == MPI_COMM_TYPE_SHARED ||
                    (split_type == MPI_COMM_TYPE_HW_GUIDED &&
-                    info_says(info, "mpi_hw_subdomain_type", "mpi_shared_memory")) ||
+                    info_says(info, "mpi_hw_resource_type", "mpi_shared_memory")) ||
                    (split_type == MPI_COMM_TYPE_RESOURCE_GUIDED &&
                     info_says(info, "mpi_hw_resource_type", "mpi_shared_memory")) ||
                    (split_type == MPI_COMM_TYPE_HW_UNGUIDED && same_host < c->size);
