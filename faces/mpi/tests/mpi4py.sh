@@ -37,7 +37,7 @@ src=$venv/src/mpi4py-$version
 exclude=(-e test_util_pool -e test_dynproc)
 # What `test` demands of the suite on 2 ranks (docs/mpi.md has the rest):
 # each rank runs at least this many tests with at most this many failures
-# plus errors (recorded: 2053 run, 21 + 190; docs/mpi.md has the reasons).
+# plus errors (recorded: 2053 run, 16 + 190; docs/mpi.md has the reasons).
 min_run=2050
 max_bad=215
 
@@ -89,9 +89,11 @@ pympiconf() { # OUT DIR
     } >"$2/pympiconf.h"
 }
 
-build() { # VENV MPICC MARKER_DEP LIBRARY [OUT]
+# Built already when VENV/mpi4py-built holds a copy of DEP (what the build
+# depended on: the unsupported list, or MPICH's mpicc) and mpi4py imports.
+build() { # VENV MPICC DEP LIBRARY [OUT]
     local v=$1 mpicc=$2 dep=$3 lib=$4 out=${5:-} built=$1/mpi4py-built cflags=
-    if [ -f "$built" ] && [ "$built" -nt "$dep" ] && "$v/bin/python" -c 'import mpi4py.MPI' 2>/dev/null; then
+    if cmp -s "$built" "$dep" && "$v/bin/python" -c 'import mpi4py.MPI' 2>/dev/null; then
         return
     fi
     if [ -n "$out" ]; then
@@ -105,7 +107,7 @@ build() { # VENV MPICC MARKER_DEP LIBRARY [OUT]
     local ext
     ext=$("$v/bin/python" -c 'import mpi4py.MPI as m; print(m.__file__)')
     ldd "$ext" | grep -q "$lib" || { echo "mpi4py: $ext is not linked to $lib" >&2; exit 1; }
-    touch "$built"
+    cp "$dep" "$built"
 }
 
 bench() { # OUT
@@ -137,7 +139,8 @@ bench() { # OUT
 suite_run() { # PYTHON N TIMEOUT LOG COUNTS LAUNCHER...
     local py=$1 n=$2 limit=$3 log=$4 counts=$5
     shift 5
-    (cd "$src/test" && "$@" -n "$n" timeout "$limit" "$py" main.py --no-builddir "${exclude[@]}") >"$log" 2>&1 || true
+    (cd "$src/test" && "$@" -n "$n" timeout "$limit" "$py" main.py --no-builddir "${exclude[@]}" ${extra_exclude[@]+"${extra_exclude[@]}"}) \
+        >"$log" 2>&1 || true
     python3 - "$log" "$n" >"$counts" <<'PY'
 import re, sys
 text = open(sys.argv[1], errors="replace").read()
@@ -193,6 +196,10 @@ suite() { # OUT WHICH (both, memwire or mpich)
         return
     fi
     local mv=$root/target/py-mpich
+    # MPICH 4.0.2 (ch3) hangs on 2 ranks in test_util_sync's
+    # TestConditionMutexWorld.testWaitForNotify (an error on one rank, the
+    # other waits on the RMA window for good): left out on MPICH.
+    local extra_exclude=(-e test_util_sync)
     venv_deps "$mv"
     build "$mv" "$(command -v mpicc.mpich)" "$(command -v mpicc.mpich)" libmpich
     for n in 1 2 4; do
