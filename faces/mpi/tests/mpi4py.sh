@@ -106,7 +106,7 @@ build() { # VENV MPICC DEP LIBRARY [OUT]
     # The extension must use the intended library, not another MPI.
     local ext
     ext=$("$v/bin/python" -c 'import mpi4py.MPI as m; print(m.__file__)')
-    ldd "$ext" | grep -q "$lib" || { echo "mpi4py: $ext is not linked to $lib" >&2; exit 1; }
+    ldd "$ext" | grep "$lib" >/dev/null || { echo "mpi4py: $ext is not linked to $lib" >&2; exit 1; }
     cp "$dep" "$built"
 }
 
