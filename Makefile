@@ -23,7 +23,8 @@ demo: build
 # the netns test cluster (scripts/netns-cluster); fonts-dejavu-core: the
 # font mwbench's plots (and their test) draw text with; python3-venv and
 # python3-dev: shmem4py (from PyPI, in a venv under target/py-shmem) built
-# against our oshcc in shmem-test; slurmctld, slurmd, slurm-client, munge:
+# against our oshcc in shmem-test, and mpi4py (target/py-mpi) against our
+# mpicc in mpi-test; slurmctld, slurmd, slurm-client, munge:
 # the real Slurm cluster of slurm-test (scripts/slurm-cluster); libpmix2 and
 # libpmix-dev: the PMIx library the ranks load under srun --mpi=pmix and
 # Open MPI's mpirun (Debian's Slurm and Open MPI use the same one).
@@ -32,6 +33,7 @@ DEB_PACKAGES := gcc g++ pkg-config binutils mpich libmpich-dev openmpi-bin libop
 deps:
 	@scripts/install-deps.sh $(DEB_PACKAGES)
 	@faces/shmem/tests/shmem4py.sh deps
+	@faces/mpi/tests/mpi4py.sh deps
 
 ## test: install dependencies, then lint and run every test (with short fuzz and soak runs)
 test: deps lint unit miri slurm-test ctest shmem-test mpi-test nas fuzz-smoke soak-short
@@ -173,7 +175,8 @@ mpi: capi
 	$(MAKE) --no-print-directory -C faces/mpi lib
 
 ## mpi-test: the MPI tests under mpiexec (1-4 ranks; shared memory, UDP, injected loss), the wrappers,
-## the static library, the ABI's layout and the unsupported list in docs/mpi.md
+## the static library, the ABI's layout and the unsupported list in docs/mpi.md; then mpi4py from PyPI:
+## its benchmarks on 2-4 ranks and its test suite on 2 ranks (docs/mpi.md)
 mpi-test: mpi
 	$(MAKE) --no-print-directory -C faces/mpi check
 

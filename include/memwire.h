@@ -2349,6 +2349,22 @@ enum mw_status mw_irecv_in(struct mw_endpoint *ep, uint32_t context, uint32_t so
 enum mw_status mw_wait_recv(struct mw_handle **handle, struct mw_recv_status *status);
 
 /**
+ * Cancels a receive from `mw_irecv` if no message has matched it yet
+ * (MPI's `MPI_Cancel`): then sets `*cancelled` to true, frees the handle
+ * and sets `*handle` to NULL; no message will match it and `buf` is not
+ * written. Otherwise (a message has matched it: arrived, or still
+ * arriving) sets `*cancelled` to false and leaves the handle to be waited
+ * for as usual; the message's sender is not affected. A handle of another
+ * kind is `MW_ERR_INVALID_ARGUMENT`, left unconsumed.
+ *
+ * # Safety
+ * `handle` must be NULL or point to the caller's variable holding NULL or
+ * a handle from this library; no other thread may use the handle
+ * meanwhile; `cancelled` NULL or valid for writes.
+ */
+enum mw_status mw_cancel_recv(struct mw_handle **handle, bool *cancelled);
+
+/**
  * `mw_wait_recv`, giving up after `timeout_ms` milliseconds instead of
  * the endpoint's operation timeout: then `MW_ERR_TIMEOUT`, the receive is
  * cancelled as `mw_recv_timeout` cancels one, and the handle is consumed.

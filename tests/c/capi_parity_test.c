@@ -167,7 +167,8 @@ static void test_contexts(void) {
 /* Synchronous sends complete only once the receive matched: an issend
  * stays incomplete while no receive is posted, even for a message well
  * under the eager limit; a blocking ssend (also of 0 bytes) returns once
- * the receive posted first has taken it. */
+ * the receive posted first has taken it. And mw_cancel_recv withdraws only
+ * a receive no message has matched. */
 static void test_synchronous_send(void) {
     enum { CTX = 11 };
     char got[16];
@@ -197,6 +198,22 @@ static void test_synchronous_send(void) {
     OK(mw_ssend_in(ep, CTX, right, 5, NULL, 0));
     OK(mw_wait_recv(&recv, &st));
     ASSERT(st.len == 0 && st.tag == 5);
+    /* Cancel: an unmatched receive is withdrawn (its handle consumed, the
+     * buffer untouched); one a message has matched is not, and completes. */
+    bool cancelled = false;
+    memset(got, 0x5a, sizeof got);
+    OK(mw_irecv_in(ep, CTX, left, 6, got, sizeof got, &recv));
+    OK(mw_cancel_recv(&recv, &cancelled));
+    ASSERT(cancelled && recv == NULL && got[0] == 0x5a);
+    OK(mw_barrier(ep));
+    OK(mw_send_in(ep, CTX, right, 6, "late", 5));
+    OK(mw_probe_in(ep, CTX, left, 6, &st)); /* here: a receive now matches it at once */
+    OK(mw_irecv_in(ep, CTX, left, 6, got, sizeof got, &recv));
+    OK(mw_cancel_recv(&recv, &cancelled));
+    ASSERT(!cancelled && recv != NULL);
+    OK(mw_wait_recv(&recv, &st));
+    ASSERT(strcmp(got, "late") == 0 && st.len == 5);
+    EXPECT(MW_ERR_NULL_POINTER, mw_cancel_recv(NULL, &cancelled));
     EXPECT(MW_ERR_NULL_POINTER, mw_ssend_in(NULL, CTX, right, 5, "x", 1));
     EXPECT(MW_ERR_NULL_POINTER, mw_issend_in(ep, CTX, right, 5, "x", 1, NULL));
     OK(mw_barrier(ep));

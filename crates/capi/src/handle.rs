@@ -128,6 +128,15 @@ pub(crate) fn wait_recv(h: &mut mw_handle, timeout: Option<std::time::Duration>)
     })
 }
 
+/// Cancels a receive handle's receive if no message matched it (see
+/// `mw_cancel_recv`); `MW_ERR_INVALID_ARGUMENT` for a handle of another kind.
+pub(crate) fn cancel_recv(h: &mut mw_handle) -> Result<bool, Failure> {
+    match h.get() {
+        InFlight::Recv(recv) => Ok(recv.cancel_unmatched()),
+        _ => Err(Failure::invalid("not a receive handle")),
+    }
+}
+
 /// Makes progress once and sets `*done` to whether the operation has
 /// completed. Does not consume the handle: a completed handle must still be
 /// passed to `mw_wait` (for its result) or `mw_handle_free`.

@@ -356,6 +356,37 @@ pub unsafe extern "C" fn mw_wait_recv(handle: *mut *mut mw_handle, status: *mut 
     })
 }
 
+/// Cancels a receive from `mw_irecv` if no message has matched it yet
+/// (MPI's `MPI_Cancel`): then sets `*cancelled` to true, frees the handle
+/// and sets `*handle` to NULL; no message will match it and `buf` is not
+/// written. Otherwise (a message has matched it: arrived, or still
+/// arriving) sets `*cancelled` to false and leaves the handle to be waited
+/// for as usual; the message's sender is not affected. A handle of another
+/// kind is `MW_ERR_INVALID_ARGUMENT`, left unconsumed.
+///
+/// # Safety
+/// `handle` must be NULL or point to the caller's variable holding NULL or
+/// a handle from this library; no other thread may use the handle
+/// meanwhile; `cancelled` NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn mw_cancel_recv(handle: *mut *mut mw_handle, cancelled: *mut bool) -> mw_status {
+    guard(|| {
+        // SAFETY: forwarded contract.
+        let cancelled = unsafe { ffi::out(cancelled, "cancelled") }?;
+        // SAFETY: forwarded contract; `handle` is checked before it is read.
+        let h = unsafe { ffi::obj_mut(handle, "handle") }?;
+        // SAFETY: forwarded contract: `*h` is NULL or a live handle of ours.
+        let live = unsafe { ffi::obj_mut(*h, "*handle") }?;
+        let done = handle::cancel_recv(live)?;
+        cancelled.set(done);
+        if done {
+            // SAFETY: forwarded contract; the cancelled receive's handle is freed.
+            drop(unsafe { ffi::take(handle, "handle") }?);
+        }
+        Ok(())
+    })
+}
+
 /// `mw_wait_recv`, giving up after `timeout_ms` milliseconds instead of
 /// the endpoint's operation timeout: then `MW_ERR_TIMEOUT`, the receive is
 /// cancelled as `mw_recv_timeout` cancels one, and the handle is consumed.

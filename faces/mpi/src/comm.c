@@ -57,7 +57,16 @@ void mwmpi_comms_init(void) {
     mwmpi.next_comm_id = 2;
 }
 
+int mwmpi_comms_delete_attrs(void) {
+    /* MPI-5.0 11.2.2: COMM_SELF's attributes go first, as if freed. */
+    int err = mwmpi_attrs_delete_all(&mwmpi_comm_self.attrs, MPI_COMM_SELF);
+    if (err == MPI_SUCCESS) err = mwmpi_attrs_delete_all(&mwmpi_comm_world.attrs, MPI_COMM_WORLD);
+    return err;
+}
+
 void mwmpi_comms_fini(void) {
+    mwmpi_info_release(mwmpi_comm_world.info);
+    mwmpi_info_release(mwmpi_comm_self.info);
     free(mwmpi_comm_world.world);
     free(mwmpi_comm_world.from_world);
     free(mwmpi_comm_self.world);
@@ -181,7 +190,16 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
         mw_status st = mw_team_split(mwmpi.ep, c->team, 0, (uint32_t)c->rank, &team);
         if (st != MW_OK) return mwmpi_raise_mw(c, st, routine);
     }
-    return comm_new(c, id, team, newcomm, routine);
+    err = comm_new(c, id, team, newcomm, routine);
+    if (err != MPI_SUCCESS) return err;
+    struct mwmpi_comm *n = mwmpi_comm_of(*newcomm);
+    if (c->info != NULL) mwmpi_info_copy(c->info, &n->info);
+    err = mwmpi_attrs_copy(c->attrs, c->handle, &n->attrs, n->handle);
+    if (err != MPI_SUCCESS) {
+        PMPI_Comm_free(newcomm);
+        return mwmpi_raise(c, err, routine, "an attribute copy callback failed");
+    }
+    return MPI_SUCCESS;
 }
 
 int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
@@ -229,11 +247,14 @@ int PMPI_Comm_free(MPI_Comm *comm) {
     if (comm == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL argument");
     MWMPI_COMM(c, *comm, routine);
     if (c->predefined) return mwmpi_raise(c, MPI_ERR_COMM, routine, "a predefined communicator cannot be freed");
+    int err = mwmpi_attrs_delete_all(&c->attrs, c->handle);
+    if (err != MPI_SUCCESS) return mwmpi_raise(c, err, routine, "an attribute delete callback failed");
     if (c->team != NULL) {
         mw_status st = mw_team_free(&c->team);
         if (st != MW_OK) return mwmpi_raise_mw(c, st, routine);
     }
     mwmpi_errh_release(c->errh);
+    mwmpi_info_release(c->info);
     free(c->world);
     free(c->from_world);
     mwmpi_obj_unregister(&c->obj);
@@ -281,6 +302,10 @@ int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name) {
 }
 
 int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen) {
+    if (comm == MPI_COMM_NULL && comm_name != NULL && resultlen != NULL) {
+        *resultlen = snprintf(comm_name, MPI_MAX_OBJECT_NAME, "MPI_COMM_NULL"); /* MPI-4.1 7.8 */
+        return MPI_SUCCESS;
+    }
     MWMPI_COMM(c, comm, "MPI_Comm_get_name");
     if (comm_name == NULL || resultlen == NULL) return mwmpi_raise(c, MPI_ERR_ARG, "MPI_Comm_get_name", "NULL argument");
     snprintf(comm_name, MPI_MAX_OBJECT_NAME, "%s", c->name);
@@ -306,10 +331,11 @@ int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int 
     case MPI_HOST: value = &attr_host; break;
     case MPI_IO: value = &attr_io; break;
     case MPI_LASTUSEDCODE: value = &attr_lastusedcode; break;
-    default:
-        /* User keyvals (Comm_create_keyval) are not implemented, so no
-         * other key can have been set. */
-        return mwmpi_raise(c, MPI_ERR_KEYVAL, routine, "keyval %d is not a predefined attribute", comm_keyval);
+    default: {
+        int err = mwmpi_comm_user_attr(c, comm_keyval, attribute_val, flag);
+        if (err != MPI_SUCCESS) return mwmpi_raise(c, err, routine, "invalid keyval %d", comm_keyval);
+        return MPI_SUCCESS;
+    }
     }
     /* Only COMM_WORLD carries them (MPI-5.0 11.1.2), but programs ask any. */
     *(int **)attribute_val = value;
@@ -319,4 +345,74 @@ int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int 
 
 int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag) {
     return PMPI_Comm_get_attr(comm, keyval, attribute_val, flag);
+}
+
+/* Comm_idup: the duplicate is made at the call (an id agreement and a team
+ * split among the members, as Comm_dup), and the request is complete. */
+int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) {
+    static const char routine[] = "MPI_Comm_idup";
+    MWMPI_REQUIRE_INIT(routine);
+    MWMPI_COMM(c, comm, routine);
+    if (request == NULL) return mwmpi_raise(c, MPI_ERR_ARG, routine, "NULL request");
+    int err = PMPI_Comm_dup(comm, newcomm);
+    if (err != MPI_SUCCESS) return err;
+    if (info != MPI_INFO_NULL && (err = PMPI_Comm_set_info(*newcomm, info)) != MPI_SUCCESS) return err;
+    struct mwmpi_req *r = mwmpi_req_new(REQ_DONE, c);
+    if (r == NULL) return mwmpi_raise(c, MPI_ERR_NO_MEM, routine, NULL);
+    r->complete = true;
+    *request = (MPI_Request)r;
+    return MPI_SUCCESS;
+}
+
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
+    return PMPI_Comm_idup_with_info(comm, MPI_INFO_NULL, newcomm, request);
+}
+
+/* Whether `info` holds key = value. */
+static bool info_says(MPI_Info info, const char *key, const char *value) {
+    struct mwmpi_info *i = info != MPI_INFO_NULL ? mwmpi_info_of(info) : NULL;
+    for (int k = 0; i != NULL && k < i->n; k++)
+        if (strcmp(i->keys[k], key) == 0) return strcmp(i->values[k], value) == 0;
+    return false;
+}
+
+/* Comm_split_type (MPI-5.0 7.4.2): the one hardware domain this library
+ * knows is the host (same processor name; the color is the lowest comm
+ * rank there). MPI_COMM_TYPE_SHARED splits by host; HW_GUIDED and
+ * RESOURCE_GUIDED do when the info's "mpi_hw_resource_type" is
+ * "mpi_shared_memory", and give MPI_COMM_NULL otherwise; HW_UNGUIDED splits by host when that is a
+ * strict subset, else gives MPI_COMM_NULL. Collective in every case. */
+int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
+    static const char routine[] = "MPI_Comm_split_type";
+    MWMPI_REQUIRE_INIT(routine);
+    MWMPI_COMM(c, comm, routine);
+    if (split_type != MPI_UNDEFINED && split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_COMM_TYPE_HW_GUIDED &&
+        split_type != MPI_COMM_TYPE_HW_UNGUIDED && split_type != MPI_COMM_TYPE_RESOURCE_GUIDED)
+        return mwmpi_raise(c, MPI_ERR_ARG, routine, "unknown split type %d", split_type);
+    size_t len = sizeof mwmpi.processor_name;
+    char *names = malloc((size_t)c->size * len);
+    if (names == NULL) return mwmpi_raise(c, MPI_ERR_NO_MEM, routine, NULL);
+    if (has_team(c)) {
+        mw_status st = mw_allgather(mwmpi.ep, c->team, mwmpi.processor_name, len, names);
+        if (st != MW_OK) {
+            free(names);
+            return mwmpi_raise_mw(c, st, routine);
+        }
+    } else {
+        memcpy(names, mwmpi.processor_name, len);
+    }
+    int color = -1, same_host = 0;
+    for (int i = 0; i < c->size; i++)
+        if (strncmp(names + (size_t)i * len, mwmpi.processor_name, len) == 0) {
+            if (color < 0) color = i;
+            same_host++;
+        }
+    free(names);
+    bool by_host = split_type == MPI_COMM_TYPE_SHARED ||
+                   (split_type == MPI_COMM_TYPE_HW_GUIDED &&
+                    info_says(info, "mpi_hw_resource_type", "mpi_shared_memory")) ||
+                   (split_type == MPI_COMM_TYPE_RESOURCE_GUIDED &&
+                    info_says(info, "mpi_hw_resource_type", "mpi_shared_memory")) ||
+                   (split_type == MPI_COMM_TYPE_HW_UNGUIDED && same_host < c->size);
+    return PMPI_Comm_split(comm, by_host ? color : MPI_UNDEFINED, key, newcomm);
 }

@@ -188,6 +188,8 @@ void mwmpi_unpack(const struct mwmpi_type *t, MPI_Count count, const void *in, s
 
 void mwmpi_type_release(struct mwmpi_type *t) {
     if (t->predefined || --t->refs > 0) return;
+    mwmpi_attrs_delete_all(&t->attrs, t->handle);
+    mwmpi_contents_free(t->contents);
     mwmpi_obj_unregister(&t->obj);
     free(t->blocks);
     free(t);
@@ -302,11 +304,23 @@ int PMPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *
     OLDTYPE(old, oldtype, "MPI_Type_contiguous");
     MPI_Aint zero = 0;
     if (count < 0) return mwmpi_raise(NULL, MPI_ERR_COUNT, "MPI_Type_contiguous", "negative count");
-    return build_uniform(MPI_COMBINER_CONTIGUOUS, 1, NULL, count, &zero, old, newtype, "MPI_Type_contiguous");
+    int err = build_uniform(MPI_COMBINER_CONTIGUOUS, 1, NULL, count, &zero, old, newtype, "MPI_Type_contiguous");
+    struct mwmpi_contents *c = err == MPI_SUCCESS ? mwmpi_contents_new(*newtype, 0, 0, 1, 1) : NULL;
+    if (c != NULL) {
+        c->counts[0] = count;
+        mwmpi_contents_type(c, 0, oldtype);
+    }
+    return err;
 }
 
 int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype) {
-    return PMPI_Type_contiguous_c(count, oldtype, newtype);
+    int err = PMPI_Type_contiguous_c(count, oldtype, newtype);
+    struct mwmpi_contents *c = err == MPI_SUCCESS ? mwmpi_contents_new(*newtype, 1, 0, 0, 1) : NULL;
+    if (c != NULL) {
+        c->ints[0] = count;
+        mwmpi_contents_type(c, 0, oldtype);
+    }
+    return err;
 }
 
 static int vector(int combiner, MPI_Count count, MPI_Count blocklength, MPI_Aint stride_bytes, MPI_Datatype oldtype,
@@ -324,20 +338,79 @@ static int vector(int combiner, MPI_Count count, MPI_Count blocklength, MPI_Aint
 int PMPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype,
                        MPI_Datatype *newtype) {
     OLDTYPE(old, oldtype, "MPI_Type_vector");
-    return vector(MPI_COMBINER_VECTOR, count, blocklength, stride * old->extent, oldtype, newtype, "MPI_Type_vector");
+    int err = vector(MPI_COMBINER_VECTOR, count, blocklength, stride * old->extent, oldtype, newtype, "MPI_Type_vector");
+    struct mwmpi_contents *c = err == MPI_SUCCESS ? mwmpi_contents_new(*newtype, 0, 0, 3, 1) : NULL;
+    if (c != NULL) {
+        c->counts[0] = count;
+        c->counts[1] = blocklength;
+        c->counts[2] = stride;
+        mwmpi_contents_type(c, 0, oldtype);
+    }
+    return err;
 }
 
 int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype) {
-    return PMPI_Type_vector_c(count, blocklength, stride, oldtype, newtype);
+    int err = PMPI_Type_vector_c(count, blocklength, stride, oldtype, newtype);
+    struct mwmpi_contents *c = err == MPI_SUCCESS ? mwmpi_contents_new(*newtype, 3, 0, 0, 1) : NULL;
+    if (c != NULL) {
+        c->ints[0] = count;
+        c->ints[1] = blocklength;
+        c->ints[2] = stride;
+        mwmpi_contents_type(c, 0, oldtype);
+    }
+    return err;
 }
 
 int PMPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype,
                                MPI_Datatype *newtype) {
-    return vector(MPI_COMBINER_HVECTOR, count, blocklength, stride, oldtype, newtype, "MPI_Type_create_hvector");
+    int err = vector(MPI_COMBINER_HVECTOR, count, blocklength, stride, oldtype, newtype, "MPI_Type_create_hvector");
+    struct mwmpi_contents *c = err == MPI_SUCCESS ? mwmpi_contents_new(*newtype, 0, 0, 3, 1) : NULL;
+    if (c != NULL) {
+        c->counts[0] = count;
+        c->counts[1] = blocklength;
+        c->counts[2] = stride;
+        mwmpi_contents_type(c, 0, oldtype);
+    }
+    return err;
 }
 
 int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype) {
-    return PMPI_Type_create_hvector_c(count, blocklength, stride, oldtype, newtype);
+    int err = PMPI_Type_create_hvector_c(count, blocklength, stride, oldtype, newtype);
+    struct mwmpi_contents *c = err == MPI_SUCCESS ? mwmpi_contents_new(*newtype, 2, 1, 0, 1) : NULL;
+    if (c != NULL) {
+        c->ints[0] = count;
+        c->ints[1] = blocklength;
+        c->aints[0] = stride;
+        mwmpi_contents_type(c, 0, oldtype);
+    }
+    return err;
+}
+
+/* Records an indexed form's arguments: ints (count, block lengths or the
+ * one block length, int displacements), addresses for the h- forms, large
+ * counts when the _c form was called (disp_count given). */
+static void record_indexed(int combiner, MPI_Count count, const MPI_Count *bl, MPI_Count blocklen, const int *disp_int,
+                           const MPI_Aint *disp_aint, const MPI_Count *disp_count, MPI_Datatype oldtype,
+                           MPI_Datatype newtype) {
+    bool block = combiner == MPI_COMBINER_INDEXED_BLOCK || combiner == MPI_COMBINER_HINDEXED_BLOCK;
+    int nbl = block ? 1 : (int)count;
+    struct mwmpi_contents *c;
+    if (disp_count != NULL) {
+        c = mwmpi_contents_new(newtype, 0, 0, 1 + nbl + (int)count, 1);
+        if (c == NULL) return;
+        c->counts[0] = count;
+        for (int i = 0; i < nbl; i++) c->counts[1 + i] = block ? blocklen : bl[i];
+        for (MPI_Count i = 0; i < count; i++) c->counts[1 + nbl + i] = disp_count[i];
+    } else {
+        int nd_int = disp_int != NULL ? (int)count : 0, nd_aint = disp_aint != NULL ? (int)count : 0;
+        c = mwmpi_contents_new(newtype, 1 + nbl + nd_int, nd_aint, 0, 1);
+        if (c == NULL) return;
+        c->ints[0] = (int)count;
+        for (int i = 0; i < nbl; i++) c->ints[1 + i] = (int)(block ? blocklen : bl[i]);
+        for (int i = 0; i < nd_int; i++) c->ints[1 + nbl + i] = disp_int[i];
+        for (int i = 0; i < nd_aint; i++) c->aints[i] = disp_aint[i];
+    }
+    mwmpi_contents_type(c, 0, oldtype);
 }
 
 /* Indexed forms: displacements in units of `unit` bytes (old extent, or 1). */
@@ -360,6 +433,7 @@ static int indexed(int combiner, MPI_Count count, const int *bl_int, const MPI_C
         }
         err = build_uniform(combiner, count, bl, 0, disp, old, newtype, routine);
     }
+    if (err == MPI_SUCCESS) record_indexed(combiner, count, bl, blocklen, disp_int, disp_aint, disp_count, oldtype, *newtype);
     free(disp);
     free(bl);
     return err;
@@ -426,6 +500,24 @@ static int create_struct(MPI_Count count, const int *bl_int, const MPI_Count *bl
         if (types[i] == NULL) err = mwmpi_raise(NULL, MPI_ERR_TYPE, routine, "invalid type at %lld", (long long)i);
     }
     if (err == MPI_SUCCESS) err = build(MPI_COMBINER_STRUCT, count, bl, disp, types, newtype, routine);
+    struct mwmpi_contents *c = NULL;
+    if (err == MPI_SUCCESS)
+        c = bl_int != NULL ? mwmpi_contents_new(*newtype, 1 + (int)count, (int)count, 0, (int)count)
+                           : mwmpi_contents_new(*newtype, 0, 0, 1 + 2 * (int)count, (int)count);
+    if (c != NULL) {
+        if (bl_int != NULL) c->ints[0] = (int)count;
+        else c->counts[0] = count;
+        for (MPI_Count i = 0; i < count; i++) {
+            if (bl_int != NULL) {
+                c->ints[1 + i] = bl_int[i];
+                c->aints[i] = disp_aint[i];
+            } else {
+                c->counts[1 + i] = bl_count[i];
+                c->counts[1 + count + i] = disp_count[i];
+            }
+            mwmpi_contents_type(c, (int)i, htypes[i]);
+        }
+    }
     free(bl);
     free(disp);
     free(types);
@@ -452,11 +544,24 @@ int PMPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count ext
     struct mwmpi_type *t = mwmpi_type_of(*newtype);
     t->lb = (MPI_Aint)lb;
     t->extent = (MPI_Aint)extent;
+    struct mwmpi_contents *c = mwmpi_contents_new(*newtype, 0, 0, 2, 1);
+    if (c != NULL) {
+        c->counts[0] = lb;
+        c->counts[1] = extent;
+        mwmpi_contents_type(c, 0, oldtype);
+    }
     return MPI_SUCCESS;
 }
 
 int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype) {
-    return PMPI_Type_create_resized_c(oldtype, lb, extent, newtype);
+    int err = PMPI_Type_create_resized_c(oldtype, lb, extent, newtype);
+    struct mwmpi_contents *c = err == MPI_SUCCESS ? mwmpi_contents_new(*newtype, 0, 2, 0, 1) : NULL;
+    if (c != NULL) {
+        c->aints[0] = lb;
+        c->aints[1] = extent;
+        mwmpi_contents_type(c, 0, oldtype);
+    }
+    return err;
 }
 
 int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) {
@@ -470,6 +575,14 @@ int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) {
     t->lb = old->lb;
     t->extent = old->extent;
     t->committed = old->committed;
+    struct mwmpi_contents *c = mwmpi_contents_new(*newtype, 0, 0, 0, 1);
+    if (c != NULL) mwmpi_contents_type(c, 0, oldtype);
+    err = mwmpi_attrs_copy(old->attrs, oldtype, &t->attrs, *newtype);
+    if (err != MPI_SUCCESS) {
+        mwmpi_type_release(t);
+        *newtype = MPI_DATATYPE_NULL;
+        return mwmpi_raise(NULL, err, routine, "an attribute copy callback failed");
+    }
     return MPI_SUCCESS;
 }
 
@@ -526,10 +639,34 @@ int PMPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[]
         ss[d] = subsizes[d];
         st[d] = starts[d];
     }
-    return subarray(ndims, s, ss, st, order, oldtype, newtype);
+    int err = subarray(ndims, s, ss, st, order, oldtype, newtype);
+    struct mwmpi_contents *c = err == MPI_SUCCESS ? mwmpi_contents_new(*newtype, 2 + 3 * ndims, 0, 0, 1) : NULL;
+    if (c != NULL) {
+        c->ints[0] = ndims;
+        for (int d = 0; d < ndims; d++) {
+            c->ints[1 + d] = sizes[d];
+            c->ints[1 + ndims + d] = subsizes[d];
+            c->ints[1 + 2 * ndims + d] = starts[d];
+        }
+        c->ints[1 + 3 * ndims] = order;
+        mwmpi_contents_type(c, 0, oldtype);
+    }
+    return err;
 }
 
 int PMPI_Type_create_subarray_c(int ndims, const MPI_Count sizes[], const MPI_Count subsizes[], const MPI_Count starts[],
                                 int order, MPI_Datatype oldtype, MPI_Datatype *newtype) {
-    return subarray(ndims, sizes, subsizes, starts, order, oldtype, newtype);
+    int err = subarray(ndims, sizes, subsizes, starts, order, oldtype, newtype);
+    struct mwmpi_contents *c = err == MPI_SUCCESS ? mwmpi_contents_new(*newtype, 2, 0, 3 * ndims, 1) : NULL;
+    if (c != NULL) {
+        c->ints[0] = ndims;
+        c->ints[1] = order;
+        for (int d = 0; d < ndims; d++) {
+            c->counts[d] = sizes[d];
+            c->counts[ndims + d] = subsizes[d];
+            c->counts[2 * ndims + d] = starts[d];
+        }
+        mwmpi_contents_type(c, 0, oldtype);
+    }
+    return err;
 }

@@ -75,13 +75,31 @@ int PMPI_Init(int *argc, char ***argv) {
     return PMPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
 }
 
+/* What the program left behind that holds memwire resources: MPI lets a
+ * program finalize with communicators not freed, and a request it never
+ * completed is its error, but neither may keep memwire from finalizing. */
+static void release_leftover(struct mwmpi_obj *obj) {
+    if (obj->magic == MWMPI_MAGIC_COMM) {
+        struct mwmpi_comm *c = (struct mwmpi_comm *)obj;
+        if (c->team != NULL) mw_team_free(&c->team);
+    } else if (obj->magic == MWMPI_MAGIC_REQ) {
+        struct mwmpi_req *r = (struct mwmpi_req *)obj;
+        if (r->mw != NULL) mw_handle_free(&r->mw);
+        for (int i = 0; r->nbc != NULL && i < r->nbc->nhandles; i++)
+            if (r->nbc->handles[i] != NULL) mw_handle_free(&r->nbc->handles[i]);
+    }
+}
+
 int PMPI_Finalize(void) {
     MWMPI_REQUIRE_INIT("MPI_Finalize");
+    int err = mwmpi_comms_delete_attrs();
+    if (err != MPI_SUCCESS) return mwmpi_raise(NULL, err, "MPI_Finalize", "an attribute delete callback failed");
     mwmpi_requests_fini();
     /* MPI-5.0 11.2.2: Finalize is collective over the connected processes. */
     mw_status st = mw_barrier(mwmpi.ep);
     if (st != MW_OK) return mwmpi_raise_mw(NULL, st, "MPI_Finalize");
     mwmpi_comms_fini();
+    mwmpi_objs_each(release_leftover);
     bool removed;
     mw_unregister_handler(mwmpi.ep, MWMPI_AM_ABORT, &removed);
     mwmpi.initialized = 0;

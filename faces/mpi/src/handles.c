@@ -54,6 +54,12 @@ void mwmpi_obj_unregister(struct mwmpi_obj *obj) {
     obj->magic = MWMPI_MAGIC_DEAD;
 }
 
+void mwmpi_objs_each(void (*fn)(struct mwmpi_obj *obj)) {
+    /* Finalize only: no other thread is in the library. */
+    for (int i = 0; i < registry_len; i++)
+        if (registry[i] != NULL) fn(registry[i]);
+}
+
 static void *object_of(const void *h, uint32_t magic) {
     if ((uintptr_t)h < MWMPI_PREDEFINED_LIMIT) return NULL;
     const struct mwmpi_obj *obj = h;

@@ -34,6 +34,8 @@ enum {
     MWMPI_MAGIC_OP = 0x4d5000b5,
     MWMPI_MAGIC_ERRH = 0x4d50e44a,
     MWMPI_MAGIC_REQ = 0x4d50e9e0,
+    MWMPI_MAGIC_INFO = 0x4d50196f,
+    MWMPI_MAGIC_MSG = 0x4d505e50,
     MWMPI_MAGIC_DEAD = 0x4d50dead,
 };
 
@@ -50,6 +52,36 @@ struct mwmpi_errh {
     MPI_Comm_errhandler_function *comm_fn; /* user handler, or NULL */
     int refs;
 };
+
+/* ---- info objects and attributes (info.c, attr.c) -------------------- */
+
+struct mwmpi_info {
+    struct mwmpi_obj obj;
+    int n, cap;
+    char **keys, **values; /* in the order set */
+};
+
+/* One attribute on an object: keyval and value, in the order set. */
+struct mwmpi_attr {
+    int keyval;
+    void *value;
+    struct mwmpi_attr *next;
+};
+
+struct mwmpi_info *mwmpi_info_of(MPI_Info h);
+struct mwmpi_info *mwmpi_info_new(void);
+void mwmpi_info_release(struct mwmpi_info *info);
+int mwmpi_info_put(struct mwmpi_info *info, const char *key, const char *value);
+/* A new info object with `from`'s pairs (none when `from` is NULL). */
+int mwmpi_info_copy(const struct mwmpi_info *from, struct mwmpi_info **out);
+/* Runs every delete callback of `list` (on `handle`, the object's handle)
+ * and empties it; stops at a callback's error and returns it. */
+int mwmpi_attrs_delete_all(struct mwmpi_attr **list, void *handle);
+/* The copy callbacks of `from`'s attributes, into `to` (Comm_dup, Type_dup). */
+int mwmpi_attrs_copy(struct mwmpi_attr *from, void *old_handle, struct mwmpi_attr **to, void *new_handle);
+struct mwmpi_comm;
+/* A user attribute of `c`: MPI_ERR_KEYVAL when `keyval` is not a live one. */
+int mwmpi_comm_user_attr(struct mwmpi_comm *c, int keyval, void *attribute_val, int *flag);
 
 /* ---- groups and communicators ---------------------------------------- */
 
@@ -75,6 +107,9 @@ struct mwmpi_comm {
      * communicators of one member have none and do their collectives here. */
     mw_team *team;
     struct mwmpi_errh *errh;
+    struct mwmpi_info *info; /* hints set (Comm_set_info), or NULL */
+    struct mwmpi_attr *attrs;
+    uint32_t nbc_seq; /* collectives started on it (nbc.c's tags) */
     char name[MPI_MAX_OBJECT_NAME];
     bool predefined;
 };
@@ -115,10 +150,29 @@ struct mwmpi_type {
     enum mwmpi_kind kind;
     size_t kind_count;
     int combiner;
+    /* The constructor's arguments (contents.c), NULL for predefined types. */
+    struct mwmpi_contents *contents;
+    struct mwmpi_attr *attrs;
     bool predefined, committed;
     int refs;
     char name[MPI_MAX_OBJECT_NAME];
 };
+
+struct mwmpi_contents;
+/* Records a new type's constructor arguments: arrays of ni ints, na
+ * addresses, nc large counts and nd types for the caller to fill (types
+ * through mwmpi_contents_type, which keeps them alive). NULL when out of
+ * memory (the type then answers an empty envelope). */
+struct mwmpi_contents {
+    int ni, na, nc, nd;
+    int *ints;
+    MPI_Aint *aints;
+    MPI_Count *counts;
+    struct mwmpi_type **types;
+};
+struct mwmpi_contents *mwmpi_contents_new(MPI_Datatype h, int ni, int na, int nc, int nd);
+void mwmpi_contents_type(struct mwmpi_contents *c, int i, MPI_Datatype h);
+void mwmpi_contents_free(struct mwmpi_contents *c);
 
 /* ---- operations ------------------------------------------------------ */
 
@@ -131,7 +185,43 @@ struct mwmpi_op {
 
 /* ---- requests -------------------------------------------------------- */
 
-enum mwmpi_req_kind { REQ_SEND, REQ_RECV, REQ_DONE };
+enum mwmpi_req_kind { REQ_SEND, REQ_RECV, REQ_DONE, REQ_COLL };
+
+/* A nonblocking collective in flight (nbc.c): its messages, the memory
+ * and types it holds, and what it does once they have all completed.
+ * Each collective extends it (its struct starts with this one). */
+struct mwmpi_nbc {
+    struct mwmpi_comm *comm;
+    uint64_t tag;
+    mw_handle **handles;
+    int nhandles, handles_cap, ncomplete;
+    void **allocs;
+    int nallocs, allocs_cap;
+    struct mwmpi_type **types;
+    int ntypes, types_cap;
+    int (*finish)(struct mwmpi_nbc *b);
+    int error;
+    bool done;
+};
+
+/* A collective of `size` bytes (its struct) on `c`, with the next tag. */
+struct mwmpi_nbc *mwmpi_nbc_new(struct mwmpi_comm *c, size_t size);
+/* Memory freed with the collective. */
+void *mwmpi_nbc_alloc(struct mwmpi_nbc *b, size_t len);
+/* Keeps a datatype alive until the collective is freed (false: no memory). */
+bool mwmpi_nbc_keep_type(struct mwmpi_nbc *b, struct mwmpi_type *t);
+/* Posts a message of the collective to / from comm rank `peer`. */
+int mwmpi_nbc_send(struct mwmpi_nbc *b, int dest, const void *data, size_t len);
+int mwmpi_nbc_recv(struct mwmpi_nbc *b, int source, void *data, size_t len);
+/* Progress: true once every message completed and `finish` ran. */
+bool mwmpi_nbc_test(struct mwmpi_nbc *b);
+/* Until done; the collective's error class. */
+int mwmpi_nbc_wait(struct mwmpi_nbc *b);
+void mwmpi_nbc_free(struct mwmpi_nbc *b);
+/* After posting (err: how that went): a request owning `b` (nonblocking
+ * forms), or waiting for it and freeing it (blocking forms). */
+int mwmpi_nbc_start(struct mwmpi_nbc *b, int err, MPI_Request *request, const char *routine);
+int mwmpi_nbc_run(struct mwmpi_nbc *b, int err, const char *routine);
 
 struct mwmpi_req {
     struct mwmpi_obj obj;
@@ -158,9 +248,11 @@ struct mwmpi_req {
     int peer, tag;
     /* Freed by the program while still active: completed in the background. */
     struct mwmpi_req *next_detached;
+    struct mwmpi_nbc *nbc; /* REQ_COLL: the collective */
+    size_t bsend_charge; /* a buffered send's share of the attached buffer */
 };
 
-enum { MWMPI_PERSIST_SEND, MWMPI_PERSIST_SSEND, MWMPI_PERSIST_RECV };
+enum { MWMPI_PERSIST_SEND, MWMPI_PERSIST_SSEND, MWMPI_PERSIST_BSEND, MWMPI_PERSIST_RECV };
 
 /* ---- library state --------------------------------------------------- */
 
@@ -215,6 +307,9 @@ extern struct mwmpi_errh mwmpi_errors_are_fatal, mwmpi_errors_return;
 void mwmpi_obj_register(struct mwmpi_obj *obj, uint32_t magic);
 void mwmpi_obj_unregister(struct mwmpi_obj *obj);
 
+/* Calls fn on every live user object (Finalize). */
+void mwmpi_objs_each(void (*fn)(struct mwmpi_obj *obj));
+
 /* The object behind a handle, or NULL when the handle is invalid (or null). */
 struct mwmpi_comm *mwmpi_comm_of(MPI_Comm h);
 struct mwmpi_group *mwmpi_group_of(MPI_Group h);
@@ -231,6 +326,8 @@ struct mwmpi_req *mwmpi_req_of(MPI_Request h);
 
 void mwmpi_comms_init(void);
 void mwmpi_comms_fini(void);
+/* Finalize's first step: the attributes of COMM_SELF, then COMM_WORLD. */
+int mwmpi_comms_delete_attrs(void);
 struct mwmpi_group *mwmpi_group_new(int size, const int *world);
 extern struct mwmpi_group mwmpi_group_empty;
 void mwmpi_group_release(struct mwmpi_group *g);
@@ -261,6 +358,12 @@ struct mwmpi_req *mwmpi_req_new(enum mwmpi_req_kind kind, struct mwmpi_comm *com
 void mwmpi_req_free(struct mwmpi_req *r);
 /* Completes the requests the program freed while active (Finalize). */
 void mwmpi_requests_fini(void);
+/* Puts an active request on the list completed in the background. */
+void mwmpi_req_detach(struct mwmpi_req *r);
+/* Completes what of that list is done. */
+void mwmpi_requests_sweep(void);
+/* Gives a finished buffered send's bytes back to the attached buffer. */
+void mwmpi_bsend_release(size_t bytes);
 /* Waits politely: progress memwire, then give the CPU away after a while. */
 void mwmpi_poll(unsigned *spins);
 
@@ -278,6 +381,10 @@ int mwmpi_op_check(const struct mwmpi_op *op, const struct mwmpi_type *t);
  * pairs `extent` apart); a user operation gets the buffers as they are. */
 void mwmpi_op_apply(const struct mwmpi_op *op, const struct mwmpi_type *t, const void *in, void *inout, MPI_Count count);
 /* memwire's dtype/op for a reduction it can do itself, or false. */
+/* Bytes `count` elements of `t` span from their true lower bound. */
+size_t mwmpi_span(const struct mwmpi_type *t, MPI_Count count);
+/* inout = in op inout on user-layout buffers (reduce.c). */
+void mwmpi_combine(const struct mwmpi_op *op, const struct mwmpi_type *t, MPI_Count count, const void *in, void *inout);
 bool mwmpi_op_native(const struct mwmpi_op *op, const struct mwmpi_type *t, mw_dtype *dtype, mw_op *mop);
 
 #endif /* MWMPI_INTERNAL_H */

@@ -451,8 +451,8 @@ int PMPI_Test_cancelled(const MPI_Status *status, int *flag) {
 
 int PMPI_Status_set_elements_c(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) {
     struct mwmpi_type *t = mwmpi_type_of(datatype);
-    if (status == NULL || t == NULL || count < 0)
-        return mwmpi_raise(NULL, MPI_ERR_ARG, "MPI_Status_set_elements", "bad arguments");
+    if (t == NULL) return mwmpi_raise(NULL, MPI_ERR_TYPE, "MPI_Status_set_elements", "invalid datatype");
+    if (status == NULL || count < 0) return mwmpi_raise(NULL, MPI_ERR_ARG, "MPI_Status_set_elements", "bad arguments");
     int cancelled = status->MPI_internal[2];
     size_t basic = t->kind_count > 0 ? t->size / t->kind_count : t->size;
     mwmpi_status_set_count(status, count * (MPI_Count)basic);

@@ -6,7 +6,7 @@
  * reductions over the communicator's collective context, which keep MPI's
  * order for non-commutative user operations.
  *
- * Work buffers hold `count` elements in the user's layout: span() bytes
+ * Work buffers hold `count` elements in the user's layout: mwmpi_span() bytes
  * starting at the data's true lower bound.
  */
 #include <stdlib.h>
@@ -25,7 +25,7 @@ enum { TAG_REDUCE = 16, TAG_SCAN, TAG_RSCATTER };
         if (err_ != MPI_SUCCESS) return err_;      \
     } while (0)
 
-static size_t span(const struct mwmpi_type *t, MPI_Count count) {
+size_t mwmpi_span(const struct mwmpi_type *t, MPI_Count count) {
     return count == 0 ? 0 : (size_t)((count - 1) * t->extent + t->true_extent);
 }
 
@@ -36,7 +36,7 @@ struct work {
 };
 
 static bool work_new(struct work *w, const struct mwmpi_type *t, MPI_Count count, const void *from) {
-    size_t n = span(t, count);
+    size_t n = mwmpi_span(t, count);
     w->mem = malloc(n + 1);
     if (w->mem == NULL) return false;
     w->base = w->mem - t->true_lb;
@@ -45,12 +45,11 @@ static bool work_new(struct work *w, const struct mwmpi_type *t, MPI_Count count
 }
 
 static void copy_elems(const struct mwmpi_type *t, MPI_Count count, const void *from, void *to) {
-    size_t n = span(t, count);
+    size_t n = mwmpi_span(t, count);
     if (n > 0 && from != to) memmove((char *)to + t->true_lb, (const char *)from + t->true_lb, n);
 }
 
-/* inout = in op inout on user-layout buffers. */
-static void combine(const struct mwmpi_op *op, const struct mwmpi_type *t, MPI_Count count, const void *in, void *inout) {
+void mwmpi_combine(const struct mwmpi_op *op, const struct mwmpi_type *t, MPI_Count count, const void *in, void *inout) {
     bool kernel_layout = t->predefined || mwmpi_type_contiguous(t, count) || op->user != NULL;
     if (kernel_layout) {
         mwmpi_op_apply(op, t, in, inout, count);
@@ -76,11 +75,11 @@ static void combine(const struct mwmpi_op *op, const struct mwmpi_type *t, MPI_C
 }
 
 static int send_elems(struct mwmpi_comm *c, int dest, int tag, const struct mwmpi_type *t, MPI_Count count, const void *buf) {
-    return mwmpi_coll_send(c, dest, tag, (const char *)buf + t->true_lb, span(t, count));
+    return mwmpi_coll_send(c, dest, tag, (const char *)buf + t->true_lb, mwmpi_span(t, count));
 }
 
 static int recv_elems(struct mwmpi_comm *c, int source, int tag, const struct mwmpi_type *t, MPI_Count count, void *buf) {
-    return mwmpi_coll_recv(c, source, tag, (char *)buf + t->true_lb, span(t, count));
+    return mwmpi_coll_recv(c, source, tag, (char *)buf + t->true_lb, mwmpi_span(t, count));
 }
 
 struct red_args {
@@ -117,7 +116,7 @@ static int reduce_ordered(struct red_args *a, const void *send, void *recv, MPI_
         void *dst = i == c->size - 1 ? acc.base : in.base;
         if (i == c->rank) copy_elems(a->t, count, send, dst);
         else err = recv_elems(c, i, TAG_REDUCE, a->t, count, dst);
-        if (err == MPI_SUCCESS && i != c->size - 1) combine(a->op, a->t, count, in.base, acc.base);
+        if (err == MPI_SUCCESS && i != c->size - 1) mwmpi_combine(a->op, a->t, count, in.base, acc.base);
     }
     if (err == MPI_SUCCESS) copy_elems(a->t, count, acc.base, recv);
     free(acc.mem);
@@ -188,7 +187,7 @@ static int scan(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatyp
         err = recv_elems(c, c->rank - 1, TAG_SCAN, a.t, count, prefix.base);
         if (err == MPI_SUCCESS) {
             if (exclusive) copy_elems(a.t, count, prefix.base, recvbuf);
-            combine(a.op, a.t, count, prefix.base, mine.base);
+            mwmpi_combine(a.op, a.t, count, prefix.base, mine.base);
         }
     }
     if (err == MPI_SUCCESS && c->rank + 1 < c->size) err = send_elems(c, c->rank + 1, TAG_SCAN, a.t, count, mine.base);

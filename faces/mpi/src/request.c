@@ -27,6 +27,8 @@ struct mwmpi_req *mwmpi_req_new(enum mwmpi_req_kind kind, struct mwmpi_comm *com
 
 void mwmpi_req_free(struct mwmpi_req *r) {
     if (r->mw != NULL) mw_handle_free(&r->mw);
+    if (r->bsend_charge > 0) mwmpi_bsend_release(r->bsend_charge);
+    mwmpi_nbc_free(r->nbc);
     free(r->staging);
     if (r->type != NULL) mwmpi_type_release(r->type);
     mwmpi_obj_unregister(&r->obj);
@@ -36,6 +38,7 @@ void mwmpi_req_free(struct mwmpi_req *r) {
 /* Whether r's operation is done (making progress once when `test`). */
 static bool req_done(struct mwmpi_req *r) {
     if (r->persistent) return r->inner == NULL || req_done(r->inner);
+    if (r->nbc != NULL) return r->complete || mwmpi_nbc_test(r->nbc);
     if (r->complete || r->mw == NULL) return true;
     bool done = false;
     if (mw_test(r->mw, &done) != MW_OK) return true; /* the wait reports the error */
@@ -45,6 +48,11 @@ static bool req_done(struct mwmpi_req *r) {
 /* Completes r, waiting for it if need be: its status and error are set. */
 static void req_finish(struct mwmpi_req *r) {
     if (r->complete) return;
+    if (r->nbc != NULL) {
+        r->error = mwmpi_nbc_wait(r->nbc);
+        mwmpi_status_empty(&r->status);
+        r->status.MPI_ERROR = r->error;
+    }
     if (r->mw != NULL) {
         if (r->kind == REQ_RECV) {
             mw_recv_status env;
@@ -331,6 +339,70 @@ int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) 
     return MPI_SUCCESS;
 }
 
+/* The array forms of Request_get_status: like Testall / Testany /
+ * Testsome, but the requests stay as they are. */
+int PMPI_Request_get_status_all(int count, const MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+    static const char routine[] = "MPI_Request_get_status_all";
+    if (flag == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL flag");
+    int err = check_array(count, (MPI_Request *)requests, routine);
+    if (err != MPI_SUCCESS) return err;
+    sweep_detached();
+    bool all = true;
+    for (int i = 0; i < count; i++) all &= req_inactive(mwmpi_req_of(requests[i])) || req_done(mwmpi_req_of(requests[i]));
+    *flag = all;
+    for (int i = 0; all && i < count; i++) PMPI_Request_get_status(requests[i], &(int){0}, status_at(statuses, i));
+    return MPI_SUCCESS;
+}
+
+int PMPI_Request_get_status_any(int count, const MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+    static const char routine[] = "MPI_Request_get_status_any";
+    if (flag == NULL || index == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL argument");
+    int err = check_array(count, (MPI_Request *)requests, routine);
+    if (err != MPI_SUCCESS) return err;
+    sweep_detached();
+    bool active = false;
+    *index = MPI_UNDEFINED;
+    *flag = 0;
+    for (int i = 0; i < count; i++) {
+        struct mwmpi_req *r = mwmpi_req_of(requests[i]);
+        if (req_inactive(r)) continue;
+        active = true;
+        if (req_done(r)) {
+            *index = i;
+            *flag = 1;
+            return PMPI_Request_get_status(requests[i], &(int){0}, status);
+        }
+    }
+    if (!active) {
+        *flag = 1;
+        mwmpi_status_empty(status);
+    }
+    return MPI_SUCCESS;
+}
+
+int PMPI_Request_get_status_some(int incount, const MPI_Request requests[], int *outcount, int indices[],
+                                 MPI_Status statuses[]) {
+    static const char routine[] = "MPI_Request_get_status_some";
+    if (outcount == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL outcount");
+    int err = check_array(incount, (MPI_Request *)requests, routine);
+    if (err != MPI_SUCCESS) return err;
+    sweep_detached();
+    bool active = false;
+    *outcount = 0;
+    for (int i = 0; i < incount; i++) {
+        struct mwmpi_req *r = mwmpi_req_of(requests[i]);
+        if (req_inactive(r)) continue;
+        active = true;
+        if (req_done(r)) {
+            indices[*outcount] = i;
+            PMPI_Request_get_status(requests[i], &(int){0}, status_at(statuses, *outcount));
+            ++*outcount;
+        }
+    }
+    if (!active) *outcount = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+
 int PMPI_Request_free(MPI_Request *request) {
     static const char routine[] = "MPI_Request_free";
     if (request == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL request");
@@ -356,6 +428,13 @@ int PMPI_Request_free(MPI_Request *request) {
     *request = MPI_REQUEST_NULL;
     return MPI_SUCCESS;
 }
+
+void mwmpi_req_detach(struct mwmpi_req *r) {
+    r->next_detached = detached;
+    detached = r;
+}
+
+void mwmpi_requests_sweep(void) { sweep_detached(); }
 
 /* Completes every detached request (Finalize). */
 void mwmpi_requests_fini(void) {
@@ -422,6 +501,16 @@ int PMPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, i
     return persistent_init(MWMPI_PERSIST_SSEND, buf, count, datatype, dest, tag, comm, request, "MPI_Ssend_init");
 }
 
+int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                    MPI_Request *request) {
+    return persistent_init(MWMPI_PERSIST_BSEND, buf, count, datatype, dest, tag, comm, request, "MPI_Bsend_init");
+}
+
+int PMPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                      MPI_Request *request) {
+    return persistent_init(MWMPI_PERSIST_BSEND, buf, count, datatype, dest, tag, comm, request, "MPI_Bsend_init");
+}
+
 int PMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                    MPI_Request *request) {
     return persistent_init(MWMPI_PERSIST_RECV, buf, count, datatype, source, tag, comm, request, "MPI_Recv_init");
@@ -449,6 +538,9 @@ int PMPI_Start(MPI_Request *request) {
     case MWMPI_PERSIST_SSEND:
         err = PMPI_Issend_c(r->p_buf, r->p_count, r->p_type, r->peer, r->tag, comm, &inner);
         break;
+    case MWMPI_PERSIST_BSEND:
+        err = PMPI_Ibsend_c(r->p_buf, r->p_count, r->p_type, r->peer, r->tag, comm, &inner);
+        break;
     default:
         err = PMPI_Irecv_c((void *)r->p_buf, r->p_count, r->p_type, r->peer, r->tag, comm, &inner);
         break;
@@ -464,6 +556,38 @@ int PMPI_Startall(int count, MPI_Request requests[]) {
     for (int i = 0; i < count; i++) {
         int err = PMPI_Start(&requests[i]);
         if (err != MPI_SUCCESS) return err;
+    }
+    return MPI_SUCCESS;
+}
+
+/* MPI_Cancel: a receive that no message has matched is withdrawn (its
+ * request completes with Test_cancelled true and nothing in the buffer);
+ * one already matched completes with its message. Sends are not
+ * cancelled (the standard lets a cancel fail; MPI-4.1 deprecated
+ * cancelling them): they complete as sent. Cancelling a collective's
+ * request is erroneous (MPI-5.0 6.12). */
+int PMPI_Cancel(MPI_Request *request) {
+    static const char routine[] = "MPI_Cancel";
+    if (request == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, routine, "NULL request");
+    struct mwmpi_req *r;
+    int err = req_get(*request, &r, routine);
+    if (err != MPI_SUCCESS) return err;
+    if (r == NULL) return mwmpi_raise(NULL, MPI_ERR_REQUEST, routine, "MPI_REQUEST_NULL");
+    struct mwmpi_req *op = r->persistent ? r->inner : r;
+    if (op == NULL) return MPI_SUCCESS; /* an inactive persistent request */
+    if (op->nbc != NULL) return mwmpi_raise(op->comm, MPI_ERR_REQUEST, routine, "a collective cannot be cancelled");
+    if (op->kind != REQ_RECV || op->complete || op->mw == NULL) return MPI_SUCCESS;
+    bool cancelled = false;
+    mw_status st = mw_cancel_recv(&op->mw, &cancelled);
+    if (st != MW_OK) return mwmpi_raise_mw(op->comm, st, routine);
+    if (cancelled) {
+        free(op->staging);
+        op->staging = NULL;
+        if (op->type != NULL) mwmpi_type_release(op->type);
+        op->type = NULL;
+        op->complete = true;
+        mwmpi_status_empty(&op->status);
+        op->status.MPI_internal[2] = 1; /* Test_cancelled */
     }
     return MPI_SUCCESS;
 }

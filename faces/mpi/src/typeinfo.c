@@ -96,6 +96,10 @@ int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name) {
 }
 
 int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen) {
+    if (datatype == MPI_DATATYPE_NULL && type_name != NULL && resultlen != NULL) {
+        *resultlen = snprintf(type_name, MPI_MAX_OBJECT_NAME, "MPI_DATATYPE_NULL"); /* MPI-4.1 7.8 */
+        return MPI_SUCCESS;
+    }
     TYPE(t, datatype, "MPI_Type_get_name");
     if (type_name == NULL || resultlen == NULL) return mwmpi_raise(NULL, MPI_ERR_ARG, "MPI_Type_get_name", "NULL argument");
     snprintf(type_name, MPI_MAX_OBJECT_NAME, "%s", t->name);

@@ -17,7 +17,7 @@ bin=$out/bin
 build=$out/tests
 mkdir -p "$build"
 cflags=(-std=c11 -O2 -Wall -Wextra -Werror)
-tests=(env_test comm_test p2p_test dtype_test coll_test)
+tests=(env_test comm_test p2p_test dtype_test coll_test nbc_test misc_test)
 fail() { echo "run.sh: $*" >&2; exit 1; }
 
 for t in "${tests[@]}" error_test; do

@@ -2,8 +2,9 @@
 //!
 //! Owns: cancelling a receive so that nothing lands in its buffer once the
 //! call that gave up returns, and answering the sender of a message that
-//! was being pulled into it, and the `*_timeout` forms of the blocking
-//! receive calls. Every byte that reaches a receive's buffer (an eager
+//! was being pulled into it, cancelling a receive only while no message
+//! has matched it (MPI's `MPI_Cancel`), and the `*_timeout` forms of the
+//! blocking receive calls. Every byte that reaches a receive's buffer (an eager
 //! message, a rendezvous chunk over UDP or a ring, a same-host pull that
 //! copies the whole payload, a sender's assisted copy inside that pull) is
 //! written under the endpoint lock through the receive's request slot, so
@@ -39,7 +40,28 @@ impl State {
     }
 }
 
+impl State {
+    /// Cancels receive `id` only if no message has matched it yet: then it
+    /// leaves the posted queue, fails with [`Error::Cancelled`] and its slot
+    /// is freed (true). A receive that a message has matched (arrived, or
+    /// still being pulled) is left as it is (false), as is an unknown id.
+    pub(crate) fn cancel_recv_unmatched(&mut self, id: RequestId) -> bool {
+        if self.requests.is_done(id) != Some(false) || !self.msg.tagged.cancel(id) {
+            return false;
+        }
+        let completion = self.requests.fail(id, Error::Cancelled);
+        self.completions.extend(completion);
+        drop(self.requests.take(id));
+        true
+    }
+}
+
 impl Endpoint {
+    /// [`State::cancel_recv_unmatched`] under the endpoint lock.
+    pub(crate) fn cancel_recv_unmatched(&self, id: RequestId) -> bool {
+        self.lock().cancel_recv_unmatched(id)
+    }
+
     /// [`State::cancel_recv`], and the sender's answer on its way.
     pub(crate) fn cancel_recv(&self, id: RequestId, error: Error) -> Option<(Result<()>, Output)> {
         let mut state = self.lock();

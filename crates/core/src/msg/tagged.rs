@@ -1067,6 +1067,17 @@ impl RecvHandle<'_> {
         self.finish(LazyDeadline::new(Bound::After(timeout)))
     }
 
+    /// Cancels the receive if no message has matched it yet (MPI's
+    /// `MPI_Cancel` of a receive): true when it was cancelled (no message
+    /// will match it, nothing lands in the buffer, and the handle is done:
+    /// drop it), false when a message has matched it (arrived, or still
+    /// arriving: wait for it as usual; its sender's send completes).
+    pub fn cancel_unmatched(&mut self) -> bool {
+        let cancelled = !self.finished && self.ep.cancel_recv_unmatched(self.id);
+        self.finished |= cancelled;
+        cancelled
+    }
+
     /// Waits for the message until `deadline`, then cancels the receive.
     pub(super) fn finish(mut self, mut deadline: LazyDeadline) -> Result<RecvStatus> {
         let id = self.id;
