@@ -10,14 +10,17 @@
 //! cold by the time they leave.
 //!
 //! The invariant everything here rests on: a feed reads the caller's
-//! buffer only while the handle of its request is alive. A handle dropped
+//! buffer only while the handle of its request is alive, or, for an
+//! implicit put (no handle), until the caller's next flush or quiet, which
+//! waits for every feed to finish. A handle dropped
 //! before completion copies the part not fed yet ([`State::keep_put_feed`]:
 //! the put still completes, unobserved, as any dropped operation does); a
 //! wait that ends in failure or timeout removes the feed
 //! ([`State::forget_put_feed`]); and a lent feed whose request is no
 //! longer wanted is dropped before it is read.
 //!
-//! Must not: wait, or hold a source beyond the handle that lent it.
+//! Must not: wait, or hold a source beyond the handle (or the quiet) that
+//! bounds its loan.
 #![allow(unsafe_code)]
 
 use mw_wire::op::{self, OpRepr, SignalOp};
